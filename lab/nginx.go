@@ -1,0 +1,160 @@
+package lab
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/template"
+	"time"
+
+	"github.com/retrylens/retrylens/parse"
+)
+
+// ErrNoNginx means no nginx binary was found.
+var ErrNoNginx = errors.New("nginx not found (Debian: apt-get install nginx-light)")
+
+// JSONFormat is the escape=json log_format the lab's nginx writes next to the retry text
+// log: the same fields, keys named after the variables.
+const JSONFormat = `{"time_iso8601":"$time_iso8601","msec":"$msec","remote_addr":"$remote_addr","request":"$request",` +
+	`"status":"$status","body_bytes_sent":"$body_bytes_sent","http_referer":"$http_referer","http_user_agent":"$http_user_agent",` +
+	`"request_time":"$request_time","upstream_response_time":"$upstream_response_time","upstream_status":"$upstream_status",` +
+	`"http_x_retry_attempt":"$http_x_retry_attempt","http_x_retry_reason":"$http_x_retry_reason","http_x_request_id":"$http_x_request_id",` +
+	`"http_idempotency_key":"$http_idempotency_key","upstream_http_retry_after":"$upstream_http_retry_after"}`
+
+// Nginx is a running nginx process with a private prefix directory.
+type Nginx struct {
+	Addr    string // host:port it listens on
+	Dir     string
+	TextLog string // access log in the "retry" format
+	JSONLog string // access log in JSONFormat
+	cmd     *exec.Cmd
+	done    chan error
+}
+
+var confTmpl = template.Must(template.New("nginx.conf").Parse(`daemon off;
+master_process off;
+worker_processes 1;
+pid {{.Dir}}/nginx.pid;
+error_log {{.Dir}}/error.log warn;
+events { worker_connections 1024; }
+http {
+    client_body_temp_path {{.Dir}}/tmp/body;
+    proxy_temp_path {{.Dir}}/tmp/proxy;
+    fastcgi_temp_path {{.Dir}}/tmp/fastcgi;
+    uwsgi_temp_path {{.Dir}}/tmp/uwsgi;
+    scgi_temp_path {{.Dir}}/tmp/scgi;
+    log_format retry '{{.Retry}}';
+    log_format retry_json escape=json '{{.JSON}}';
+    upstream backend {
+        server {{.Upstream}};
+        keepalive 32;
+    }
+    server {
+        listen {{.Addr}};
+        access_log {{.TextLog}} retry;
+        access_log {{.JSONLog}} retry_json;
+        location / {
+            proxy_pass http://backend;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_next_upstream off;
+            proxy_read_timeout 30s;
+        }
+    }
+}
+`))
+
+// StartNginx starts nginx in dir, proxying to upstream (host:port), and waits until it
+// accepts connections. Stop it with Stop, which also flushes its logs.
+func StartNginx(dir, upstream string) (*Nginx, error) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
+			return nil, ErrNoNginx
+		}
+		bin = "/usr/sbin/nginx"
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	n := &Nginx{
+		Addr:    addr,
+		Dir:     dir,
+		TextLog: filepath.Join(dir, "access.log"),
+		JSONLog: filepath.Join(dir, "access.json"),
+		done:    make(chan error, 1),
+	}
+	var conf bytes.Buffer
+	err = confTmpl.Execute(&conf, map[string]string{
+		"Dir": dir, "Addr": addr, "Upstream": upstream, "TextLog": n.TextLog, "JSONLog": n.JSONLog,
+		"Retry": parse.Retry, "JSON": JSONFormat,
+	})
+	if err != nil {
+		return nil, err
+	}
+	confPath := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	var stderr bytes.Buffer
+	n.cmd = exec.Command(bin, "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log"))
+	n.cmd.Stderr = &stderr
+	n.cmd.Stdout = &stderr
+	if err := n.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start nginx: %w", err)
+	}
+	go func() { n.done <- n.cmd.Wait() }()
+	for range 100 {
+		select {
+		case err := <-n.done:
+			return nil, fmt.Errorf("nginx exited at start: %v: %s", err, strings.TrimSpace(stderr.String()))
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			return n, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n.Stop()
+	return nil, fmt.Errorf("nginx did not listen on %s within 5s: %s", addr, stderr.String())
+}
+
+// Stop shuts nginx down gracefully (SIGQUIT: in-flight requests finish and are logged) and
+// waits for it, killing it after 10 s.
+func (n *Nginx) Stop() error {
+	if n.cmd.Process == nil {
+		return nil
+	}
+	n.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-n.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		n.cmd.Process.Kill()
+		<-n.done
+		return errors.New("nginx did not stop within 10s; killed")
+	}
+}
+
+// URL returns the base URL of the nginx front.
+func (n *Nginx) URL() string { return "http://" + n.Addr }
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}

@@ -1,0 +1,350 @@
+package parse
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// field is what a variable's value means to retrylens. Variables retrylens has no use for
+// are still matched, then dropped (fieldIgnore).
+type field uint8
+
+const (
+	fieldIgnore field = iota
+	fieldRemoteAddr
+	fieldTimeLocal
+	fieldTimeISO
+	fieldMsec
+	fieldRequest
+	fieldMethod
+	fieldURI
+	fieldProtocol
+	fieldStatus
+	fieldBytes
+	fieldReferer
+	fieldUserAgent
+	fieldHost
+	fieldRequestTime
+	fieldUpstreamAddr
+	fieldUpstreamStatus
+	fieldUpstreamResponseTime
+	fieldRetryReason
+	fieldRequestID
+	fieldIdempotencyKey
+	fieldInvocationID
+	fieldRetryAfter
+	// Attempt sources, in the SPEC's order of precedence.
+	fieldAttemptRetry
+	fieldAttemptStainless
+	fieldAttemptEnvoy
+	fieldAttemptAmz
+	fieldAttemptGRPC
+	numFields
+)
+
+const firstAttemptField = fieldAttemptRetry
+
+// attemptSources names the header behind each attempt field.
+var attemptSources = [...]string{
+	"x-retry-attempt",
+	"x-stainless-retry-count",
+	"x-envoy-attempt-count",
+	"amz-sdk-request",
+	"grpc-previous-rpc-attempts",
+}
+
+// variables maps nginx variable names (without '$') to fields.
+var variables = map[string]field{
+	"remote_addr":                     fieldRemoteAddr,
+	"http_x_forwarded_for":            fieldIgnore,
+	"time_local":                      fieldTimeLocal,
+	"time_iso8601":                    fieldTimeISO,
+	"msec":                            fieldMsec,
+	"request":                         fieldRequest,
+	"request_method":                  fieldMethod,
+	"request_uri":                     fieldURI,
+	"server_protocol":                 fieldProtocol,
+	"status":                          fieldStatus,
+	"body_bytes_sent":                 fieldBytes,
+	"http_referer":                    fieldReferer,
+	"http_user_agent":                 fieldUserAgent,
+	"host":                            fieldHost,
+	"http_host":                       fieldHost,
+	"request_time":                    fieldRequestTime,
+	"upstream_addr":                   fieldUpstreamAddr,
+	"upstream_status":                 fieldUpstreamStatus,
+	"upstream_response_time":          fieldUpstreamResponseTime,
+	"http_x_retry_reason":             fieldRetryReason,
+	"http_x_request_id":               fieldRequestID,
+	"http_idempotency_key":            fieldIdempotencyKey,
+	"http_amz_sdk_invocation_id":      fieldInvocationID,
+	"upstream_http_retry_after":       fieldRetryAfter,
+	"sent_http_retry_after":           fieldRetryAfter,
+	"http_x_retry_attempt":            fieldAttemptRetry,
+	"http_x_stainless_retry_count":    fieldAttemptStainless,
+	"http_x_envoy_attempt_count":      fieldAttemptEnvoy,
+	"http_amz_sdk_request":            fieldAttemptAmz,
+	"http_grpc_previous_rpc_attempts": fieldAttemptGRPC,
+}
+
+// state carries what a line sets before it is folded into the Record.
+type state struct {
+	attempt           [numFields - firstAttemptField]string
+	haveMsec, haveISO bool
+}
+
+// set stores one decoded value. An empty value or "-" means absent and never reaches set.
+// pos is the value's offset in the line, for errors.
+func set(r *Record, st *state, f field, v string, pos int) *Error {
+	switch f {
+	case fieldRemoteAddr:
+		r.RemoteAddr = v
+	case fieldTimeLocal:
+		if st.haveMsec || st.haveISO {
+			return nil
+		}
+		t, ok := parseTimeLocal(v)
+		if !ok {
+			return errAt(pos, ErrBadTime, "want $time_local like 10/Oct/2026:13:55:36 +0000, found %s", excerpt(v, 0, 32))
+		}
+		r.Time = t
+	case fieldTimeISO:
+		if st.haveMsec {
+			return nil
+		}
+		t, ok := parseTimeISO(v)
+		if !ok {
+			return errAt(pos, ErrBadTime, "want $time_iso8601 like 2026-10-10T13:55:36+00:00, found %s", excerpt(v, 0, 32))
+		}
+		r.Time, st.haveISO = t, true
+	case fieldMsec:
+		t, ok := parseMsec(v)
+		if !ok {
+			return errAt(pos, ErrBadTime, "want $msec like 1795946401.012, found %s", excerpt(v, 0, 32))
+		}
+		r.Time, st.haveMsec = t, true
+	case fieldRequest:
+		// "METHOD URI PROTOCOL"; anything else (a TLS handshake sent to a plain port, a
+		// bare path) is still a request nginx answered, so it is kept whole as the URI.
+		sp := strings.IndexByte(v, ' ')
+		last := strings.LastIndexByte(v, ' ')
+		switch {
+		case sp < 0:
+			r.URI = v
+		case sp == last:
+			r.Method, r.URI = v[:sp], v[sp+1:]
+		default:
+			r.Method, r.URI, r.Protocol = v[:sp], v[sp+1:last], v[last+1:]
+		}
+	case fieldMethod:
+		r.Method = v
+	case fieldURI:
+		r.URI = v
+	case fieldProtocol:
+		r.Protocol = v
+	case fieldStatus:
+		n, ok := atoi(v)
+		if !ok || n > 999 {
+			return errAt(pos, ErrBadStatus, "want a 3-digit $status, found %s", excerpt(v, 0, 16))
+		}
+		r.Status = n
+	case fieldBytes:
+		n, ok := atoi(v)
+		if !ok {
+			return errAt(pos, ErrBadNumber, "want a byte count, found %s", excerpt(v, 0, 16))
+		}
+		r.Bytes = int64(n)
+	case fieldReferer:
+		r.Referer = v
+	case fieldUserAgent:
+		r.UserAgent = v
+	case fieldHost:
+		r.Host = v
+	case fieldRequestTime:
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x < 0 {
+			return errAt(pos, ErrBadNumber, "want $request_time in seconds like 0.012, found %s", excerpt(v, 0, 16))
+		}
+		r.RequestTime = x
+	case fieldUpstreamAddr:
+		r.UpstreamAddr = v
+	case fieldUpstreamStatus:
+		r.UpstreamStatus = v
+		r.UpstreamTries = countTries(v)
+	case fieldUpstreamResponseTime:
+		r.UpstreamResponseTime = v
+	case fieldRetryReason:
+		r.RetryReason = v
+	case fieldRequestID:
+		r.RequestID = v
+	case fieldIdempotencyKey:
+		r.IdempotencyKey = v
+	case fieldInvocationID:
+		r.InvocationID = v
+	case fieldRetryAfter:
+		r.RetryAfter = v
+	default:
+		if f >= firstAttemptField && f < numFields {
+			st.attempt[f-firstAttemptField] = v
+		}
+	}
+	return nil
+}
+
+// finish folds the attempt headers into Attempt, first source in SPEC order wins. A header
+// whose value is not a number (it is client-controlled) leaves the line untagged rather
+// than rejecting it.
+func finish(r *Record, st *state) {
+	for i, v := range st.attempt {
+		if v == "" {
+			continue
+		}
+		f := firstAttemptField + field(i)
+		n, max, ok := attemptValue(f, v)
+		if !ok {
+			continue
+		}
+		r.Attempt, r.AttemptSource, r.MaxAttempts = n, attemptSources[i], max
+		return
+	}
+}
+
+func attemptValue(f field, v string) (n, max int, ok bool) {
+	switch f {
+	case fieldAttemptEnvoy:
+		n, ok = atoi(v)
+		return n - 1, 0, ok && n >= 1
+	case fieldAttemptAmz:
+		// "attempt=2; max=3"
+		for part := range strings.SplitSeq(v, ";") {
+			k, val, _ := strings.Cut(strings.TrimSpace(part), "=")
+			switch k {
+			case "attempt":
+				n, ok = atoi(val)
+			case "max":
+				max, _ = atoi(val)
+			}
+		}
+		return n - 1, max, ok && n >= 1
+	}
+	n, ok = atoi(v)
+	return n, 0, ok
+}
+
+// countTries counts the upstream tries in nginx's "502, 200 : 200" lists: ", " separates
+// tries within one upstream group and " : " separates internal redirects.
+func countTries(v string) int {
+	return 1 + strings.Count(v, ",") + strings.Count(v, ":")
+}
+
+// atoi parses a small non-negative decimal; it refuses signs, spaces and overflow.
+func atoi(s string) (int, bool) {
+	if len(s) == 0 || len(s) > 9 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		n = n*10 + int(c)
+	}
+	return n, true
+}
+
+var months = map[string]time.Month{
+	"Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6,
+	"Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10, "Nov": 11, "Dec": 12,
+}
+
+// parseTimeLocal reads nginx's $time_local, "10/Oct/2026:13:55:36 -0700".
+func parseTimeLocal(s string) (time.Time, bool) {
+	if len(s) != 26 || s[2] != '/' || s[6] != '/' || s[11] != ':' || s[14] != ':' || s[17] != ':' || s[20] != ' ' {
+		return time.Time{}, false
+	}
+	d, ok1 := atoi(s[0:2])
+	mon, ok2 := months[s[3:6]]
+	y, ok3 := atoi(s[7:11])
+	hh, ok4 := atoi(s[12:14])
+	mm, ok5 := atoi(s[15:17])
+	ss, ok6 := atoi(s[18:20])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
+		return time.Time{}, false
+	}
+	return civil(y, mon, d, hh, mm, ss, 0, s[21], s[22:24], s[24:26])
+}
+
+// parseTimeISO reads nginx's $time_iso8601, "2026-10-10T13:55:36+00:00", and, from other
+// servers, RFC 3339 with fractional seconds or "Z".
+func parseTimeISO(s string) (time.Time, bool) {
+	if len(s) == 25 && s[4] == '-' && s[7] == '-' && s[10] == 'T' && s[13] == ':' && s[16] == ':' && s[22] == ':' {
+		y, ok1 := atoi(s[0:4])
+		m, ok2 := atoi(s[5:7])
+		d, ok3 := atoi(s[8:10])
+		hh, ok4 := atoi(s[11:13])
+		mm, ok5 := atoi(s[14:16])
+		ss, ok6 := atoi(s[17:19])
+		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && m >= 1 && m <= 12 {
+			return civil(y, time.Month(m), d, hh, mm, ss, 0, s[19], s[20:22], s[23:25])
+		}
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
+// civil builds a UTC time from wall-clock fields and a "+hh" "mm" offset, refusing
+// out-of-range fields that time.Date would silently normalise.
+func civil(y int, mon time.Month, d, hh, mm, ss, nsec int, sign byte, oh, om string) (time.Time, bool) {
+	h, ok1 := atoi(oh)
+	m, ok2 := atoi(om)
+	if !ok1 || !ok2 || (sign != '+' && sign != '-') || d < 1 || d > 31 || hh > 23 || mm > 59 || ss > 60 {
+		return time.Time{}, false
+	}
+	off := time.Duration(h)*time.Hour + time.Duration(m)*time.Minute
+	if sign == '-' {
+		off = -off
+	}
+	return time.Date(y, mon, d, hh, mm, ss, nsec, time.UTC).Add(-off), true
+}
+
+// parseMsec reads $msec, seconds since the epoch with millisecond resolution.
+func parseMsec(s string) (time.Time, bool) {
+	sec, frac, _ := strings.Cut(s, ".")
+	n, ok := atoiLong(sec)
+	if !ok || len(frac) > 9 {
+		return time.Time{}, false
+	}
+	ns := 0
+	for i := 0; i < 9; i++ {
+		ns *= 10
+		if i < len(frac) {
+			c := frac[i] - '0'
+			if c > 9 {
+				return time.Time{}, false
+			}
+			ns += int(c)
+		}
+	}
+	return time.Unix(int64(n), int64(ns)).UTC(), true
+}
+
+func atoiLong(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(c)
+	}
+	return n, true
+}

@@ -1,0 +1,213 @@
+package parse
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Escape is how nginx escaped variable values in a text log_format (its escape= parameter).
+type Escape uint8
+
+const (
+	EscapeDefault Escape = iota // "\xXX" for '"', '\\', control and non-ASCII bytes
+	EscapeJSON                  // JSON string escapes
+	EscapeNone                  // nothing escaped
+)
+
+// ParseEscape reads nginx's escape= parameter value.
+func ParseEscape(s string) (Escape, error) {
+	switch s {
+	case "", "default":
+		return EscapeDefault, nil
+	case "json":
+		return EscapeJSON, nil
+	case "none":
+		return EscapeNone, nil
+	}
+	return 0, fmt.Errorf("unknown escape=%q: want default, json or none", s)
+}
+
+// Format is a compiled log format. It is immutable and safe for concurrent use.
+type Format struct {
+	Name   string // preset name, or "nginx" for a compiled log_format
+	Source string // the log_format text it was compiled from; empty for JSON
+
+	escape Escape
+	json   bool
+	lead   string // literal text before the first variable
+	steps  []step
+}
+
+type step struct {
+	name   string // variable name, for messages
+	field  field
+	lit    string // literal text after the variable; "" only for the last variable
+	quoted bool   // the value sits between '"'s: scan for an unescaped quote
+}
+
+// Preset formats by name.
+const (
+	Combined  = `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"`
+	RetryTail = ` rt=$request_time urt="$upstream_response_time" us="$upstream_status" ra="$http_x_retry_attempt" rr="$http_x_retry_reason" rid="$http_x_request_id" ik="$http_idempotency_key" retry_after="$upstream_http_retry_after" msec=$msec`
+	Retry     = Combined + RetryTail
+)
+
+// presets maps a name to its constructor; PresetNames lists them.
+var presets = map[string]func() *Format{
+	"combined":   func() *Format { return mustCompile("combined", Combined, EscapeDefault) },
+	"retry":      func() *Format { return mustCompile("retry", Retry, EscapeDefault) },
+	"nginx-json": func() *Format { return &Format{Name: "nginx-json", json: true} },
+}
+
+// PresetNames returns the preset names, sorted.
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Preset returns the named preset format: "combined" (nginx's default), "retry"
+// (combined plus retry fields, see RetryTail) or "nginx-json" (JSON lines written with
+// escape=json, keys named after the variables).
+func Preset(name string) (*Format, error) {
+	mk, ok := presets[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown log format %q: want one of %s", name, strings.Join(PresetNames(), ", "))
+	}
+	return mk(), nil
+}
+
+func mustCompile(name, src string, esc Escape) *Format {
+	f, err := Compile(src, esc)
+	if err != nil {
+		panic(err)
+	}
+	f.Name = name
+	return f
+}
+
+// Compile turns an nginx log_format string into a Format. It accepts the format as nginx
+// has it: the bare string, the quoted pieces from nginx.conf ('…' '…'), or the whole
+// directive (log_format NAME [escape=json] '…';), in which case an escape= parameter there
+// overrides esc. Every $variable is matched; those retrylens has no use for are dropped.
+func Compile(src string, esc Escape) (*Format, error) {
+	body, dirEsc, err := unquoteDirective(src)
+	if err != nil {
+		return nil, err
+	}
+	if dirEsc != nil {
+		esc = *dirEsc
+	}
+	f := &Format{Name: "nginx", Source: body, escape: esc}
+	var lit strings.Builder
+	var cur *step
+	flush := func() {
+		if cur == nil {
+			f.lead = lit.String()
+		} else {
+			cur.lit = lit.String()
+		}
+		lit.Reset()
+	}
+	for i := 0; i < len(body); {
+		c := body[i]
+		if c != '$' {
+			lit.WriteByte(c)
+			i++
+			continue
+		}
+		name, n := varName(body[i+1:])
+		if name == "" {
+			lit.WriteByte(c)
+			i++
+			continue
+		}
+		if cur != nil && lit.Len() == 0 {
+			return nil, fmt.Errorf("log_format: $%s follows $%s with no text between them, so no line can tell where one ends", name, cur.name)
+		}
+		flush()
+		f.steps = append(f.steps, step{name: name, field: variables[name]})
+		cur = &f.steps[len(f.steps)-1]
+		i += 1 + n
+	}
+	flush()
+	if len(f.steps) == 0 {
+		return nil, fmt.Errorf("log_format %q has no $variables", body)
+	}
+	prev := f.lead
+	for i := range f.steps {
+		s := &f.steps[i]
+		s.quoted = strings.HasSuffix(prev, `"`) && strings.HasPrefix(s.lit, `"`)
+		prev = s.lit
+	}
+	return f, nil
+}
+
+// varName reads a variable name after '$': letters, digits and '_', or "{name}".
+func varName(s string) (string, int) {
+	if strings.HasPrefix(s, "{") {
+		end := strings.IndexByte(s, '}')
+		if end > 1 {
+			return s[1:end], end + 1
+		}
+		return "", 0
+	}
+	n := 0
+	for n < len(s) && (s[n] == '_' || s[n] >= 'a' && s[n] <= 'z' || s[n] >= 'A' && s[n] <= 'Z' || s[n] >= '0' && s[n] <= '9') {
+		n++
+	}
+	return s[:n], n
+}
+
+// unquoteDirective strips "log_format NAME [escape=…]" and a final ';', and joins nginx's
+// quoted string pieces. A string with no leading quote is taken as the format itself.
+func unquoteDirective(src string) (string, *Escape, error) {
+	s := strings.TrimSpace(src)
+	var esc *Escape
+	if rest, ok := strings.CutPrefix(s, "log_format"); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "\t")) {
+		fields := strings.Fields(rest)
+		if len(fields) < 2 {
+			return "", nil, fmt.Errorf("log_format directive without a format string")
+		}
+		rest = strings.TrimSpace(rest)
+		rest = strings.TrimSpace(rest[len(fields[0]):]) // the format's name
+		if v, ok := strings.CutPrefix(fields[1], "escape="); ok {
+			e, err := ParseEscape(v)
+			if err != nil {
+				return "", nil, err
+			}
+			esc = &e
+			rest = strings.TrimSpace(rest[len(fields[1]):])
+		}
+		s = strings.TrimSuffix(strings.TrimSpace(rest), ";")
+		s = strings.TrimSpace(s)
+	}
+	if s == "" || (s[0] != '\'' && s[0] != '"') {
+		return s, esc, nil
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		q := s[0]
+		if q != '\'' && q != '"' {
+			return "", nil, fmt.Errorf("log_format: unexpected %q between quoted pieces", excerpt(s, 0, 20))
+		}
+		i := 1
+		for ; i < len(s) && s[i] != q; i++ {
+			if s[i] == '\\' && i+1 < len(s) {
+				i++
+				b.WriteByte(s[i])
+				continue
+			}
+			b.WriteByte(s[i])
+		}
+		if i >= len(s) {
+			return "", nil, fmt.Errorf("log_format: unterminated %c quote", q)
+		}
+		s = strings.TrimSpace(s[i+1:])
+	}
+	return b.String(), esc, nil
+}

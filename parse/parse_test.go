@@ -1,0 +1,319 @@
+package parse
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// lineOf returns line n (1-based) of a testdata file.
+func lineOf(t testing.TB, name string, n int) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	return lines[n-1]
+}
+
+func ms(sec, milli int64) time.Time { return time.Unix(sec, milli*1e6).UTC() }
+
+func TestParseLine(t *testing.T) {
+	retry, _ := Preset("retry")
+	combined, _ := Preset("combined")
+	jsonl, _ := Preset("nginx-json")
+	tests := []struct {
+		name   string
+		format *Format
+		line   string
+		want   Record
+	}{
+		{
+			name:   "retry first attempt 502",
+			format: retry,
+			line:   lineOf(t, "nginx-retry.log", 1),
+			want: Record{
+				Time: ms(1795992163, 485), RemoteAddr: "127.0.0.1", Method: "GET", URI: "/api/users/42/orders?fail=1",
+				Protocol: "HTTP/1.1", Status: 502, Bytes: 17, UserAgent: "curl/8.5.0", RequestTime: 0,
+				UpstreamStatus: "502", UpstreamResponseTime: "0.000", UpstreamTries: 1,
+				Attempt: 0, AttemptSource: "x-retry-attempt", RequestID: "a1",
+			},
+		},
+		{
+			name:   "retry second attempt succeeds",
+			format: retry,
+			line:   lineOf(t, "nginx-retry.log", 2),
+			want: Record{
+				Time: ms(1795992163, 486), RemoteAddr: "127.0.0.1", Method: "GET", URI: "/api/users/42/orders?fail=1",
+				Protocol: "HTTP/1.1", Status: 200, Bytes: 3, UserAgent: "curl/8.5.0", RequestTime: 0.001,
+				UpstreamStatus: "200", UpstreamResponseTime: "0.000", UpstreamTries: 1,
+				Attempt: 1, AttemptSource: "x-retry-attempt", RetryReason: "http_502", RequestID: "a1",
+			},
+		},
+		{
+			name:   "untagged, UTF-8 user agent escaped by nginx",
+			format: retry,
+			line:   lineOf(t, "nginx-retry.log", 3),
+			want: Record{
+				Time: ms(1795992163, 486), RemoteAddr: "127.0.0.1", Method: "GET", URI: "/search?q=caf%C3%A9",
+				Protocol: "HTTP/1.1", Status: 200, Bytes: 3, UserAgent: "Mozilla/5.0 (X11; Linux x86_64) café",
+				UpstreamStatus: "200", UpstreamResponseTime: "0.000", UpstreamTries: 1, Attempt: -1,
+			},
+		},
+		{
+			name:   "attempt header that is not a number stays untagged",
+			format: retry,
+			line:   lineOf(t, "nginx-retry.log", 4),
+			want: Record{
+				Time: ms(1795992163, 487), RemoteAddr: "127.0.0.1", Method: "GET", URI: "/health?status=503",
+				Protocol: "HTTP/1.1", Status: 503, Bytes: 0, UserAgent: "<script>alert(1)</script>",
+				UpstreamStatus: "503", UpstreamResponseTime: "0.000", UpstreamTries: 1, Attempt: -1,
+			},
+		},
+		{
+			name:   "quote, backslash and control byte in the user agent",
+			format: retry,
+			line:   lineOf(t, "nginx-retry.log", 5),
+			want: Record{
+				Time: ms(1795992168, 26), RemoteAddr: "127.0.0.1", Method: "POST", URI: "/api/payments?status=429",
+				Protocol: "HTTP/1.1", Status: 400, Bytes: 25, Referer: "https://shop.example/=1+1",
+				UserAgent: "pay-client \"beta\"\\2\x01", RequestTime: 0.001,
+				UpstreamStatus: "400", UpstreamResponseTime: "0.001", UpstreamTries: 1,
+				Attempt: 0, AttemptSource: "x-retry-attempt", IdempotencyKey: "k-9f2c",
+			},
+		},
+		{
+			name:   "json: quote, backslash and \\u0001",
+			format: jsonl,
+			line:   lineOf(t, "nginx-retry.jsonl", 5),
+			want: Record{
+				Time: ms(1795992168, 26), RemoteAddr: "127.0.0.1", Method: "POST", URI: "/api/payments?status=429",
+				Protocol: "HTTP/1.1", Status: 400, Bytes: 25, Referer: "https://shop.example/=1+1",
+				UserAgent: "pay-client \"beta\"\\2\x01", RequestTime: 0.001,
+				UpstreamStatus: "400", UpstreamResponseTime: "0.001", UpstreamTries: 1,
+				Attempt: 0, AttemptSource: "x-retry-attempt", IdempotencyKey: "k-9f2c",
+			},
+		},
+		{
+			name:   "json: retry",
+			format: jsonl,
+			line:   lineOf(t, "nginx-retry.jsonl", 2),
+			want: Record{
+				Time: ms(1795992163, 486), RemoteAddr: "127.0.0.1", Method: "GET", URI: "/api/users/42/orders?fail=1",
+				Protocol: "HTTP/1.1", Status: 200, Bytes: 3, UserAgent: "curl/8.5.0", RequestTime: 0.001,
+				UpstreamStatus: "200", UpstreamResponseTime: "0.000", UpstreamTries: 1,
+				Attempt: 1, AttemptSource: "x-retry-attempt", RetryReason: "http_502", RequestID: "a1",
+			},
+		},
+		{
+			name:   "combined from the Apache corpus, Latin-1 referer kept escaped",
+			format: combined,
+			line:   `201.242.142.135 - - [19/May/2015:11:05:10 +0000] "GET /files/logstash/ HTTP/1.0" 200 13316 "http://\xe4\xe5\xe3\xf2\xff\xf0\xed\xee\xe5-\xec\xfb\xeb\xee.\xf0\xf4/" "Mozilla/5.0 (Windows NT 6.1; rv:11.0) Gecko/20100101 Firefox/11.0"`,
+			want: Record{
+				Time: time.Date(2015, 5, 19, 11, 5, 10, 0, time.UTC), RemoteAddr: "201.242.142.135", Method: "GET",
+				URI: "/files/logstash/", Protocol: "HTTP/1.0", Status: 200, Bytes: 13316,
+				Referer:   `http://\xe4\xe5\xe3\xf2\xff\xf0\xed\xee\xe5-\xec\xfb\xeb\xee.\xf0\xf4/`,
+				UserAgent: "Mozilla/5.0 (Windows NT 6.1; rv:11.0) Gecko/20100101 Firefox/11.0", RequestTime: -1, Attempt: -1,
+			},
+		},
+		{
+			name:   "combined, time zone offset converted to UTC, dash bytes",
+			format: combined,
+			line:   `10.0.0.1 - bob [10/Oct/2000:13:55:36 -0700] "HEAD / HTTP/1.0" 304 - "-" "-"`,
+			want: Record{
+				Time: time.Date(2000, 10, 10, 20, 55, 36, 0, time.UTC), RemoteAddr: "10.0.0.1", Method: "HEAD", URI: "/",
+				Protocol: "HTTP/1.0", Status: 304, Bytes: -1, RequestTime: -1, Attempt: -1,
+			},
+		},
+		{
+			name:   "combined, garbage request line kept whole",
+			format: combined,
+			line:   `10.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "\x16\x03\x01\x00" 400 157 "-" "-"`,
+			want: Record{
+				Time: time.Date(2000, 10, 10, 13, 55, 36, 0, time.UTC), RemoteAddr: "10.0.0.1", URI: "\x16\x03\x01\x00",
+				Status: 400, Bytes: 157, RequestTime: -1, Attempt: -1,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.format.ParseLine([]byte(tt.line))
+			if err != nil {
+				t.Fatalf("ParseLine: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseLine mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAttemptSources(t *testing.T) {
+	tests := []struct {
+		format, line string
+		attempt, max int
+		source       string
+	}{
+		{`$status $http_x_retry_attempt`, `200 3`, 3, 0, "x-retry-attempt"},
+		{`$status $http_x_stainless_retry_count`, `200 2`, 2, 0, "x-stainless-retry-count"},
+		{`$status $http_x_envoy_attempt_count`, `200 1`, 0, 0, "x-envoy-attempt-count"},
+		{`$status $http_x_envoy_attempt_count`, `200 3`, 2, 0, "x-envoy-attempt-count"},
+		{`$status "$http_amz_sdk_request"`, `200 "attempt=2; max=3"`, 1, 3, "amz-sdk-request"},
+		{`$status $http_grpc_previous_rpc_attempts`, `200 4`, 4, 0, "grpc-previous-rpc-attempts"},
+		{`$status $http_x_envoy_attempt_count`, `200 0`, -1, 0, ""}, // envoy counts from 1
+		{`$status $http_x_retry_attempt`, `200 -`, -1, 0, ""},
+		// The SPEC's order decides when a line carries two headers.
+		{`$status $http_x_envoy_attempt_count $http_x_retry_attempt`, `200 5 1`, 1, 0, "x-retry-attempt"},
+	}
+	for _, tt := range tests {
+		f, err := Compile(tt.format, EscapeDefault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := f.ParseLine([]byte(tt.line))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.line, err)
+		}
+		if r.Attempt != tt.attempt || r.MaxAttempts != tt.max || r.AttemptSource != tt.source {
+			t.Errorf("%q with %q: attempt %d max %d source %q, want %d %d %q", tt.line, tt.format,
+				r.Attempt, r.MaxAttempts, r.AttemptSource, tt.attempt, tt.max, tt.source)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	retry, _ := Preset("retry")
+	jsonl, _ := Preset("nginx-json")
+	good := lineOf(t, "nginx-retry.log", 1)
+	// col is the 1-based column of the first byte after marker in line, found without
+	// the parser, so the expected positions do not depend on the code under test.
+	col := func(line, marker string) int { return strings.Index(line, marker) + len(marker) + 1 }
+	noRT := good[:strings.Index(good, " rt=")]
+	badStatus := strings.Replace(good, `" 502 17`, `" 5x2 17`, 1)
+	tests := []struct {
+		name   string
+		format *Format
+		line   string
+		err    error
+		column int
+	}{
+		{"combined line in retry format", retry, noRT, ErrLiteral, col(noRT, `"-" "`)},
+		{"bad status", retry, badStatus, ErrBadStatus, col(badStatus, `HTTP/1.1" `)},
+		{"bad time", retry, strings.Replace(good, "29/Nov/2026", "29/Nox/2026", 1), ErrBadTime, col(good, "[")},
+		{"truncated", retry, good[:40], ErrLiteral, col(good, "[")},
+		{"trailing junk", retry, good + " extra", ErrBadTime, col(good, "msec=")},
+		{"missing quote", retry, strings.Replace(good, `"GET`, `GET`, 1), ErrLiteral, col(good, "[")},
+		{"empty", retry, "   ", ErrEmptyLine, 1},
+		{"json truncated", jsonl, `{"status":"200","msec":"17`, ErrBadJSON, 24},
+		{"json not an object", jsonl, `[1,2]`, ErrBadJSON, 1},
+		{"json bad status", jsonl, `{"status":"2000"}`, ErrBadStatus, 11},
+		{"json trailing", jsonl, `{"status":"200"} x`, ErrTrailing, 18},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.format.ParseLine([]byte(tt.line))
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("err = %v, want *Error", err)
+			}
+			if !errors.Is(err, tt.err) || pe.Column != tt.column {
+				t.Errorf("err = %v (column %d), want %v at column %d", err, pe.Column, tt.err, tt.column)
+			}
+		})
+	}
+}
+
+func TestCompile(t *testing.T) {
+	for _, src := range []string{
+		`log_format main '$remote_addr - $remote_user [$time_local] "$request" '
+                    '$status $body_bytes_sent "$http_referer" "$http_user_agent"';`,
+		`'$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"'`,
+		Combined,
+	} {
+		f, err := Compile(src, EscapeDefault)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", src, err)
+		}
+		if f.Source != Combined {
+			t.Errorf("Compile(%q).Source = %q, want %q", src, f.Source, Combined)
+		}
+	}
+	f, err := Compile(`log_format j escape=json '{"s":"$status"}';`, EscapeDefault)
+	if err != nil || f.escape != EscapeJSON {
+		t.Errorf("escape=json directive: %v, escape %v", err, f.escape)
+	}
+	for _, bad := range []string{`$status$body_bytes_sent`, `no variables`, `'unterminated`, `log_format x escape=yaml '$status'`} {
+		if _, err := Compile(bad, EscapeDefault); err == nil {
+			t.Errorf("Compile(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+// TestCorpus reads every line of the real logs in ../shared/corpus: none may be rejected.
+func TestCorpus(t *testing.T) {
+	path := filepath.Join("..", "..", "shared", "corpus", "elastic-apache", "access.log.gz")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Skipf("corpus not present: %v", err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	combined, _ := Preset("combined")
+	r := NewReader(gz, combined)
+	n := 0
+	for {
+		_, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Errorf("corpus: %v", err)
+			continue
+		}
+		n++
+	}
+	if n != 10000 {
+		t.Errorf("corpus: %d records, want 10000 (the README's line count)", n)
+	}
+}
+
+func TestReader(t *testing.T) {
+	retry, _ := Preset("retry")
+	good := lineOf(t, "nginx-retry.log", 1)
+	long := strings.Repeat("x", MaxLineLength+10)
+	in := good + "\n\nbroken line\n" + long + "\n" + good // last line without newline
+	r := NewReader(bufio.NewReader(strings.NewReader(in)), retry)
+	var got []string
+	for {
+		_, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		var pe *Error
+		switch {
+		case err == nil:
+			got = append(got, "ok")
+		case errors.As(err, &pe):
+			got = append(got, fmt.Sprintf("%s@%d", pe.Reason(), pe.Line))
+		default:
+			t.Fatal(err)
+		}
+	}
+	want := []string{"ok", "literal@3", "too_long@4", "ok"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Read sequence (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,88 @@
+package parse
+
+import (
+	"bufio"
+	"io"
+)
+
+// MaxLineLength is the longest line a Reader accepts; longer lines are skipped whole and
+// reported with ErrLineTooLong.
+const MaxLineLength = 1 << 20
+
+// Reader reads Records from an access log, one per line, in the manner of encoding/csv.
+type Reader struct {
+	f    *Format
+	br   *bufio.Reader
+	line int
+	buf  []byte
+}
+
+// NewReader returns a Reader of r's lines in format f.
+func NewReader(r io.Reader, f *Format) *Reader {
+	return &Reader{f: f, br: bufio.NewReaderSize(r, 256<<10)}
+}
+
+// Line returns the 1-based number of the line last read.
+func (r *Reader) Line() int { return r.line }
+
+// Read returns the next Record. A malformed line returns an *Error carrying its line
+// number; reading may go on after it. Blank lines are skipped silently. At the end Read
+// returns io.EOF; a last line without a newline is still read.
+func (r *Reader) Read() (Record, error) {
+	var rec Record
+	for {
+		raw, err := r.readLine()
+		if err != nil {
+			return Record{}, err
+		}
+		r.line++
+		if raw == nil {
+			return Record{}, &Error{Line: r.line, Column: MaxLineLength + 1, Err: ErrLineTooLong, Detail: "longer than 1 MiB"}
+		}
+		if len(raw) == 0 || (len(raw) == 1 && raw[0] == '\r') {
+			continue
+		}
+		if perr := r.f.parse(&rec, string(raw)); perr != nil {
+			perr.Line = r.line
+			return Record{}, perr
+		}
+		return rec, nil
+	}
+}
+
+// readLine returns the next line without its newline, nil for a line over MaxLineLength.
+func (r *Reader) readLine() ([]byte, error) {
+	b, err := r.br.ReadSlice('\n')
+	if err == nil {
+		return b[:len(b)-1], nil
+	}
+	if err != bufio.ErrBufferFull {
+		if err == io.EOF && len(b) > 0 {
+			return b, nil
+		}
+		return nil, err
+	}
+	r.buf = append(r.buf[:0], b...)
+	tooLong := false
+	for {
+		b, err = r.br.ReadSlice('\n')
+		if !tooLong {
+			r.buf = append(r.buf, b...)
+			tooLong = len(r.buf) > MaxLineLength
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		break
+	}
+	if tooLong {
+		return nil, nil
+	}
+	if n := len(r.buf); n > 0 && r.buf[n-1] == '\n' {
+		return r.buf[:n-1], nil
+	}
+	return r.buf, nil
+}

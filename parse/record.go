@@ -1,0 +1,45 @@
+package parse
+
+import "time"
+
+// Record is one access-log line: one physical attempt seen by the gateway.
+//
+// Absent values are zero strings, except where a field says otherwise: Status is 0 when
+// the line has none, Bytes and RequestTime are -1, Attempt is -1 (untagged).
+type Record struct {
+	Time       time.Time // when the gateway finished the request, in UTC; zero when the format has no time
+	RemoteAddr string
+	Method     string
+	URI        string // as requested, query string included
+	Protocol   string
+	Status     int
+	Bytes      int64
+	Referer    string
+	UserAgent  string
+	Host       string
+
+	RequestTime          float64 // seconds
+	UpstreamAddr         string
+	UpstreamStatus       string // nginx's list as written, e.g. "502, 200"
+	UpstreamResponseTime string
+	UpstreamTries        int // entries in the upstream status list: the proxy's own tries; 0 when absent
+
+	// Attempt is the client's attempt number n, 0 for the first attempt, normalised from
+	// whichever attempt header the line carries (see AttemptSource); -1 when none.
+	Attempt       int
+	AttemptSource string // header the attempt came from, e.g. "x-retry-attempt"
+	MaxAttempts   int    // the client's own cap when the header states it (amz-sdk-request max=); 0 otherwise
+
+	RetryReason    string
+	RequestID      string
+	IdempotencyKey string
+	InvocationID   string // amz-sdk-invocation-id
+	RetryAfter     string // the upstream's Retry-After header, as written
+}
+
+// Tagged reports whether the record carries an attempt number.
+func (r *Record) Tagged() bool { return r.Attempt >= 0 }
+
+func (r *Record) reset() {
+	*r = Record{Bytes: -1, RequestTime: -1, Attempt: -1}
+}
