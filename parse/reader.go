@@ -15,6 +15,7 @@ type Reader struct {
 	br   *bufio.Reader
 	line int
 	buf  []byte
+	last []byte // the line last read; valid until the next Read
 }
 
 // NewReader returns a Reader of r's lines in format f.
@@ -36,6 +37,7 @@ func (r *Reader) Read() (Record, error) {
 			return Record{}, err
 		}
 		r.line++
+		r.last = raw
 		if raw == nil {
 			return Record{}, &Error{Line: r.line, Column: MaxLineLength + 1, Err: ErrLineTooLong, Detail: "longer than 1 MiB"}
 		}
@@ -85,4 +87,12 @@ func (r *Reader) readLine() ([]byte, error) {
 		return r.buf[:n-1], nil
 	}
 	return r.buf, nil
+}
+
+// Excerpt returns up to n bytes of the line last read, as written, for reject samples.
+func (r *Reader) Excerpt(n int) string {
+	if len(r.last) > n {
+		return string(r.last[:n])
+	}
+	return string(r.last)
 }

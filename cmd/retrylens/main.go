@@ -1,8 +1,9 @@
+// Command retrylens tells, from a gateway's access logs, whether client retries rescued
+// requests or fuelled an incident. See README.md.
 package main
-import (
- _ "github.com/duckdb/duckdb-go/v2"
- _ "github.com/spf13/cobra"
- _ "github.com/olekukonko/tablewriter"
- _ "github.com/google/go-cmp/cmp"
-)
-func main(){}
+
+import "os"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

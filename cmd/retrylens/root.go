@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylens/retrylens/parse"
+)
+
+// Exit codes, documented in the root command's help.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError marks errors in flags or arguments: they print the usage hint.
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// env holds what commands take from the outside, injectable by tests.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	now            func() time.Time
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now}
+	return e.run(args)
+}
+
+func (e *env) run(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	root := e.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(e.stderr, "retrylens: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(e.stderr, "Run 'retrylens %s --help' for usage.\n", commandName(root, args))
+		return exitUsage
+	}
+	return exitError
+}
+
+func commandName(root *cobra.Command, args []string) string {
+	if c, _, err := root.Find(args); err == nil && c != root {
+		return c.Name()
+	}
+	return ""
+}
+
+func (e *env) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "retrylens",
+		Short: "Were client retries rescuing requests or fuelling the incident?",
+		Long: `retrylens reads a gateway's access logs, where each line carries the client's attempt
+number (x-retry-attempt and friends), loads them into a DuckDB file and reports
+amplification, retry rate and retry success per time window.
+
+The database is --db, else $RETRYLENS_DB, else ./retrylens.duckdb.
+
+Exit codes: 0 success, 1 error (some input could not be read, the database is busy…),
+2 bad flags or arguments.`,
+		Example: `  retrylens ingest /var/log/nginx/access.log*
+  retrylens report --window 1h
+  retrylens report --window 1m --since 2026-11-29T10:00:00Z --until 2026-11-29T11:00:00Z --format json
+  retrylens report --log-format retry testdata/incident-hour/access.log   # no database needed`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(e.ingestCmd(), e.reportCmd())
+	return root
+}
+
+// dbPath resolves --db, $RETRYLENS_DB, ./retrylens.duckdb.
+func (e *env) dbPath(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if p := e.getenv("RETRYLENS_DB"); p != "" {
+		return p
+	}
+	return "retrylens.duckdb"
+}
+
+// formatFlags are the input-format flags shared by every command that reads logs.
+type formatFlags struct {
+	logFormat   string
+	nginxFormat string
+	escape      string
+}
+
+func (f *formatFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&f.logFormat, "log-format", "auto", "input format preset: auto, combined, retry, nginx-json")
+	c.Flags().StringVar(&f.nginxFormat, "nginx-format", "", "an nginx log_format string, verbatim (the quoted pieces from nginx.conf work too)")
+	c.Flags().StringVar(&f.escape, "escape", "default", "the escape= of --nginx-format: default, json or none")
+}
+
+// format returns the chosen format, nil for auto-detection.
+func (f *formatFlags) format(c *cobra.Command) (*parse.Format, error) {
+	if f.nginxFormat != "" {
+		if c.Flags().Changed("log-format") {
+			return nil, usagef("--log-format and --nginx-format are exclusive")
+		}
+		esc, err := parse.ParseEscape(f.escape)
+		if err != nil {
+			return nil, usagef("--escape: %v", err)
+		}
+		pf, err := parse.Compile(f.nginxFormat, esc)
+		if err != nil {
+			return nil, usagef("--nginx-format: %v", err)
+		}
+		return pf, nil
+	}
+	if f.logFormat == "auto" {
+		return nil, nil
+	}
+	pf, err := parse.Preset(f.logFormat)
+	if err != nil {
+		return nil, usagef("--log-format: %v", err)
+	}
+	return pf, nil
+}

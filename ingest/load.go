@@ -1,0 +1,357 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/retrylens/retrylens/parse"
+)
+
+// Options controls a load.
+type Options struct {
+	// Format parses every file; nil detects the format of each file from its first lines.
+	Format *parse.Format
+	// Samples is how many rejected lines of each file are kept in full (default 20).
+	// Every rejected line is counted whatever this says.
+	Samples int
+	// Stdin is read for the path "-".
+	Stdin io.Reader
+	// Now is the clock for loaded_at; nil means time.Now.
+	Now func() time.Time
+}
+
+// Reject is a malformed line.
+type Reject struct {
+	Path    string
+	Line    int
+	Reason  string // parse.Error.Reason
+	Message string
+	Excerpt string // the line's first bytes, as written (sanitise before display)
+}
+
+// File is what happened to one input.
+type File struct {
+	Path     string
+	Format   string
+	Skipped  bool   // its content was loaded before (maybe under another name)
+	SameAs   string // the path it was loaded under, when Skipped
+	Bytes    int64
+	Lines    int64 // physical lines, blank ones included
+	Rows     int64
+	Rejected int64
+	Reasons  map[string]int64
+	Samples  []Reject
+	First    time.Time
+	Last     time.Time
+}
+
+// Result sums up a load.
+type Result struct {
+	Files   []File
+	Elapsed time.Duration
+}
+
+// Totals adds up the loaded (not skipped) files.
+func (r *Result) Totals() File {
+	t := File{Reasons: map[string]int64{}}
+	for _, f := range r.Files {
+		if f.Skipped {
+			continue
+		}
+		t.Bytes += f.Bytes
+		t.Lines += f.Lines
+		t.Rows += f.Rows
+		t.Rejected += f.Rejected
+		for k, v := range f.Reasons {
+			t.Reasons[k] += v
+		}
+		t.Samples = append(t.Samples, f.Samples...)
+		if !f.First.IsZero() && (t.First.IsZero() || f.First.Before(t.First)) {
+			t.First = f.First
+		}
+		if f.Last.After(t.Last) {
+			t.Last = f.Last
+		}
+	}
+	return t
+}
+
+// excerptLen is how much of a rejected line is kept.
+const excerptLen = 160
+
+// Load parses each path and loads its rows into db. Each file's rows, rejects and
+// registry entry commit in one transaction, so a file is loaded wholly or not at all. A
+// file whose content was loaded before adds nothing. Malformed lines never stop a load:
+// they are counted and sampled. An error that stops one file (it cannot be opened, its
+// format cannot be detected) is returned after the other files were loaded, joined
+// with any others.
+func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result, error) {
+	start := time.Now()
+	if opt.Samples == 0 {
+		opt.Samples = 20
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	var res Result
+	var errs []error
+	for _, p := range paths {
+		f, err := loadFile(ctx, db, p, opt)
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+			continue
+		}
+		res.Files = append(res.Files, f)
+	}
+	res.Elapsed = time.Since(start)
+	return res, errors.Join(errs...)
+}
+
+func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, error) {
+	out := File{Path: path, Reasons: map[string]int64{}}
+	if path != "-" {
+		sum, size, err := fileDigest(path)
+		if err != nil {
+			return out, err
+		}
+		if prev, err := loadedAs(ctx, db, sum); err != nil || prev != "" {
+			out.Skipped, out.SameAs, out.Bytes = prev != "", prev, size
+			return out, err
+		}
+	}
+	in, err := openInput(path, opt.Stdin)
+	if err != nil {
+		return out, err
+	}
+	defer in.Close()
+	format := opt.Format
+	if format == nil {
+		if format, err = Detect(in.r); err != nil {
+			return out, err
+		}
+	}
+	out.Format = format.Name
+	h := sha256.New()
+
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return out, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		return out, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	var id int64
+	if err := conn.QueryRowContext(ctx, "SELECT coalesce(max(file_id), 0) + 1 FROM files").Scan(&id); err != nil {
+		return out, err
+	}
+	err = conn.Raw(func(dc any) error {
+		a, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", "requests")
+		if err != nil {
+			return err
+		}
+		err = appendAll(ctx, a, in, h, format, id, &out, opt.Samples)
+		if cerr := a.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	out.Bytes = in.size
+	sum := hex.EncodeToString(h.Sum(nil))
+	if path == "-" {
+		if prev, err := loadedAs(ctx, conn, sum); err != nil || prev != "" {
+			out = File{Path: path, Format: format.Name, Skipped: prev != "", SameAs: prev, Bytes: in.size}
+			return out, err
+		}
+	}
+	_, err = conn.ExecContext(ctx, `INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, path, sum, out.Bytes, format.Name, out.Lines, out.Rows, out.Rejected,
+		nullTime(out.First), nullTime(out.Last), opt.Now().UTC())
+	if err != nil {
+		return out, err
+	}
+	reasons := make([]string, 0, len(out.Reasons))
+	for r := range out.Reasons {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO reject_counts VALUES (?, ?, ?)`, id, r, out.Reasons[r]); err != nil {
+			return out, err
+		}
+	}
+	for _, s := range out.Samples {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO rejects VALUES (?, ?, ?, ?, ?)`, id, s.Line, s.Reason, s.Message, s.Excerpt); err != nil {
+			return out, err
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return out, err
+	}
+	committed = true
+	return out, nil
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// loadedAs returns the path under which content with this digest was loaded, or "".
+func loadedAs(ctx context.Context, q querier, sum string) (string, error) {
+	var path string
+	err := q.QueryRowContext(ctx, "SELECT path FROM files WHERE sha256 = ? ORDER BY file_id LIMIT 1", sum).Scan(&path)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return path, err
+}
+
+// appendAll reads every line of in, appending good records and counting bad ones.
+func appendAll(ctx context.Context, a *duckdb.Appender, in *input, h hash.Hash, format *parse.Format, id int64, out *File, samples int) error {
+	r := parse.NewReader(io.TeeReader(in.r, h), format)
+	row := make([]driver.Value, 25)
+	for n := 0; ; n++ {
+		if n%65536 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		var perr *parse.Error
+		if errors.As(err, &perr) {
+			out.Rejected++
+			reason := perr.Reason()
+			out.Reasons[reason]++
+			if len(out.Samples) < samples {
+				out.Samples = append(out.Samples, Reject{
+					Path: out.Path, Line: perr.Line, Reason: reason, Message: perr.Error(), Excerpt: validUTF8(r.Excerpt(excerptLen)),
+				})
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read line %d: %w", r.Line()+1, err)
+		}
+		fill(row, id, int64(r.Line()), &rec)
+		if err := a.AppendRow(row...); err != nil {
+			return fmt.Errorf("line %d: %w", r.Line(), err)
+		}
+		out.Rows++
+		if t := rec.Time; !t.IsZero() {
+			if out.First.IsZero() || t.Before(out.First) {
+				out.First = t
+			}
+			if t.After(out.Last) {
+				out.Last = t
+			}
+		}
+	}
+	out.Lines = int64(r.Line())
+	return nil
+}
+
+// fill writes a record into row in the column order of the requests table.
+func fill(row []driver.Value, id, line int64, r *parse.Record) {
+	row[0] = id
+	row[1] = line
+	row[2] = nullTime(r.Time)
+	row[3] = nullStr(r.RemoteAddr)
+	row[4] = nullStr(r.Method)
+	row[5] = nullStr(r.URI)
+	row[6] = nullStr(r.Protocol)
+	row[7] = nil
+	if r.Status > 0 {
+		row[7] = int16(r.Status)
+	}
+	row[8] = nil
+	if r.Bytes >= 0 {
+		row[8] = r.Bytes
+	}
+	row[9] = nullStr(r.Referer)
+	row[10] = nullStr(r.UserAgent)
+	row[11] = nullStr(r.Host)
+	row[12] = nil
+	if r.RequestTime >= 0 {
+		row[12] = r.RequestTime
+	}
+	row[13] = nullStr(r.UpstreamAddr)
+	row[14] = nullStr(r.UpstreamStatus)
+	row[15] = nullStr(r.UpstreamResponseTime)
+	row[16] = nil
+	if r.UpstreamTries > 0 {
+		row[16] = int16(min(r.UpstreamTries, 32767))
+	}
+	row[17], row[18], row[19] = nil, nil, nil
+	if r.Attempt >= 0 {
+		row[17] = int32(r.Attempt)
+		row[18] = r.AttemptSource
+		if r.MaxAttempts > 0 {
+			row[19] = int16(min(r.MaxAttempts, 32767))
+		}
+	}
+	row[20] = nullStr(r.RetryReason)
+	row[21] = nullStr(r.RequestID)
+	row[22] = nullStr(r.IdempotencyKey)
+	row[23] = nullStr(r.InvocationID)
+	row[24] = nullStr(r.RetryAfter)
+}
+
+func nullStr(s string) driver.Value {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullTime(t time.Time) driver.Value {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// validUTF8 escapes bytes that are not UTF-8 as \xXX: DuckDB's VARCHAR takes only UTF-8,
+// and a reject sample must keep what was there.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n <= 1 {
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+			i++
+			continue
+		}
+		b.WriteString(s[i : i+n])
+		i += n
+	}
+	return b.String()
+}

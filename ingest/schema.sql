@@ -1,0 +1,57 @@
+-- The retrylens database. Timestamps are UTC (TIMESTAMP without zone, by convention).
+CREATE TABLE IF NOT EXISTS files (
+    file_id   INTEGER PRIMARY KEY,
+    path      VARCHAR NOT NULL,      -- as given on the command line; "-" for stdin
+    sha256    VARCHAR NOT NULL,      -- of the decompressed content: a rotated or gzipped copy is the same file
+    bytes     BIGINT  NOT NULL,      -- decompressed
+    format    VARCHAR NOT NULL,
+    lines     BIGINT  NOT NULL,
+    rows      BIGINT  NOT NULL,
+    rejected  BIGINT  NOT NULL,
+    first_ts  TIMESTAMP,
+    last_ts   TIMESTAMP,
+    loaded_at TIMESTAMP NOT NULL
+);
+
+-- One row per access-log line: one physical attempt.
+CREATE TABLE IF NOT EXISTS requests (
+    file_id                INTEGER NOT NULL,
+    line                   BIGINT  NOT NULL,
+    ts                     TIMESTAMP,   -- when the gateway finished the request
+    remote_addr            VARCHAR,
+    method                 VARCHAR,
+    uri                    VARCHAR,
+    protocol               VARCHAR,
+    status                 SMALLINT,
+    bytes                  BIGINT,
+    referer                VARCHAR,
+    user_agent             VARCHAR,
+    host                   VARCHAR,
+    request_time           DOUBLE,      -- seconds
+    upstream_addr          VARCHAR,
+    upstream_status        VARCHAR,     -- nginx's list as written
+    upstream_response_time VARCHAR,
+    upstream_tries         SMALLINT,    -- proxy tries, never mixed with client attempts
+    attempt                INTEGER,     -- client attempt number, 0 = first; NULL = untagged
+    attempt_source         VARCHAR,
+    max_attempts           SMALLINT,
+    retry_reason           VARCHAR,
+    request_id             VARCHAR,
+    idempotency_key        VARCHAR,
+    invocation_id          VARCHAR,
+    retry_after            VARCHAR
+);
+
+-- Malformed lines: every one counted by reason, the first few of each file kept.
+CREATE TABLE IF NOT EXISTS reject_counts (
+    file_id INTEGER NOT NULL,
+    reason  VARCHAR NOT NULL,
+    n       BIGINT  NOT NULL
+);
+CREATE TABLE IF NOT EXISTS rejects (
+    file_id INTEGER NOT NULL,
+    line    BIGINT  NOT NULL,
+    reason  VARCHAR NOT NULL,
+    message VARCHAR NOT NULL,
+    excerpt VARCHAR NOT NULL
+);

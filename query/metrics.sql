@@ -1,0 +1,40 @@
+-- The metrics of SPEC.md, defined once for any grouping. {{.Key}} is a grouping
+-- expression chosen by the program (never by the user); $1/$2 bound the time range
+-- [since, until), either may be NULL. Tagged rows only, except requests and untagged.
+WITH r AS (
+    SELECT {{.Key}} AS k, attempt, status
+    FROM requests
+    WHERE ($1::TIMESTAMP IS NULL OR ts >= $1::TIMESTAMP)
+      AND ($2::TIMESTAMP IS NULL OR ts <  $2::TIMESTAMP)
+), c AS (
+    SELECT
+        k,
+        count(*)                                                      AS requests,
+        count(*) FILTER (attempt IS NULL)                             AS untagged,
+        count(*) FILTER (attempt IS NOT NULL)                         AS tagged,
+        count(*) FILTER (attempt = 0)                                 AS first_attempts,
+        count(*) FILTER (attempt >= 1)                                AS retries,
+        count(*) FILTER (attempt = 1)                                 AS second_attempts,
+        count(*) FILTER (attempt >= 1 AND status BETWEEN 200 AND 299) AS retries_ok,
+        count(*) FILTER (attempt IS NOT NULL AND status BETWEEN 200 AND 299) AS tagged_ok,
+        count(*) FILTER (attempt = 0 AND status BETWEEN 500 AND 599)  AS status_5xx_first,
+        count(*) FILTER (attempt >= 1 AND status BETWEEN 500 AND 599) AS status_5xx_retry,
+        count(*) FILTER (attempt = 0 AND status = 429)                AS status_429_first,
+        count(*) FILTER (attempt >= 1 AND status = 429)               AS status_429_retry,
+        count(*) FILTER (attempt = 0 AND status = 499)                AS status_499_first,
+        count(*) FILTER (attempt >= 1 AND status = 499)               AS status_499_retry
+    FROM r
+    GROUP BY k
+)
+SELECT
+    k, requests, untagged, first_attempts, retries,
+    tagged::DOUBLE / nullif(first_attempts, 0)          AS amplification,
+    second_attempts::DOUBLE / nullif(first_attempts, 0) AS retry_rate,
+    retries_ok::DOUBLE / nullif(retries, 0)             AS retry_success_rate,
+    retries::DOUBLE / nullif(tagged, 0)                 AS extra_load,
+    tagged_ok::DOUBLE / nullif(tagged, 0)               AS actual_success,
+    status_5xx_first, status_5xx_retry,
+    status_429_first, status_429_retry,
+    status_499_first, status_499_retry
+FROM c
+ORDER BY k

@@ -1,0 +1,91 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/retrylens/retrylens/ingest"
+)
+
+// Ingest writes the summary of a load for a person: one line per file, then totals and
+// the first rejected lines, sanitised.
+func Ingest(w io.Writer, res *ingest.Result) error {
+	var b strings.Builder
+	for _, f := range res.Files {
+		if f.Skipped {
+			same := ""
+			if f.SameAs != f.Path {
+				same = " as " + Clean(f.SameAs)
+			}
+			fmt.Fprintf(&b, "%s: skipped, already loaded%s\n", Clean(f.Path), same)
+			continue
+		}
+		fmt.Fprintf(&b, "%s: %s format, %d lines, %d rows, %d rejected\n", Clean(f.Path), f.Format, f.Lines, f.Rows, f.Rejected)
+	}
+	t := res.Totals()
+	secs := res.Elapsed.Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(t.Lines) / secs
+	}
+	fmt.Fprintf(&b, "loaded %d lines, %d rows, %d rejected in %s (%.0f lines/s)\n", t.Lines, t.Rows, t.Rejected, res.Elapsed.Round(time.Millisecond), rate)
+	if !t.First.IsZero() {
+		fmt.Fprintf(&b, "time range %s to %s (UTC)\n", t.First.UTC().Format(time.RFC3339), t.Last.UTC().Format(time.RFC3339))
+	}
+	if t.Rejected > 0 {
+		reasons := make([]string, 0, len(t.Reasons))
+		for r := range t.Reasons {
+			reasons = append(reasons, r)
+		}
+		sort.Slice(reasons, func(i, j int) bool { return t.Reasons[reasons[i]] > t.Reasons[reasons[j]] || t.Reasons[reasons[i]] == t.Reasons[reasons[j]] && reasons[i] < reasons[j] })
+		parts := make([]string, len(reasons))
+		for i, r := range reasons {
+			parts[i] = fmt.Sprintf("%s %d", r, t.Reasons[r])
+		}
+		fmt.Fprintf(&b, "rejected lines by reason: %s\n", strings.Join(parts, ", "))
+		for i, s := range t.Samples {
+			if i == 5 {
+				fmt.Fprintf(&b, "  … %d more kept in the rejects table (retrylens query 'SELECT * FROM rejects')\n", len(t.Samples)-5)
+				break
+			}
+			fmt.Fprintf(&b, "  %s:%d: %s\n    %s\n", Clean(s.Path), s.Line, Clean(s.Message), Clean(s.Excerpt))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Clean makes attacker-controlled text safe for a terminal: control characters (escape
+// sequences among them) and invisible format characters are shown as \xXX or \u{…}.
+func Clean(s string) string {
+	clean := true
+	for _, r := range s {
+		if unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < 0x80 && unsafeRune(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u{%x}`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+}

@@ -1,0 +1,85 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/retrylens/retrylens/query"
+)
+
+// The JSON report is a contract (SPEC.md): field names are the SPEC's metric names,
+// rates are fractions, times RFC 3339 in UTC.
+type jsonReport struct {
+	GeneratedAt string       `json:"generated_at"`
+	Window      string       `json:"window"`
+	From        *string      `json:"from"`
+	To          *string      `json:"to"`
+	Summary     jsonMetrics  `json:"summary"`
+	Windows     []jsonWindow `json:"windows"`
+}
+
+type jsonMetrics struct {
+	Requests         int64    `json:"requests"`
+	Untagged         int64    `json:"untagged"`
+	FirstAttempts    int64    `json:"first_attempts"`
+	Retries          int64    `json:"retries"`
+	Amplification    *float64 `json:"amplification"`
+	RetryRate        *float64 `json:"retry_rate"`
+	RetrySuccessRate *float64 `json:"retry_success_rate"`
+	ExtraLoad        *float64 `json:"extra_load"`
+	ActualSuccess    *float64 `json:"actual_success"`
+	Status5xx        int64    `json:"status_5xx"`
+	Status5xxFirst   int64    `json:"status_5xx_first"`
+	Status5xxRetry   int64    `json:"status_5xx_retry"`
+	Status429        int64    `json:"status_429"`
+	Status429First   int64    `json:"status_429_first"`
+	Status429Retry   int64    `json:"status_429_retry"`
+	Status499        int64    `json:"status_499"`
+	Status499First   int64    `json:"status_499_first"`
+	Status499Retry   int64    `json:"status_499_retry"`
+	Verdict          string   `json:"verdict"`
+}
+
+type jsonWindow struct {
+	Start string `json:"start"`
+	jsonMetrics
+}
+
+func toJSONMetrics(m query.Metrics) jsonMetrics {
+	return jsonMetrics{
+		Requests: m.Requests, Untagged: m.Untagged, FirstAttempts: m.FirstAttempts, Retries: m.Retries,
+		Amplification: m.Amplification, RetryRate: m.RetryRate, RetrySuccessRate: m.RetrySuccessRate,
+		ExtraLoad: m.ExtraLoad, ActualSuccess: m.ActualSuccess,
+		Status5xx: m.Status5xx.Total(), Status5xxFirst: m.Status5xx.First, Status5xxRetry: m.Status5xx.Retry,
+		Status429: m.Status429.Total(), Status429First: m.Status429.First, Status429Retry: m.Status429.Retry,
+		Status499: m.Status499.Total(), Status499First: m.Status499.First, Status499Retry: m.Status499.Retry,
+		Verdict: query.Verdict(m),
+	}
+}
+
+func rfc3339(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339Nano)
+	return &s
+}
+
+// JSON writes the report as one indented JSON object.
+func JSON(w io.Writer, r *Report) error {
+	out := jsonReport{
+		GeneratedAt: r.GeneratedAt.UTC().Format(time.RFC3339),
+		Window:      r.Window,
+		From:        rfc3339(r.From),
+		To:          rfc3339(r.To),
+		Summary:     toJSONMetrics(r.Summary),
+		Windows:     make([]jsonWindow, 0, len(r.Windows)),
+	}
+	for _, win := range r.Windows {
+		out.Windows = append(out.Windows, jsonWindow{Start: *rfc3339(win.Start), jsonMetrics: toJSONMetrics(win.Metrics)})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

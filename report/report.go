@@ -1,0 +1,54 @@
+// Package report renders computed results as a table, Markdown or JSON on an io.Writer.
+// It runs no SQL: it takes what package query computed.
+package report
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/retrylens/retrylens/query"
+)
+
+// Report is the postmortem for a time range.
+type Report struct {
+	GeneratedAt time.Time
+	Window      string // width label, e.g. "1h"
+	From, To    time.Time
+	Summary     query.Metrics
+	Windows     []query.Window
+}
+
+// Formats are the output formats Write accepts.
+var Formats = []string{"table", "markdown", "json"}
+
+// CheckFormat validates an output format name up front.
+func CheckFormat(name string) error {
+	for _, f := range Formats {
+		if f == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown format %q: want one of %s", name, strings.Join(Formats, ", "))
+}
+
+func pct(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", *p*100)
+}
+
+func ratio(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", *p)
+}
+
+func split(s query.Split) string {
+	if s.Total() == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%d+%d)", s.Total(), s.First, s.Retry)
+}
