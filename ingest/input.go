@@ -97,13 +97,11 @@ const detectLines = 20
 // ErrUnknownFormat means no preset matches the start of a file.
 var ErrUnknownFormat = errors.New("no known log format matches")
 
-// Detect picks the preset that parses most of the first lines of r without consuming
-// them. It fails when no preset parses at least half of them, naming the closest preset
-// and its first error, so that the user knows what to fix.
-func Detect(r *bufio.Reader) (*parse.Format, error) {
+// firstLines returns up to n non-blank lines from the start of r without consuming them.
+func firstLines(r *bufio.Reader, n int) [][]byte {
 	peek, _ := r.Peek(1 << 20)
 	var lines [][]byte
-	for len(peek) > 0 && len(lines) < detectLines {
+	for len(peek) > 0 && len(lines) < n {
 		i := bytes.IndexByte(peek, '\n')
 		if i < 0 {
 			i = len(peek)
@@ -113,6 +111,41 @@ func Detect(r *bufio.Reader) (*parse.Format, error) {
 		}
 		peek = peek[min(i+1, len(peek)):]
 	}
+	return lines
+}
+
+// ErrWrongFormat means most of a file's first lines do not parse in the format given.
+var ErrWrongFormat = errors.New("most of the first lines do not match")
+
+// checkFormat refuses a file whose first lines mostly fail in format f, before any row
+// is loaded, and says which preset would fit better.
+func checkFormat(r *bufio.Reader, f *parse.Format) error {
+	lines := firstLines(r, detectLines)
+	bad := 0
+	var first error
+	for _, l := range lines {
+		if _, err := f.ParseLine(l); err != nil {
+			bad++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if bad*2 <= len(lines) {
+		return nil
+	}
+	hint := ""
+	if d, err := Detect(r); err == nil {
+		hint = fmt.Sprintf("; it looks like --log-format %s", d.Name)
+	}
+	return fmt.Errorf("format %s: %w: %d of the first %d lines fail, the first with: %v%s", f.Name, ErrWrongFormat, bad, len(lines), first, hint)
+}
+
+// Detect picks the preset that parses most of the first lines of r without consuming
+// them. It fails when no preset parses at least half of them, naming the closest preset
+// and its first error, so that the user knows what to fix.
+func Detect(r *bufio.Reader) (*parse.Format, error) {
+	lines := firstLines(r, detectLines)
 	if len(lines) == 0 {
 		return parse.Preset("retry") // empty input: nothing to get wrong
 	}

@@ -145,6 +145,8 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 		if format, err = Detect(in.r); err != nil {
 			return out, err
 		}
+	} else if err := checkFormat(in.r, format); err != nil {
+		return out, err
 	}
 	out.Format = format.Name
 	h := sha256.New()

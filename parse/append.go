@@ -2,6 +2,7 @@ package parse
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -82,9 +83,13 @@ func value(r *Record, f field) string {
 		}
 		return strconv.FormatInt(r.Time.Unix(), 10) + "." + strconv.Itoa(1000 + r.Time.Nanosecond()/1e6)[1:]
 	case fieldRequest:
+		// The inverse of set's split at the first and last space.
+		hasSpace := strings.IndexByte(r.URI, ' ') >= 0
 		switch {
-		case r.Method == "" && r.Protocol == "":
+		case r.Method == "" && r.Protocol == "" && !hasSpace:
 			return r.URI
+		case r.Protocol == "" && hasSpace:
+			return r.Method + " " + r.URI + " "
 		case r.Protocol == "":
 			return r.Method + " " + r.URI
 		}

@@ -68,6 +68,9 @@ func (f *Format) parseJSON(r *Record, st *state, s string) *Error {
 				if val == "" {
 					return errAt(i, ErrBadJSON, "missing value for key %q", key)
 				}
+				if !jsonLiteral(val) {
+					return errAt(i, ErrBadJSON, "want a string, number, true, false or null for key %q, found %s", key, excerpt(val, 0, 16))
+				}
 				isNull = val == "null"
 				i = end
 			}
@@ -201,4 +204,19 @@ func hex4(v string, i int) (rune, bool) {
 		r = r<<4 | rune(unhex(v[k]))
 	}
 	return r, true
+}
+
+// jsonLiteral reports whether v is a bare JSON value: a number, true, false or null.
+func jsonLiteral(v string) bool {
+	switch v {
+	case "true", "false", "null":
+		return true
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
+			return false
+		}
+	}
+	return true
 }

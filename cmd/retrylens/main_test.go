@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+)
+
+var fixedNow = time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC)
+
+// retrylens runs the CLI in-process with a fixed clock and no $RETRYLENS_DB.
+func retrylens(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	e := &env{stdin: stdin, stdout: &out, stderr: &errb, getenv: func(string) string { return "" }, now: func() time.Time { return fixedNow }}
+	code = e.run(args)
+	return out.String(), errb.String(), code
+}
+
+func scenario(name string) string { return filepath.Join("..", "..", "testdata", name, "access.log") }
+
+// metrics is the part of the JSON report the scenario tests check.
+type metrics struct {
+	Start            string   `json:"start"`
+	Requests         int64    `json:"requests"`
+	Untagged         int64    `json:"untagged"`
+	FirstAttempts    int64    `json:"first_attempts"`
+	Retries          int64    `json:"retries"`
+	Amplification    *float64 `json:"amplification"`
+	RetryRate        *float64 `json:"retry_rate"`
+	RetrySuccessRate *float64 `json:"retry_success_rate"`
+	ExtraLoad        *float64 `json:"extra_load"`
+	ActualSuccess    *float64 `json:"actual_success"`
+	Status5xxFirst   int64    `json:"status_5xx_first"`
+	Status5xxRetry   int64    `json:"status_5xx_retry"`
+	Status429First   int64    `json:"status_429_first"`
+	Status429Retry   int64    `json:"status_429_retry"`
+	Verdict          string   `json:"verdict"`
+}
+
+type jsonReport struct {
+	GeneratedAt string    `json:"generated_at"`
+	Window      string    `json:"window"`
+	From        string    `json:"from"`
+	To          string    `json:"to"`
+	Summary     metrics   `json:"summary"`
+	Windows     []metrics `json:"windows"`
+}
+
+func f(x float64) *float64 { return &x }
+
+var approx = cmpopts.EquateApprox(0, 1e-6)
+
+// The expected numbers are those of testdata/*/EXPECTED.md, computed by hand.
+func TestScenarios(t *testing.T) {
+	quiet := metrics{
+		Requests: 123, Untagged: 2, FirstAttempts: 120, Retries: 1,
+		Amplification: f(121.0 / 120), RetryRate: f(1.0 / 120), RetrySuccessRate: f(1),
+		ExtraLoad: f(1.0 / 121), ActualSuccess: f(120.0 / 121), Status5xxFirst: 1, Verdict: "quiet",
+	}
+	quietWindow := quiet
+	quietWindow.Start = "2026-11-29T09:00:00Z"
+
+	incident := metrics{
+		Requests: 125, Untagged: 3, FirstAttempts: 80, Retries: 42,
+		Amplification: f(122.0 / 80), RetryRate: f(27.0 / 80), RetrySuccessRate: f(18.0 / 42),
+		ExtraLoad: f(42.0 / 122), ActualSuccess: f(71.0 / 122),
+		Status5xxFirst: 25, Status5xxRetry: 22, Status429First: 2, Status429Retry: 2, Verdict: "fuelling",
+	}
+	calm := func(start string, rows, health int64) metrics {
+		first := rows - health
+		return metrics{Start: start, Requests: rows, Untagged: health, FirstAttempts: first,
+			Amplification: f(1), RetryRate: f(0), ExtraLoad: f(0), ActualSuccess: f(1), Verdict: "quiet"}
+	}
+	incidentWindows := []metrics{
+		calm("2026-11-29T14:00:00Z", 11, 1),
+		calm("2026-11-29T14:10:00Z", 10, 0),
+		{
+			Start: "2026-11-29T14:20:00Z", Requests: 73, Untagged: 1, FirstAttempts: 30, Retries: 42,
+			Amplification: f(72.0 / 30), RetryRate: f(27.0 / 30), RetrySuccessRate: f(18.0 / 42),
+			ExtraLoad: f(42.0 / 72), ActualSuccess: f(21.0 / 72),
+			Status5xxFirst: 25, Status5xxRetry: 22, Status429First: 2, Status429Retry: 2, Verdict: "fuelling",
+		},
+		calm("2026-11-29T14:30:00Z", 10, 0),
+		calm("2026-11-29T14:40:00Z", 11, 1),
+		calm("2026-11-29T14:50:00Z", 10, 0),
+	}
+	tests := []struct {
+		name     string
+		file     string
+		window   string
+		from, to string
+		summary  metrics
+		windows  []metrics
+	}{
+		{"quiet-hour", scenario("quiet-hour"), "1h", "2026-11-29T09:00:00.25Z", "2026-11-29T09:59:30.25Z", quiet, []metrics{quietWindow}},
+		{"incident-hour", scenario("incident-hour"), "10m", "2026-11-29T14:00:00.5Z", "2026-11-29T14:59:00.5Z", incident, incidentWindows},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--window", tt.window, tt.file)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var got jsonReport
+			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+				t.Fatalf("report is not JSON: %v\n%s", err, stdout)
+			}
+			want := jsonReport{GeneratedAt: "2026-11-29T16:00:00Z", Window: tt.window, From: tt.from, To: tt.to, Summary: tt.summary, Windows: tt.windows}
+			if diff := cmp.Diff(want, got, approx); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A cut-short line in the middle of a file is reported with its line number, and every
+// other line is loaded.
+func TestIngestRejectsOneLineLoadsTheRest(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "r.duckdb")
+	_, stderr, code := retrylens(t, nil, "ingest", "--db", db, scenario("incident-hour"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"126 lines, 125 rows, 1 rejected", "incident-hour/access.log:60: line 60, column 15: literal text not found", `10.0.0.7 - - [29/Nov/2026:14:31:0`} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stderr)
+		}
+	}
+	conn := openDB(t, db)
+	var rows, rejectLine, first, last int64
+	var reason string
+	if err := conn.QueryRow("SELECT count(*), min(line), max(line) FROM requests").Scan(&rows, &first, &last); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow("SELECT line, reason FROM rejects").Scan(&rejectLine, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 125 || first != 1 || last != 126 || rejectLine != 60 || reason != "literal" {
+		t.Errorf("rows %d (lines %d..%d), reject at line %d (%s); want 125 rows (1..126), reject at 60 (literal)", rows, first, last, rejectLine, reason)
+	}
+}
+
+func openDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("duckdb", path+"?access_mode=read_only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Loading the same content again, even renamed and gzipped as logrotate leaves it,
+// adds nothing; stdin works too.
+func TestIngestIsIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "r.duckdb")
+	src, err := os.ReadFile(scenario("quiet-hour"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := filepath.Join(dir, "access.log.2.gz")
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(src)
+	zw.Close()
+	if err := os.WriteFile(gz, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		args  []string
+		stdin io.Reader
+		want  string
+	}{
+		{[]string{scenario("quiet-hour")}, nil, "123 lines, 123 rows, 0 rejected"},
+		{[]string{scenario("quiet-hour")}, nil, "skipped, already loaded"},
+		{[]string{gz}, nil, "skipped, already loaded as " + scenario("quiet-hour")},
+		{[]string{"-"}, bytes.NewReader(src), "skipped, already loaded as " + scenario("quiet-hour")},
+		{[]string{"--log-format", "retry", "-"}, bytes.NewReader(src[:len(src)/2]), "62 lines, 61 rows, 1 rejected"},
+	}
+	for i, s := range steps {
+		_, stderr, code := retrylens(t, s.stdin, append([]string{"ingest", "--db", db}, s.args...)...)
+		if code != 0 || !strings.Contains(stderr, s.want) {
+			t.Fatalf("step %d: exit %d, want %q in:\n%s", i, code, s.want, stderr)
+		}
+	}
+	var rows, files int64
+	conn := openDB(t, db)
+	conn.QueryRow("SELECT count(*), count(DISTINCT file_id) FROM requests").Scan(&rows, &files)
+	half := int64(bytes.Count(src[:len(src)/2], []byte("\n")) + 1) // the half ends mid-line: that last piece is rejected
+	if files != 2 || rows != 123+half-1 {
+		t.Errorf("%d rows in %d files, want %d in 2", rows, files, 123+half-1)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"report", "--format", "yaml", scenario("quiet-hour")}, exitUsage, `unknown format "yaml"`},
+		{[]string{"report", "--window", "soon", scenario("quiet-hour")}, exitUsage, `"soon" is not a duration`},
+		{[]string{"report", "--since", "yesterday", scenario("quiet-hour")}, exitUsage, `"yesterday" is not a time`},
+		{[]string{"report", "--db", filepath.Join(dir, "none.duckdb")}, exitError, "no database at"},
+		{[]string{"ingest"}, exitUsage, "at least one FILE"},
+		{[]string{"ingest", "--db", filepath.Join(dir, "x.duckdb"), "--log-format", "apache", "-"}, exitUsage, `unknown log format "apache"`},
+		{[]string{"ingest", "--db", filepath.Join(dir, "x.duckdb"), filepath.Join(dir, "missing.log")}, exitError, "no such file"},
+		{[]string{"ingest", "--db", filepath.Join(dir, "x.duckdb"), "--nginx-format", "$status$bytes_sent", "-"}, exitUsage, "no text between"},
+		{[]string{"report", "--log-format", "combined", scenario("quiet-hour")}, exitError, "it looks like --log-format retry"},
+		{[]string{"frobnicate"}, exitError, "unknown command"},
+	}
+	for _, tt := range tests {
+		_, stderr, code := retrylens(t, nil, tt.args...)
+		if code != tt.code || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, want %d with %q; stderr:\n%s", tt.args, code, tt.code, tt.want, stderr)
+		}
+	}
+}
