@@ -41,7 +41,9 @@ func Ingest(w io.Writer, res *ingest.Result) error {
 		for r := range t.Reasons {
 			reasons = append(reasons, r)
 		}
-		sort.Slice(reasons, func(i, j int) bool { return t.Reasons[reasons[i]] > t.Reasons[reasons[j]] || t.Reasons[reasons[i]] == t.Reasons[reasons[j]] && reasons[i] < reasons[j] })
+		sort.Slice(reasons, func(i, j int) bool {
+			return t.Reasons[reasons[i]] > t.Reasons[reasons[j]] || t.Reasons[reasons[i]] == t.Reasons[reasons[j]] && reasons[i] < reasons[j]
+		})
 		parts := make([]string, len(reasons))
 		for i, r := range reasons {
 			parts[i] = fmt.Sprintf("%s %d", r, t.Reasons[r])
