@@ -75,6 +75,7 @@ type Truth struct {
 	SecondAttempts   int // attempts with n = 1
 	RetriesSucceeded int // retries answered 2xx
 	Status5xx        int
+	Status5xxFirst   int
 	Status429        int
 	Amplification    float64
 	RetryRate        float64
@@ -100,6 +101,9 @@ func (c *Client) Truth() Truth {
 		}
 		if a.Status >= 500 && a.Status < 600 {
 			t.Status5xx++
+			if a.N == 0 {
+				t.Status5xxFirst++
+			}
 		}
 		if a.Status == 429 {
 			t.Status429++

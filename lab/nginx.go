@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"text/template"
 	"time"
@@ -35,6 +36,9 @@ type Nginx struct {
 	JSONLog string // access log in JSONFormat
 	cmd     *exec.Cmd
 	done    chan error
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 var confTmpl = template.Must(template.New("nginx.conf").Parse(`daemon off;
@@ -131,20 +135,19 @@ func StartNginx(dir, upstream string) (*Nginx, error) {
 }
 
 // Stop shuts nginx down gracefully (SIGQUIT: in-flight requests finish and are logged) and
-// waits for it, killing it after 10 s.
+// waits for it, killing it after 10 s. Calling it again returns the first result.
 func (n *Nginx) Stop() error {
-	if n.cmd.Process == nil {
-		return nil
-	}
-	n.cmd.Process.Signal(syscall.SIGQUIT)
-	select {
-	case <-n.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		n.cmd.Process.Kill()
-		<-n.done
-		return errors.New("nginx did not stop within 10s; killed")
-	}
+	n.stopOnce.Do(func() {
+		n.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-n.done:
+		case <-time.After(10 * time.Second):
+			n.cmd.Process.Kill()
+			<-n.done
+			n.stopErr = errors.New("nginx did not stop within 10s; killed")
+		}
+	})
+	return n.stopErr
 }
 
 // URL returns the base URL of the nginx front.

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/retrylens/retrylens/lab"
+)
+
+// startLab starts the lab upstream and a real nginx in front of it. Without nginx the
+// test is skipped on a developer machine and fails in CI, where .ci/run installs it.
+func startLab(t *testing.T) (*lab.Upstream, *lab.Nginx) {
+	t.Helper()
+	u, err := lab.StartUpstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	n, err := lab.StartNginx(t.TempDir(), u.Addr)
+	if errors.Is(err, lab.ErrNoNginx) && os.Getenv("CI") == "" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop() })
+	return u, n
+}
+
+// TestRealNginx sends requests with a retrying client through a real nginx writing the
+// retry text log and an escape=json log, then checks that retrylens's report of each log
+// equals what the client itself counted.
+func TestRealNginx(t *testing.T) {
+	_, n := startLab(t)
+	c := &lab.Client{Base: n.URL(), MaxRetries: 2, Delay: time.Millisecond, HTTP: &http.Client{Timeout: 5 * time.Second}}
+	const logical = 300
+	for i := range logical {
+		// fail=K: the upstream answers 502 to attempts 0..K-1. K=3 exhausts the client's
+		// two retries; status=404 is not retried.
+		q := "fail=0"
+		switch {
+		case i%13 == 0:
+			q = "fail=3"
+		case i%7 == 0:
+			q = "fail=2"
+		case i%3 == 0:
+			q = "fail=1"
+		case i%17 == 0:
+			q = "status=404"
+		}
+		c.Do(fmt.Sprintf("req-%d", i), "GET", fmt.Sprintf("/api/orders/%d?%s", i, q))
+	}
+	// Lines without an attempt header: counted, never taken for first attempts.
+	const untagged = 5
+	for range untagged {
+		resp, err := http.Get(n.URL() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if err := n.Stop(); err != nil { // flushes and closes the logs
+		t.Fatal(err)
+	}
+	truth := c.Truth()
+	t.Logf("client counted: %+v", truth)
+	if truth.FirstAttempts != logical || truth.Retries == 0 {
+		t.Fatalf("client record looks wrong: %+v", truth)
+	}
+	want := metrics{
+		Requests: int64(truth.Requests + untagged), Untagged: untagged,
+		FirstAttempts: int64(truth.FirstAttempts), Retries: int64(truth.Retries),
+		Amplification: f(truth.Amplification), RetryRate: f(truth.RetryRate), RetrySuccessRate: f(truth.RetrySuccessRate),
+		Status5xxFirst: int64(truth.Status5xxFirst), Status5xxRetry: int64(truth.Status5xx - truth.Status5xxFirst),
+	}
+	for _, tt := range []struct{ format, file string }{{"retry", n.TextLog}, {"nginx-json", n.JSONLog}} {
+		t.Run(tt.format, func(t *testing.T) {
+			db := t.TempDir() + "/r.duckdb"
+			if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, "--log-format", tt.format, tt.file); code != 0 {
+				t.Fatalf("ingest: exit %d: %s", code, stderr)
+			}
+			stdout, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json")
+			if code != 0 {
+				t.Fatalf("report: exit %d: %s", code, stderr)
+			}
+			var got jsonReport
+			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+				t.Fatal(err)
+			}
+			s := got.Summary
+			s.ExtraLoad, s.ActualSuccess, s.Verdict, s.Start = nil, nil, "", "" // not counted by this client
+			if diff := cmp.Diff(want, s, approx); diff != "" {
+				t.Errorf("report summary vs the client's count (-client +retrylens):\n%s", diff)
+			}
+		})
+	}
+}
