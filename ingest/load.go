@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/duckdb/duckdb-go/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/retrylens/retrylens/parse"
 )
@@ -233,14 +234,68 @@ func loadedAs(ctx context.Context, q querier, sum string) (string, error) {
 	return path, err
 }
 
-// appendAll reads every line of in, appending good records and counting bad ones.
+// batchSize is how many records the parser hands the appender at a time.
+const batchSize = 4096
+
+type batch struct {
+	recs  []parse.Record
+	lines []int64
+}
+
+// appendAll reads every line of in, appending good records and counting bad ones. The
+// parser runs in its own goroutine, a batch ahead of the appender, so that parsing and
+// DuckDB's work overlap.
 func appendAll(ctx context.Context, a *duckdb.Appender, in *input, h hash.Hash, format *parse.Format, id int64, out *File, samples int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	batches := make(chan *batch, 4)
+	free := make(chan *batch, 6)
+	g.Go(func() error {
+		defer close(batches)
+		return readAll(ctx, in, h, format, out, samples, batches, free)
+	})
+	g.Go(func() error {
+		row := make([]driver.Value, 25)
+		for b := range batches {
+			for i := range b.recs {
+				fill(row, id, b.lines[i], &b.recs[i])
+				if err := a.AppendRow(row...); err != nil {
+					return fmt.Errorf("line %d: %w", b.lines[i], err)
+				}
+			}
+			out.Rows += int64(len(b.recs))
+			select {
+			case free <- b:
+			default:
+			}
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// readAll parses in into batches. It owns every field of out but Rows.
+func readAll(ctx context.Context, in *input, h hash.Hash, format *parse.Format, out *File, samples int, batches chan<- *batch, free <-chan *batch) error {
 	r := parse.NewReader(io.TeeReader(in.r, h), format)
-	row := make([]driver.Value, 25)
-	for n := 0; ; n++ {
-		if n%65536 == 0 && ctx.Err() != nil {
+	next := func() *batch {
+		select {
+		case b := <-free:
+			b.recs, b.lines = b.recs[:0], b.lines[:0]
+			return b
+		default:
+			return &batch{recs: make([]parse.Record, 0, batchSize), lines: make([]int64, 0, batchSize)}
+		}
+	}
+	b := next()
+	send := func() error {
+		select {
+		case batches <- b:
+			b = next()
+			return nil
+		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	for {
 		rec, err := r.Read()
 		if err == io.EOF {
 			break
@@ -260,11 +315,6 @@ func appendAll(ctx context.Context, a *duckdb.Appender, in *input, h hash.Hash, 
 		if err != nil {
 			return fmt.Errorf("read line %d: %w", r.Line()+1, err)
 		}
-		fill(row, id, int64(r.Line()), &rec)
-		if err := a.AppendRow(row...); err != nil {
-			return fmt.Errorf("line %d: %w", r.Line(), err)
-		}
-		out.Rows++
 		if t := rec.Time; !t.IsZero() {
 			if out.First.IsZero() || t.Before(out.First) {
 				out.First = t
@@ -273,8 +323,18 @@ func appendAll(ctx context.Context, a *duckdb.Appender, in *input, h hash.Hash, 
 				out.Last = t
 			}
 		}
+		b.recs = append(b.recs, rec)
+		b.lines = append(b.lines, int64(r.Line()))
+		if len(b.recs) == batchSize {
+			if err := send(); err != nil {
+				return err
+			}
+		}
 	}
 	out.Lines = int64(r.Line())
+	if len(b.recs) > 0 {
+		return send()
+	}
 	return nil
 }
 
