@@ -81,7 +81,12 @@ func value(r *Record, f field) string {
 		if r.Time.IsZero() || r.Time.Unix() < 0 {
 			return ""
 		}
-		return strconv.FormatInt(r.Time.Unix(), 10) + "." + strconv.Itoa(1000 + r.Time.Nanosecond()/1e6)[1:]
+		// nginx writes milliseconds; finer times (from other clocks) keep their digits.
+		frac := strings.TrimRight(strconv.Itoa(1e9 + r.Time.Nanosecond())[1:], "0")
+		for len(frac) < 3 {
+			frac += "0"
+		}
+		return strconv.FormatInt(r.Time.Unix(), 10) + "." + frac
 	case fieldRequest:
 		// The inverse of set's split at the first and last space.
 		hasSpace := strings.IndexByte(r.URI, ' ') >= 0
