@@ -1,0 +1,119 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/query"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func fp(x float64) *float64 { return &x }
+
+// sample is a hand-made report: two windows, one calm and one storming, and a range
+// summary that is their sum (done by hand: 100+130 requests, 98+60 first attempts…).
+func sample() *Report {
+	calm := query.Metrics{Requests: 100, Untagged: 2, FirstAttempts: 98, Retries: 0,
+		Amplification: fp(1), RetryRate: fp(0), ExtraLoad: fp(0), ActualSuccess: fp(1)}
+	storm := query.Metrics{Requests: 130, Untagged: 0, FirstAttempts: 60, Retries: 70,
+		Amplification: fp(130.0 / 60), RetryRate: fp(40.0 / 60), RetrySuccessRate: fp(21.0 / 70),
+		ExtraLoad: fp(70.0 / 130), ActualSuccess: fp(51.0 / 130),
+		Status5xx: query.Split{First: 35, Retry: 44}, Status429: query.Split{First: 4, Retry: 5}}
+	all := query.Metrics{Requests: 230, Untagged: 2, FirstAttempts: 158, Retries: 70,
+		Amplification: fp(228.0 / 158), RetryRate: fp(40.0 / 158), RetrySuccessRate: fp(21.0 / 70),
+		ExtraLoad: fp(70.0 / 228), ActualSuccess: fp(149.0 / 228),
+		Status5xx: query.Split{First: 35, Retry: 44}, Status429: query.Split{First: 4, Retry: 5}}
+	t0 := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	return &Report{
+		GeneratedAt: time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC), Window: "1h",
+		From: t0.Add(512 * time.Millisecond), To: t0.Add(119*time.Minute + 30*time.Second),
+		Summary: all,
+		Windows: []query.Window{{Start: t0, Metrics: calm}, {Start: t0.Add(time.Hour), Metrics: storm}},
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./report -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", name, diff)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, format := range Formats {
+		t.Run(format, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := Write(&b, format, sample()); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "sample."+format+".golden", b.Bytes())
+		})
+	}
+}
+
+// The verdicts follow from the SPEC's thresholds: the storm window has amplification
+// 2.17 > 1.5, the calm one has no retries.
+func TestVerdicts(t *testing.T) {
+	r := sample()
+	got := []string{query.Verdict(r.Windows[0].Metrics), query.Verdict(r.Windows[1].Metrics), query.Verdict(r.Summary)}
+	want := []string{"quiet", "fuelling", "fuelling"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+}
+
+func TestClean(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain café", "plain café"},
+		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
+		{"bell\x07 tab\t nl\n", `bell\x07 tab\x09 nl\x0a`},
+		{"rtl\u202eevil", `rtl\u{202e}evil`},
+		{"del\x7f", `del\x7f`},
+	}
+	for _, tt := range tests {
+		if got := Clean(tt.in); got != tt.want {
+			t.Errorf("Clean(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// Attacker-controlled bytes from a rejected line reach the terminal escaped.
+func TestIngestSummarySanitised(t *testing.T) {
+	res := &ingest.Result{Files: []ingest.File{{
+		Path: "access.log", Format: "retry", Lines: 3, Rows: 2, Rejected: 1,
+		Reasons: map[string]int64{"literal": 1},
+		Samples: []ingest.Reject{{Path: "access.log", Line: 2, Reason: "literal", Message: "column 1: literal text not found", Excerpt: "\x1b]0;pwned\x07 GET /"}},
+	}}, Elapsed: time.Second}
+	var b bytes.Buffer
+	if err := Ingest(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	want := `access.log: retry format, 3 lines, 2 rows, 1 rejected
+loaded 3 lines, 2 rows, 1 rejected in 1s (3 lines/s)
+rejected lines by reason: literal 1
+  access.log:2: column 1: literal text not found
+    \x1b]0;pwned\x07 GET /
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+}
