@@ -306,8 +306,10 @@ func readAll(ctx context.Context, in *input, h hash.Hash, format *parse.Format, 
 			reason := perr.Reason()
 			out.Reasons[reason]++
 			if len(out.Samples) < samples {
+				msg := *perr
+				msg.Line = 0 // the sample carries it
 				out.Samples = append(out.Samples, Reject{
-					Path: out.Path, Line: perr.Line, Reason: reason, Message: perr.Error(), Excerpt: validUTF8(r.Excerpt(excerptLen)),
+					Path: out.Path, Line: perr.Line, Reason: reason, Message: msg.Error(), Excerpt: validUTF8(r.Excerpt(excerptLen)),
 				})
 			}
 			continue

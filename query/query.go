@@ -48,6 +48,7 @@ type Metrics struct {
 	Status5xx        Split
 	Status429        Split
 	Status499        Split
+	Verdict          string // see Verdict
 }
 
 // Split is a count split between first attempts and retries.
@@ -66,7 +67,7 @@ type Window struct {
 
 // Summary returns the metrics over the whole range.
 func Summary(ctx context.Context, db *sql.DB, rg Range) (Metrics, error) {
-	var m Metrics
+	m := Metrics{Verdict: Quiet}
 	err := metrics(ctx, db, "NULL::INTEGER", rg, func(rows *sql.Rows) error {
 		var k sql.NullInt64
 		return scanMetrics(rows, &k, &m)
@@ -140,6 +141,7 @@ func scanMetrics(rows *sql.Rows, key any, m *Metrics) error {
 		&m.Status499.First, &m.Status499.Retry)
 	m.Amplification, m.RetryRate, m.RetrySuccessRate = ptr(amp), ptr(rr), ptr(rsr)
 	m.ExtraLoad, m.ActualSuccess = ptr(el), ptr(as)
+	m.Verdict = Verdict(*m)
 	return err
 }
 

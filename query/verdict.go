@@ -40,3 +40,16 @@ func val(p *float64) float64 {
 	}
 	return *p
 }
+
+// Worst returns the most alarming verdict of a range's summary and its windows: a range
+// in which one hour fuelled an incident fuelled it, however calm the rest.
+func Worst(summary Metrics, windows []Window) string {
+	rank := map[string]int{Quiet: 0, Rescuing: 1, Fuelling: 2}
+	v := summary.Verdict
+	for _, w := range windows {
+		if rank[w.Verdict] > rank[v] {
+			v = w.Verdict
+		}
+	}
+	return v
+}

@@ -32,6 +32,11 @@ func Ingest(w io.Writer, res *ingest.Result) error {
 	if secs > 0 {
 		rate = float64(t.Lines) / secs
 	}
+	if t.Lines == 0 && len(res.Files) > 0 {
+		b.WriteString("nothing new to load\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	fmt.Fprintf(&b, "loaded %d lines, %d rows, %d rejected in %s (%.0f lines/s)\n", t.Lines, t.Rows, t.Rejected, res.Elapsed.Round(time.Millisecond), rate)
 	if !t.First.IsZero() {
 		fmt.Fprintf(&b, "time range %s to %s (UTC)\n", t.First.UTC().Format(time.RFC3339), t.Last.UTC().Format(time.RFC3339))

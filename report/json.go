@@ -54,7 +54,7 @@ func toJSONMetrics(m query.Metrics) jsonMetrics {
 		Status5xx: m.Status5xx.Total(), Status5xxFirst: m.Status5xx.First, Status5xxRetry: m.Status5xx.Retry,
 		Status429: m.Status429.Total(), Status429First: m.Status429.First, Status429Retry: m.Status429.Retry,
 		Status499: m.Status499.Total(), Status499First: m.Status499.First, Status499Retry: m.Status499.Retry,
-		Verdict: query.Verdict(m),
+		Verdict: m.Verdict,
 	}
 }
 

@@ -31,6 +31,7 @@ func sample() *Report {
 		Amplification: fp(228.0 / 158), RetryRate: fp(40.0 / 158), RetrySuccessRate: fp(21.0 / 70),
 		ExtraLoad: fp(70.0 / 228), ActualSuccess: fp(149.0 / 228),
 		Status5xx: query.Split{First: 35, Retry: 44}, Status429: query.Split{First: 4, Retry: 5}}
+	calm.Verdict, storm.Verdict, all.Verdict = query.Verdict(calm), query.Verdict(storm), query.Verdict(all)
 	t0 := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
 	return &Report{
 		GeneratedAt: time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC), Window: "1h",
@@ -74,7 +75,7 @@ func TestGolden(t *testing.T) {
 // 2.17 > 1.5, the calm one has no retries.
 func TestVerdicts(t *testing.T) {
 	r := sample()
-	got := []string{query.Verdict(r.Windows[0].Metrics), query.Verdict(r.Windows[1].Metrics), query.Verdict(r.Summary)}
+	got := []string{r.Windows[0].Verdict, r.Windows[1].Verdict, r.Summary.Verdict}
 	want := []string{"quiet", "fuelling", "fuelling"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)

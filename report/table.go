@@ -26,7 +26,7 @@ func cells(label string, m query.Metrics) []string {
 		pct(m.RetrySuccessRate),
 		split(m.Status5xx),
 		split(m.Status429),
-		query.Verdict(m),
+		m.Verdict,
 	}
 }
 
@@ -77,7 +77,7 @@ func Markdown(w io.Writer, r *Report) error {
 	if err := render(t, r); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\nVerdict for the whole range: **%s**.\n", query.Verdict(r.Summary))
+	_, err := fmt.Fprintf(w, "\nVerdict for the whole range: **%s**.\n", r.Summary.Verdict)
 	return err
 }
 

@@ -118,6 +118,7 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	if r.Windows, err = query.Windows(ctx, db, width, rg); err != nil {
 		return err
 	}
+	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
 	return e.writeOutput(o.output, func(w io.Writer) error { return report.Write(w, o.format, &r) })
 }
 
