@@ -14,6 +14,10 @@ import (
 
 var header = []string{"window", "requests", "untagged", "first", "retries", "amplification", "retry rate", "retry success", "5xx (first+retry)", "429 (first+retry)", "verdict"}
 
+// columnAlign puts the window label and the verdict left, numbers right.
+var columnAlign = []tw.Align{tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight,
+	tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft}
+
 func cells(label string, m query.Metrics) []string {
 	return []string{
 		label,
@@ -51,7 +55,7 @@ func newTable(w io.Writer, opts ...tablewriter.Option) *tablewriter.Table {
 	base := []tablewriter.Option{
 		tablewriter.WithHeaderAutoFormat(tw.Off), // keep header text as written: stable goldens
 		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignRight),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: columnAlign}),
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
 		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
 	}
