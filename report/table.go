@@ -69,7 +69,25 @@ func Table(w io.Writer, r *Report) error {
 		return err
 	}
 	t := newTable(w)
-	return render(t, r)
+	if err := render(t, r); err != nil {
+		return err
+	}
+	if note := r.coverage(); note != "" {
+		_, err := fmt.Fprintln(w, note)
+		return err
+	}
+	return nil
+}
+
+// coverage warns when lines carry no attempt number: they count as requests but are in
+// no ratio, so a log without the header can look quiet when it is not.
+func (r *Report) coverage() string {
+	m := r.Summary
+	if m.Untagged == 0 {
+		return ""
+	}
+	return fmt.Sprintf("note: %d of %d lines (%.1f%%) carry no attempt header; they are left out of every ratio.",
+		m.Untagged, m.Requests, 100*float64(m.Untagged)/float64(m.Requests))
 }
 
 // Markdown writes the report as a Markdown section with a GitHub table, for PR comments.
@@ -81,8 +99,14 @@ func Markdown(w io.Writer, r *Report) error {
 	if err := render(t, r); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\nVerdict for the whole range: **%s**.\n", r.Summary.Verdict)
-	return err
+	if _, err := fmt.Fprintf(w, "\nVerdict for the whole range: **%s**.\n", r.Summary.Verdict); err != nil {
+		return err
+	}
+	if note := r.coverage(); note != "" {
+		_, err := fmt.Fprintf(w, "\n_%s_\n", note)
+		return err
+	}
+	return nil
 }
 
 func render(t *tablewriter.Table, r *Report) error {
