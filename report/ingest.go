@@ -14,6 +14,9 @@ import (
 // Ingest writes the summary of a load for a person: one line per file, then totals and
 // the first rejected lines, sanitised.
 func Ingest(w io.Writer, res *ingest.Result) error {
+	if len(res.Files) == 0 {
+		return nil // every input failed; the error says why
+	}
 	var b strings.Builder
 	for _, f := range res.Files {
 		if f.Skipped {
