@@ -234,3 +234,31 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// -o writes the report to a file and nothing to stdout; $RETRYLENS_DB names the database.
+func TestOutputFileAndEnvDB(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "env.duckdb")
+	var out, errb bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, now: func() time.Time { return fixedNow },
+		getenv: func(k string) string {
+			if k == "RETRYLENS_DB" {
+				return db
+			}
+			return ""
+		}}
+	if code := e.run([]string{"ingest", "-q", scenario("quiet-hour")}); code != 0 || errb.Len() != 0 {
+		t.Fatalf("ingest -q: exit %d, stderr %q", code, errb.String())
+	}
+	path := filepath.Join(dir, "r.md")
+	if code := e.run([]string{"report", "--format", "markdown", "-o", path}); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, errb.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 || !strings.Contains(string(b), "| all              |      123 |        2 |   120 |       1 |") {
+		t.Errorf("stdout %q; file:\n%s", out.String(), b)
+	}
+}

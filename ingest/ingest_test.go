@@ -1,0 +1,102 @@
+package ingest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/retrylens/retrylens/parse"
+)
+
+func TestDetect(t *testing.T) {
+	tests := []struct {
+		file, want string
+	}{
+		{"../parse/testdata/nginx-retry.log", "retry"},
+		{"../parse/testdata/nginx-retry.jsonl", "nginx-json"},
+		{"../testdata/incident-hour/access.log", "retry"}, // one bad line among the first 20 does not matter
+	}
+	for _, tt := range tests {
+		f, err := os.Open(tt.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Detect(bufio.NewReader(f))
+		f.Close()
+		if err != nil || got.Name != tt.want {
+			t.Errorf("Detect(%s) = %v, %v; want %s", tt.file, got, err, tt.want)
+		}
+	}
+	// The Apache corpus is nginx's combined layout.
+	if f, err := os.Open("../../shared/corpus/elastic-apache/access.log.gz"); err == nil {
+		in, err := openInput(f.Name(), nil)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Detect(in.r)
+		in.Close()
+		if err != nil || got.Name != "combined" {
+			t.Errorf("Detect(corpus) = %v, %v; want combined", got, err)
+		}
+	}
+	_, err := Detect(bufio.NewReader(strings.NewReader("hello\nworld\n")))
+	if !errors.Is(err, ErrUnknownFormat) || !strings.Contains(err.Error(), "parsed 0 of the first 2 lines") {
+		t.Errorf("Detect(garbage) error = %v", err)
+	}
+}
+
+// A load that fails half way (here: the context is cancelled by the reader) leaves no
+// rows and no registry entry behind, and the same file then loads whole.
+func TestLoadIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "a.duckdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	format, _ := parse.Preset("retry")
+	src, err := os.ReadFile("../testdata/quiet-hour/access.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	failing := &cancelAfter{r: strings.NewReader(string(src)), n: len(src) / 2, cancel: cancel}
+	if _, err := Load(cctx, db, []string{"-"}, Options{Format: format, Stdin: failing}); err == nil {
+		t.Fatal("Load with a cancelled context succeeded")
+	}
+	var rows, files int
+	db.QueryRow("SELECT (SELECT count(*) FROM requests), (SELECT count(*) FROM files)").Scan(&rows, &files)
+	if rows != 0 || files != 0 {
+		t.Fatalf("after a failed load: %d rows, %d files; want none", rows, files)
+	}
+	res, err := Load(ctx, db, []string{"../testdata/quiet-hour/access.log"}, Options{Format: format})
+	if err != nil || res.Totals().Rows != 123 {
+		t.Fatalf("reload: %v, %+v", err, res.Totals())
+	}
+}
+
+// cancelAfter cancels its context once n bytes were read, then reports end of input, as
+// an interrupted stream would.
+type cancelAfter struct {
+	r      *strings.Reader
+	n      int
+	cancel func()
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		c.cancel()
+		return 0, context.Canceled
+	}
+	if len(p) > c.n {
+		p = p[:c.n]
+	}
+	n, err := c.r.Read(p)
+	c.n -= n
+	return n, err
+}
