@@ -10,6 +10,9 @@ import (
 // newline. Variables retrylens does not keep are written as "-". Parsing the result gives
 // r back; tests and the lab use it to write logs whose content they know.
 func (f *Format) AppendRecord(dst []byte, r *Record) []byte {
+	if f.caddy {
+		return appendCaddy(dst, r)
+	}
 	if f.json {
 		return appendJSON(dst, r)
 	}
@@ -201,4 +204,78 @@ func appendJSONString(dst []byte, v string) []byte {
 		i++
 	}
 	return append(dst, '"')
+}
+
+// caddyHeaders are the request headers appendCaddy writes, with the field behind each.
+var caddyHeaders = []struct {
+	name string
+	f    field
+}{
+	{"User-Agent", fieldUserAgent}, {"Referer", fieldReferer}, {"X-Retry-Reason", fieldRetryReason},
+	{"X-Request-Id", fieldRequestID}, {"Idempotency-Key", fieldIdempotencyKey},
+	{"Amz-Sdk-Invocation-Id", fieldInvocationID}, {"X-Retry-Attempt", fieldAttemptRetry},
+	{"X-Stainless-Retry-Count", fieldAttemptStainless}, {"X-Envoy-Attempt-Count", fieldAttemptEnvoy},
+	{"Amz-Sdk-Request", fieldAttemptAmz}, {"Grpc-Previous-Rpc-Attempts", fieldAttemptGRPC},
+}
+
+// appendCaddy writes r in the layout of Caddy's JSON access log.
+func appendCaddy(dst []byte, r *Record) []byte {
+	dst = append(dst, `{"level":"info"`...)
+	if ts := value(r, fieldMsec); ts != "" {
+		dst = append(append(dst, `,"ts":`...), ts...)
+	}
+	dst = append(dst, `,"logger":"http.log.access","msg":"handled request","request":{`...)
+	n := 0
+	kv := func(k, v string) {
+		if v == "" {
+			return
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		dst = appendJSONString(dst, v)
+	}
+	kv("remote_ip", r.RemoteAddr)
+	kv("proto", r.Protocol)
+	kv("method", r.Method)
+	kv("host", r.Host)
+	kv("uri", r.URI)
+	if n > 0 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"headers":{`...)
+	n = 0
+	for _, h := range caddyHeaders {
+		v := value(r, h.f)
+		if v == "" {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		dst = appendJSONString(dst, h.name)
+		dst = append(dst, ':', '[')
+		dst = appendJSONString(dst, v)
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `}}`...)
+	if v := value(r, fieldRequestTime); v != "" {
+		dst = append(append(dst, `,"duration":`...), v...)
+	}
+	if v := value(r, fieldBytes); v != "" {
+		dst = append(append(dst, `,"size":`...), v...)
+	}
+	if v := value(r, fieldStatus); v != "" {
+		dst = append(append(dst, `,"status":`...), v...)
+	}
+	if r.RetryAfter != "" {
+		dst = append(dst, `,"resp_headers":{"Retry-After":[`...)
+		dst = appendJSONString(dst, r.RetryAfter)
+		dst = append(dst, `]}`...)
+	}
+	return append(dst, '}')
 }

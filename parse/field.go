@@ -313,11 +313,14 @@ func civil(y int, mon time.Month, d, hh, mm, ss, nsec int, sign byte, oh, om str
 	return time.Date(y, mon, d, hh, mm, ss, nsec, time.UTC).Add(-off), true
 }
 
+// maxUnix is 9999-12-31T23:59:59Z: later times are not log times.
+const maxUnix = 253402300799
+
 // parseMsec reads $msec, seconds since the epoch with millisecond resolution.
 func parseMsec(s string) (time.Time, bool) {
 	sec, frac, _ := strings.Cut(s, ".")
 	n, ok := atoiLong(sec)
-	if !ok || len(frac) > 9 {
+	if !ok || len(frac) > 9 || n > maxUnix {
 		return time.Time{}, false
 	}
 	ns := 0

@@ -33,10 +33,13 @@ type Format struct {
 	Name   string // preset name, or "nginx" for a compiled log_format
 	Source string // the log_format text it was compiled from; empty for JSON
 
-	escape Escape
-	json   bool
-	lead   string // literal text before the first variable
-	steps  []step
+	escape   Escape
+	json     bool
+	keys     map[string]field // JSON: key path -> field
+	foldKeys bool             // JSON: match keys case-insensitively (header names)
+	caddy    bool             // JSON: written in Caddy's layout
+	lead     string           // literal text before the first variable
+	steps    []step
 }
 
 type step struct {
@@ -57,7 +60,38 @@ const (
 var presets = map[string]func() *Format{
 	"combined":   func() *Format { return mustCompile("combined", Combined, EscapeDefault) },
 	"retry":      func() *Format { return mustCompile("retry", Retry, EscapeDefault) },
-	"nginx-json": func() *Format { return &Format{Name: "nginx-json", json: true} },
+	"nginx-json": func() *Format { return &Format{Name: "nginx-json", json: true, keys: variables} },
+	"caddy": func() *Format {
+		return &Format{Name: "caddy", json: true, keys: caddyKeys, foldKeys: true, caddy: true}
+	},
+}
+
+// caddyKeys maps the paths of Caddy's default JSON access log (http.log.access) to fields.
+// Header names are matched case-insensitively; Caddy writes them canonically.
+var caddyKeys = map[string]field{
+	"ts":                       fieldMsec, // float seconds since the epoch, when the request ended
+	"duration":                 fieldRequestTime,
+	"status":                   fieldStatus,
+	"size":                     fieldBytes,
+	"request.remote_ip":        fieldRemoteAddr,
+	"request.client_ip":        fieldRemoteAddr,
+	"request.proto":            fieldProtocol,
+	"request.method":           fieldMethod,
+	"request.host":             fieldHost,
+	"request.uri":              fieldURI,
+	"resp_headers.retry-after": fieldRetryAfter,
+}
+
+func init() {
+	for header, f := range map[string]field{
+		"user-agent": fieldUserAgent, "referer": fieldReferer, "x-retry-reason": fieldRetryReason,
+		"x-request-id": fieldRequestID, "idempotency-key": fieldIdempotencyKey,
+		"amz-sdk-invocation-id": fieldInvocationID, "x-retry-attempt": fieldAttemptRetry,
+		"x-stainless-retry-count": fieldAttemptStainless, "x-envoy-attempt-count": fieldAttemptEnvoy,
+		"amz-sdk-request": fieldAttemptAmz, "grpc-previous-rpc-attempts": fieldAttemptGRPC,
+	} {
+		caddyKeys["request.headers."+header] = f
+	}
 }
 
 // PresetNames returns the preset names, sorted.
@@ -71,8 +105,8 @@ func PresetNames() []string {
 }
 
 // Preset returns the named preset format: "combined" (nginx's default), "retry"
-// (combined plus retry fields, see RetryTail) or "nginx-json" (JSON lines written with
-// escape=json, keys named after the variables).
+// (combined plus retry fields, see RetryTail), "nginx-json" (JSON lines written with
+// escape=json, keys named after the variables) or "caddy" (Caddy's JSON access log).
 func Preset(name string) (*Format, error) {
 	mk, ok := presets[name]
 	if !ok {

@@ -72,3 +72,10 @@ func FuzzCompile(f *testing.F) {
 		roundTrip(t, format, []byte(line))
 	})
 }
+
+// go test ./parse -run '^$' -fuzz FuzzCaddy -fuzztime 5m
+func FuzzCaddy(f *testing.F) {
+	seeds(f, "caddy.jsonl")
+	format, _ := Preset("caddy")
+	f.Fuzz(func(t *testing.T, line []byte) { roundTrip(t, format, line) })
+}

@@ -32,6 +32,7 @@ func TestParseLine(t *testing.T) {
 	retry, _ := Preset("retry")
 	combined, _ := Preset("combined")
 	jsonl, _ := Preset("nginx-json")
+	caddy, _ := Preset("caddy")
 	tests := []struct {
 		name   string
 		format *Format
@@ -113,6 +114,16 @@ func TestParseLine(t *testing.T) {
 				Protocol: "HTTP/1.1", Status: 200, Bytes: 3, UserAgent: "curl/8.5.0", RequestTime: 0.001,
 				UpstreamStatus: "200", UpstreamResponseTime: "0.000", UpstreamTries: 1,
 				Attempt: 1, AttemptSource: "x-retry-attempt", RetryReason: "http_502", RequestID: "a1",
+			},
+		},
+		{
+			name:   "caddy: nested request, headers as lists, float seconds",
+			format: caddy,
+			line:   lineOf(t, "caddy.jsonl", 1),
+			want: Record{
+				Time: time.Unix(1795993776, 119582200).UTC(), RemoteAddr: "127.0.0.1", Method: "GET", URI: "/x?y=1",
+				Protocol: "HTTP/1.1", Host: "127.0.0.1:18080", Status: 404, Bytes: 335, UserAgent: `t "q"`,
+				RequestTime: 0.01197329, Attempt: 1, AttemptSource: "x-retry-attempt", RequestID: "abc",
 			},
 		},
 		{
