@@ -350,7 +350,7 @@ func fill(row []driver.Value, id, line int64, r *parse.Record) {
 	row[5] = nullStr(r.URI)
 	row[6] = nullStr(r.Protocol)
 	row[7] = nil
-	if r.Status > 0 {
+	if r.Status >= 0 {
 		row[7] = int16(r.Status)
 	}
 	row[8] = nil

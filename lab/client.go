@@ -1,120 +1,218 @@
 package lab
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
+)
+
+// Policy is a client retry policy.
+type Policy struct {
+	Name             string
+	MaxRetries       int           // retries after the first attempt
+	Base             time.Duration // backoff base
+	Exponential      bool          // delay = Base·2^n + rand(0, Base) before retry n+1; else Base, no jitter
+	RetryWrites      bool          // retry POST/PATCH
+	Retry4xx         bool          // retry any non-2xx answer, not only 5xx and network errors
+	HonourRetryAfter bool          // retry a 429 only when it carries Retry-After, after waiting it, once
+	Timeout          time.Duration // per attempt
+	IdempotencyKeys  bool          // send Idempotency-Key on writes
+}
+
+// The lab's two policies (SPEC: what a good client does, and what a naive one does).
+var (
+	Good = Policy{Name: "good", MaxRetries: 2, Base: 20 * time.Millisecond, Exponential: true,
+		HonourRetryAfter: true, Timeout: 5 * time.Second, IdempotencyKeys: true}
+	Naive = Policy{Name: "naive", MaxRetries: 3, Base: 20 * time.Millisecond,
+		RetryWrites: true, Retry4xx: true, Timeout: 100 * time.Millisecond}
 )
 
 // Attempt is one request the client sent, as the client saw it.
 type Attempt struct {
-	RequestID string
-	N         int // attempt number sent in x-retry-attempt
-	Method    string
-	Path      string
-	Status    int // 0 when the attempt got no answer
-	Start     time.Time
-	End       time.Time
+	RequestID      string
+	N              int // attempt number sent in x-retry-attempt
+	Method         string
+	Path           string
+	IdempotencyKey string
+	Status         int // 0 when the attempt got no answer
+	Abandoned      bool
+	RetryAfter     string // the answer's Retry-After header
+	Sent           time.Time
+	Received       time.Time // when the answer (or the error) came
 }
 
-// Client sends requests with a simple good retry policy: 5xx and transport errors are
-// retried up to MaxRetries times after Delay, each attempt numbered in x-retry-attempt.
-type Client struct {
-	Base       string
-	MaxRetries int
-	Delay      time.Duration
-	HTTP       *http.Client
+// Request is one logical request to make.
+type Request struct {
+	ID     string
+	Method string
+	Path   string
+}
 
-	Attempts []Attempt // the record of every attempt, in order
+// Client sends requests under a Policy and records every attempt: the ground truth.
+type Client struct {
+	Base   string
+	Policy Policy
+	HTTP   *http.Client
+	Seed   uint64
+
+	mu       sync.Mutex
+	attempts []Attempt
+}
+
+// NewClient returns a client of base (http://host:port) with policy p.
+func NewClient(base string, p Policy, seed uint64) *Client {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}
+	return &Client{Base: base, Policy: p, Seed: seed, HTTP: &http.Client{Transport: tr}}
+}
+
+// Attempts returns the record, in the order attempts finished.
+func (c *Client) Attempts() []Attempt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Attempt(nil), c.attempts...)
+}
+
+// Run makes every request with workers concurrent workers, starting one request each
+// pace per worker at most, and returns when all are done.
+func (c *Client) Run(reqs []Request, workers int, pace time.Duration) {
+	ch := make(chan Request)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(c.Seed, uint64(w)))
+			for r := range ch {
+				next := time.Now().Add(pace)
+				c.Do(r, rng)
+				time.Sleep(time.Until(next))
+			}
+		}()
+	}
+	for _, r := range reqs {
+		ch <- r
+	}
+	close(ch)
+	wg.Wait()
 }
 
 // Do runs one logical request with its retries and returns its final status.
-func (c *Client) Do(id, method, path string) int {
-	status := 0
-	for n := 0; n <= c.MaxRetries; n++ {
+func (c *Client) Do(r Request, rng *rand.Rand) int {
+	p := c.Policy
+	key := ""
+	write := r.Method == http.MethodPost || r.Method == http.MethodPatch
+	if write && p.IdempotencyKeys {
+		key = "idem-" + r.ID
+	}
+	var prev Attempt
+	retries429 := 0
+	for n := 0; ; n++ {
 		if n > 0 {
-			time.Sleep(c.Delay)
+			reason := "status_" + strconv.Itoa(prev.Status)
+			if prev.Status == 0 {
+				reason = "timeout"
+			}
+			delay := p.Base
+			if p.Exponential {
+				delay = p.Base<<(n-1) + time.Duration(rng.Int64N(int64(p.Base)))
+			}
+			if prev.Status == http.StatusTooManyRequests && p.HonourRetryAfter {
+				secs, _ := strconv.Atoi(prev.RetryAfter)
+				// Past the Retry-After, plus a margin for the clocks of client and gateway.
+				delay = time.Duration(secs)*time.Second + 50*time.Millisecond + delay
+			}
+			time.Sleep(delay)
+			prev = c.send(r, n, key, reason)
+		} else {
+			prev = c.send(r, 0, key, "")
 		}
-		status = c.send(id, n, method, path)
-		if status != 0 && status < 500 {
-			return status
+		if !c.shouldRetry(prev, write, n, &retries429) {
+			return prev.Status
 		}
 	}
-	return status
 }
 
-func (c *Client) send(id string, n int, method, path string) int {
-	a := Attempt{RequestID: id, N: n, Method: method, Path: path, Start: time.Now()}
-	defer func() { a.End = time.Now(); c.Attempts = append(c.Attempts, a) }()
-	req, err := http.NewRequest(method, c.Base+path, nil)
+func (c *Client) shouldRetry(a Attempt, write bool, n int, retries429 *int) bool {
+	p := c.Policy
+	switch {
+	case a.Status >= 200 && a.Status < 300:
+		return false
+	case n >= p.MaxRetries:
+		return false
+	case write && !p.RetryWrites:
+		return false
+	case p.Retry4xx:
+		return true
+	case a.Status == http.StatusTooManyRequests:
+		if !p.HonourRetryAfter || a.RetryAfter == "" || *retries429 >= 1 {
+			return false
+		}
+		*retries429++
+		return true
+	}
+	return a.Status == 0 || a.Status >= 500
+}
+
+func (c *Client) send(r Request, n int, key, reason string) Attempt {
+	a := Attempt{RequestID: r.ID, N: n, Method: r.Method, Path: r.Path, IdempotencyKey: key, Sent: time.Now()}
+	defer func() {
+		a.Received = time.Now()
+		c.mu.Lock()
+		c.attempts = append(c.attempts, a)
+		c.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), c.Policy.Timeout)
+	defer cancel()
+	var body io.Reader
+	if r.Method == http.MethodPost {
+		body = strings.NewReader(`{"item":1}`)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, c.Base+r.Path, body)
 	if err != nil {
-		return 0
+		return a
 	}
 	req.Header.Set("X-Retry-Attempt", strconv.Itoa(n))
-	req.Header.Set("X-Request-Id", id)
-	if n > 0 {
-		req.Header.Set("X-Retry-Reason", fmt.Sprintf("status_%d", c.Attempts[len(c.Attempts)-1].Status))
+	req.Header.Set("X-Request-Id", r.ID)
+	req.Header.Set("User-Agent", "retrylens-lab/"+c.Policy.Name)
+	if reason != "" {
+		req.Header.Set("X-Retry-Reason", reason)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return 0
+		a.Abandoned = errors.Is(err, context.DeadlineExceeded)
+		return a
 	}
-	io.Copy(io.Discard, resp.Body)
+	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	if err != nil {
+		a.Abandoned = true // the answer started but did not finish in time
+		return a
+	}
 	a.Status = resp.StatusCode
-	return a.Status
+	a.RetryAfter = resp.Header.Get("Retry-After")
+	return a
 }
 
-// Truth is what the client's record says, by the SPEC's definitions.
-type Truth struct {
-	Requests         int
-	FirstAttempts    int
-	Retries          int
-	SecondAttempts   int // attempts with n = 1
-	RetriesSucceeded int // retries answered 2xx
-	Status5xx        int
-	Status5xxFirst   int
-	Status429        int
-	Amplification    float64
-	RetryRate        float64
-	RetrySuccessRate float64
-}
-
-// Truth computes the metrics from the client's own record.
-func (c *Client) Truth() Truth {
-	var t Truth
-	for _, a := range c.Attempts {
-		t.Requests++
-		switch {
-		case a.N == 0:
-			t.FirstAttempts++
-		default:
-			t.Retries++
-			if a.Status >= 200 && a.Status < 300 {
-				t.RetriesSucceeded++
-			}
+// Requests builds n logical requests named prefix-0…, all method and path (with %d
+// replaced by the index).
+func Requests(prefix string, n int, method, path string) []Request {
+	rs := make([]Request, n)
+	for i := range rs {
+		p := path
+		if strings.Contains(p, "%d") {
+			p = fmt.Sprintf(path, i)
 		}
-		if a.N == 1 {
-			t.SecondAttempts++
-		}
-		if a.Status >= 500 && a.Status < 600 {
-			t.Status5xx++
-			if a.N == 0 {
-				t.Status5xxFirst++
-			}
-		}
-		if a.Status == 429 {
-			t.Status429++
-		}
+		rs[i] = Request{ID: fmt.Sprintf("%s-%d", prefix, i), Method: method, Path: p}
 	}
-	if t.FirstAttempts > 0 {
-		t.Amplification = float64(t.Requests) / float64(t.FirstAttempts)
-		t.RetryRate = float64(t.SecondAttempts) / float64(t.FirstAttempts)
-	}
-	if t.Retries > 0 {
-		t.RetrySuccessRate = float64(t.RetriesSucceeded) / float64(t.Retries)
-	}
-	return t
+	return rs
 }

@@ -1,22 +1,50 @@
 package lab
 
 import (
+	"hash/fnv"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 )
 
-// Upstream is the origin behind the gateway. Its answer is driven by the request so that
-// tests need no shared schedule: ?fail=K answers 502 to attempts 0..K-1 (as numbered by
-// x-retry-attempt) and 200 after; ?status=S always answers S. It counts the requests it
-// served per x-request-id.
+// Faults is the upstream's failure schedule. Decisions are drawn from a hash of the
+// request id and attempt number, so a run is reproducible up to timing; the incident
+// window is measured from Reset.
+type Faults struct {
+	Seed          uint64
+	BaselineFail  float64       // share of GETs on /api/items answered 502 outside the incident
+	IncidentFrom  time.Duration // incident window, since Reset
+	IncidentTo    time.Duration
+	IncidentFail  float64       // share answered 502 during the incident
+	IncidentDelay time.Duration // added to every /api/items answer during the incident (a GC pause)
+
+	LimitPerSec int // /api/limited: requests allowed per second; the rest get 429
+
+	SlowWriteShare float64       // share of first-attempt POSTs on /api/orders that take SlowWrite
+	SlowWrite      time.Duration // longer than the naive client's timeout: the write happens, the answer is late
+}
+
+// Upstream is the origin behind the gateways:
+//
+//	GET  /api/items/ID   502s on the Faults schedule, else 200
+//	GET  /api/limited    429 over LimitPerSec, with Retry-After: 1 on three in four of them
+//	POST /api/orders     performs the write at once, answers 201 (late, for slow writes)
+//	any  ?status=S       answers S; ?fail=K answers 502 to attempts 0..K-1, then 200
+//
+// It counts the writes it performed per x-request-id.
 type Upstream struct {
 	Addr string
 	srv  *http.Server
 
-	mu   sync.Mutex
-	hits map[string]int
+	mu     sync.Mutex
+	faults Faults
+	start  time.Time
+	writes map[string]int
+	window int64 // current second of the rate limiter
+	used   int
 }
 
 // StartUpstream listens on a free loopback port.
@@ -25,34 +53,135 @@ func StartUpstream() (*Upstream, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &Upstream{Addr: l.Addr().String(), hits: map[string]int{}}
+	u := &Upstream{Addr: l.Addr().String(), writes: map[string]int{}, start: time.Now()}
 	u.srv = &http.Server{Handler: u}
 	go u.srv.Serve(l)
 	return u, nil
 }
 
-func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// Reset sets the failure schedule, restarts its clock and clears the write counts.
+func (u *Upstream) Reset(f Faults) {
 	u.mu.Lock()
-	u.hits[r.Header.Get("X-Request-Id")]++
-	u.mu.Unlock()
+	defer u.mu.Unlock()
+	u.faults, u.start, u.writes, u.window, u.used = f, time.Now(), map[string]int{}, 0, 0
+}
+
+// draw returns a number in [0, 1) fixed by the seed, a salt, the request id and attempt.
+func (u *Upstream) draw(salt string, r *http.Request) float64 {
+	h := fnv.New64a()
+	h.Write([]byte(strconv.FormatUint(u.faults.Seed, 10) + "/" + salt + "/" + r.Header.Get("X-Request-Id") + "/" + r.Header.Get("X-Retry-Attempt")))
+	return float64(mix(h.Sum64())>>11) / float64(1<<53)
+}
+
+// mix is splitmix64's finalizer. FNV alone barely moves its top bits when only the last
+// byte changes (attempt "0" vs "1"), which would make failures stick to a request id.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if s, err := strconv.Atoi(q.Get("status")); err == nil && s >= 100 && s <= 599 {
 		w.WriteHeader(s)
 		return
 	}
 	attempt, _ := strconv.Atoi(r.Header.Get("X-Retry-Attempt"))
-	if fail, err := strconv.Atoi(q.Get("fail")); err == nil && attempt < fail {
-		http.Error(w, "injected failure", http.StatusBadGateway)
+	if fail, err := strconv.Atoi(q.Get("fail")); err == nil {
+		if attempt < fail {
+			http.Error(w, "injected failure", http.StatusBadGateway)
+			return
+		}
+		w.Write([]byte("ok\n"))
+		return
+	}
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/api/orders":
+		u.write(w, r, attempt)
+	case r.URL.Path == "/api/limited":
+		u.limited(w, r)
+	case strings.HasPrefix(r.URL.Path, "/api/items/"):
+		u.items(w, r)
+	default:
+		w.Write([]byte("ok\n"))
+	}
+}
+
+func (u *Upstream) items(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	f, since := u.faults, time.Since(u.start)
+	fail := f.BaselineFail
+	incident := since >= f.IncidentFrom && since < f.IncidentTo
+	if incident {
+		fail = f.IncidentFail
+	}
+	x := u.draw("items", r)
+	u.mu.Unlock()
+	if incident && f.IncidentDelay > 0 {
+		time.Sleep(f.IncidentDelay)
+	}
+	if x < fail {
+		http.Error(w, "upstream failure", http.StatusBadGateway)
+		return
+	}
+	w.Write([]byte(`{"id":1}` + "\n"))
+}
+
+func (u *Upstream) limited(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	sec := int64(time.Since(u.start) / time.Second)
+	if sec != u.window {
+		u.window, u.used = sec, 0
+	}
+	u.used++
+	over := u.faults.LimitPerSec > 0 && u.used > u.faults.LimitPerSec
+	x := u.draw("limited", r)
+	u.mu.Unlock()
+	if over {
+		if x < 0.75 {
+			w.Header().Set("Retry-After", "1")
+		}
+		http.Error(w, "slow down", http.StatusTooManyRequests)
 		return
 	}
 	w.Write([]byte("ok\n"))
 }
 
-// Hits returns how many requests carried request id id.
-func (u *Upstream) Hits(id string) int {
+func (u *Upstream) write(w http.ResponseWriter, r *http.Request, attempt int) {
+	u.mu.Lock()
+	u.writes[r.Header.Get("X-Request-Id")]++
+	slow := attempt == 0 && u.draw("write", r) < u.faults.SlowWriteShare
+	d := u.faults.SlowWrite
+	u.mu.Unlock()
+	if slow {
+		time.Sleep(d) // the write is done; only the answer is late
+	}
+	w.WriteHeader(http.StatusCreated)
+	w.Write([]byte(`{"order":"created"}` + "\n"))
+}
+
+// Writes returns how many writes the upstream performed for request id id.
+func (u *Upstream) Writes(id string) int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.hits[id]
+	return u.writes[id]
+}
+
+// DuplicateWrites returns how many request ids were written more than once, and how many
+// writes beyond the first they got in all.
+func (u *Upstream) DuplicateWrites() (ids, extra int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, n := range u.writes {
+		if n > 1 {
+			ids++
+			extra += n - 1
+		}
+	}
+	return ids, extra
 }
 
 // Close stops the upstream.

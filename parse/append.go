@@ -109,7 +109,7 @@ func value(r *Record, f field) string {
 	case fieldProtocol:
 		return r.Protocol
 	case fieldStatus:
-		if r.Status == 0 {
+		if r.Status < 0 {
 			return ""
 		}
 		return strconv.Itoa(r.Status)

@@ -292,7 +292,7 @@ func parseTimeISO(s string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
+	if err != nil || !plausible(t) {
 		return time.Time{}, false
 	}
 	return t.UTC(), true
@@ -310,7 +310,14 @@ func civil(y int, mon time.Month, d, hh, mm, ss, nsec int, sign byte, oh, om str
 	if sign == '-' {
 		off = -off
 	}
-	return time.Date(y, mon, d, hh, mm, ss, nsec, time.UTC).Add(-off), true
+	t := time.Date(y, mon, d, hh, mm, ss, nsec, time.UTC).Add(-off)
+	return t, plausible(t)
+}
+
+// plausible reports whether t can be a log time: from 1970 to the year 9999.
+func plausible(t time.Time) bool {
+	u := t.Unix()
+	return u >= 0 && u <= maxUnix
 }
 
 // maxUnix is 9999-12-31T23:59:59Z: later times are not log times.

@@ -4,8 +4,9 @@ import "time"
 
 // Record is one access-log line: one physical attempt seen by the gateway.
 //
-// Absent values are zero strings, except where a field says otherwise: Status is 0 when
-// the line has none, Bytes and RequestTime are -1, Attempt is -1 (untagged).
+// Absent values are zero strings, except where a field says otherwise: Status, Bytes and
+// RequestTime are -1, Attempt is -1 (untagged). A Status of 0 is a status the server
+// logged as 0: the client got no answer (Caddy writes it for a client that went away).
 type Record struct {
 	Time       time.Time // when the gateway finished the request, in UTC; zero when the format has no time
 	RemoteAddr string
@@ -41,5 +42,5 @@ type Record struct {
 func (r *Record) Tagged() bool { return r.Attempt >= 0 }
 
 func (r *Record) reset() {
-	*r = Record{Bytes: -1, RequestTime: -1, Attempt: -1}
+	*r = Record{Status: -1, Bytes: -1, RequestTime: -1, Attempt: -1}
 }

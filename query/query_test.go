@@ -25,19 +25,20 @@ func TestMetrics(t *testing.T) {
 		ts      string
 		attempt any
 		status  any
+		id      any
 	}{
-		{"2026-11-29 10:00:01", 0, 502}, // window 10:00
-		{"2026-11-29 10:00:02", 1, 502},
-		{"2026-11-29 10:00:04", 2, 200},
-		{"2026-11-29 10:00:30", 0, 429},
-		{"2026-11-29 10:00:31", 1, 200},
-		{"2026-11-29 10:00:40", nil, 200}, // untagged
-		{"2026-11-29 10:01:00", 3, 499},   // window 10:01: a retry whose first attempt is outside
-		{"2026-11-29 10:01:10", nil, nil}, // untagged, no status
-		{"2026-11-29 10:02:00", 0, 200},   // outside --until
+		{"2026-11-29 10:00:01", 0, 502, "a"}, // window 10:00; a recovers on its third attempt
+		{"2026-11-29 10:00:02", 1, 502, "a"},
+		{"2026-11-29 10:00:04", 2, 200, "a"},
+		{"2026-11-29 10:00:30", 0, 429, "b"}, // b recovers on its second
+		{"2026-11-29 10:00:31", 1, 200, "b"},
+		{"2026-11-29 10:00:40", nil, 200, nil}, // untagged
+		{"2026-11-29 10:01:00", 3, 499, "c"},   // window 10:01: c's earlier attempts are outside: exhausted
+		{"2026-11-29 10:01:10", nil, nil, nil}, // untagged, no status
+		{"2026-11-29 10:02:00", 0, 200, "d"},   // outside --until
 	}
 	for i, r := range rows {
-		if _, err := db.Exec("INSERT INTO requests (file_id, line, ts, attempt, status) VALUES (1, ?, ?::TIMESTAMP, ?, ?)", i+1, r.ts, r.attempt, r.status); err != nil {
+		if _, err := db.Exec("INSERT INTO requests (file_id, line, ts, attempt, status, request_id) VALUES (1, ?, ?::TIMESTAMP, ?, ?, ?)", i+1, r.ts, r.attempt, r.status, r.id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,6 +51,7 @@ func TestMetrics(t *testing.T) {
 		Requests: 8, Untagged: 2, FirstAttempts: 2, Retries: 4,
 		Amplification: fp(6.0 / 2), RetryRate: fp(2.0 / 2), RetrySuccessRate: fp(2.0 / 4),
 		ExtraLoad: fp(4.0 / 6), ActualSuccess: fp(2.0 / 6),
+		Recovered: 2, Exhausted: 1, EffectiveSuccess: fp(2.0 / 3), // finals: a 200, b 200, c 499
 		Status5xx: query.Split{First: 1, Retry: 1}, Status429: query.Split{First: 1}, Status499: query.Split{Retry: 1},
 		Verdict: "fuelling", // amplification 3 > 1.5
 	}
@@ -72,5 +74,78 @@ func TestMetrics(t *testing.T) {
 	from, to, err := query.Span(ctx, db, rg)
 	if err != nil || from.Format(time.RFC3339) != "2026-11-29T10:00:01Z" || to.Format(time.RFC3339) != "2026-11-29T10:01:10Z" {
 		t.Errorf("Span = %v, %v, %v", from, to, err)
+	}
+}
+
+// Hand-made logical requests for the 429 loop and policy-finding figures; the expected
+// counts are worked out in the comments.
+func TestLoopsAndFindings(t *testing.T) {
+	ctx := context.Background()
+	db, err := ingest.Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows := []struct {
+		ts         string
+		rt         float64
+		id, method string
+		attempt    int
+		status     int
+		retryAfter any
+		idem       any
+	}{
+		// p: a POST abandoned (499), retried without a key, succeeded: false success and
+		// duplicate-write risk, one logical request and one retry attempt each.
+		{"2026-11-29 10:00:00", 0.1, "p", "POST", 0, 499, nil, nil},
+		{"2026-11-29 10:00:01", 0.1, "p", "POST", 1, 201, nil, nil},
+		// k: the same with an idempotency key: neither finding.
+		{"2026-11-29 10:00:00", 0.1, "k", "POST", 0, 499, nil, "key-1"},
+		{"2026-11-29 10:00:01", 0.1, "k", "POST", 1, 201, nil, "key-1"},
+		// q: 429 (Retry-After 2) → retry started 0.5 s later: premature; 429 without
+		// Retry-After → 429: blind; → 200 after a 429 without Retry-After: blind again.
+		// Three consecutive 429s: one loop of length 3. Attempt 3 is over the cap of 3.
+		{"2026-11-29 10:00:00", 0.01, "q", "GET", 0, 429, "2", nil},
+		{"2026-11-29 10:00:00.6", 0.1, "q", "GET", 1, 429, nil, nil},
+		{"2026-11-29 10:00:01", 0.1, "q", "GET", 2, 429, nil, nil},
+		{"2026-11-29 10:00:05", 0.1, "q", "GET", 3, 200, nil, nil},
+		// r: a 404 retried: non-retryable retry.
+		{"2026-11-29 10:00:00", 0.1, "r", "GET", 0, 404, nil, nil},
+		{"2026-11-29 10:00:01", 0.1, "r", "GET", 1, 404, nil, nil},
+		// s: 503 with an HTTP-date Retry-After 10 s ahead, retried 20 s later: not premature.
+		{"2026-11-29 10:10:00", 0.1, "s", "GET", 0, 503, "Sun, 29 Nov 2026 10:10:10 GMT", nil},
+		{"2026-11-29 10:10:20", 0.1, "s", "GET", 1, 200, nil, nil},
+		// u: the same HTTP-date, retried 5 s later: premature.
+		{"2026-11-29 10:10:00", 0.1, "u", "GET", 0, 503, "Sun, 29 Nov 2026 10:10:10 GMT", nil},
+		{"2026-11-29 10:10:05", 0.1, "u", "GET", 1, 200, nil, nil},
+	}
+	for i, r := range rows {
+		_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_time, request_id, method, attempt, status, retry_after, idempotency_key)
+			VALUES (1, ?, ?::TIMESTAMP, ?, ?, ?, ?, ?, ?, ?)`, i+1, r.ts, r.rt, r.id, r.method, r.attempt, r.status, r.retryAfter, r.idem)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	loops, err := query.Loops(ctx, db, query.Range{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 429 answers: q0, q1, q2; to retries: q1, q2.
+	wantLoops := query.Loops429{Loops: 1, MaxLength: 3, PrematureRetries: 2, BlindRetries: 2, Retry429Share: fp(2.0 / 3)}
+	if diff := cmp.Diff(wantLoops, loops); diff != "" {
+		t.Errorf("Loops (-want +got):\n%s", diff)
+	}
+	findings, err := query.Findings(ctx, db, query.Range{}, query.DefaultMaxAttempts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []query.Finding{
+		{Kind: "duplicate_write_risk", Count: 1, Attempts: 1, Examples: []string{"p"}},
+		{Kind: "false_success", Count: 1, Attempts: 1, Examples: []string{"p"}},
+		{Kind: "non_retryable_retry", Count: 1, Attempts: 1, Examples: []string{"r"}},
+		{Kind: "over_cap", Count: 1, Attempts: 1, Examples: []string{"q"}},
+	}
+	if diff := cmp.Diff(want, findings); diff != "" {
+		t.Errorf("Findings (-want +got):\n%s", diff)
 	}
 }

@@ -18,7 +18,7 @@ const (
 
 // Verdict says whether retries fuelled or rescued: fuelling when a rule's condition holds
 // over the whole set (retry storm, high retry rate, retries not helping), rescuing when
-// some retries succeeded without that, quiet when retries stayed under 1 % of first
+// retries recovered requests without that, quiet when retries stayed under 1 % of first
 // attempts or none succeeded. It looks at the set as a whole; alert rules evaluated per
 // minute with their sustain times are a later, finer tool.
 func Verdict(m Metrics) string {
@@ -28,7 +28,7 @@ func Verdict(m Metrics) string {
 		rate > HighRetryRate,
 		m.RetrySuccessRate != nil && *m.RetrySuccessRate < HelpfulRetrySuccess && rate > NotHelpingRetryRate:
 		return Fuelling
-	case rate >= QuietRetryRate && val(m.RetrySuccessRate) > 0:
+	case rate >= QuietRetryRate && m.Recovered > 0:
 		return Rescuing
 	}
 	return Quiet

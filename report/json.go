@@ -11,12 +11,29 @@ import (
 // The JSON report is a contract (SPEC.md): field names are the SPEC's metric names,
 // rates are fractions, times RFC 3339 in UTC.
 type jsonReport struct {
-	GeneratedAt string       `json:"generated_at"`
-	Window      string       `json:"window"`
-	From        *string      `json:"from"`
-	To          *string      `json:"to"`
-	Summary     jsonMetrics  `json:"summary"`
-	Windows     []jsonWindow `json:"windows"`
+	GeneratedAt string        `json:"generated_at"`
+	Window      string        `json:"window"`
+	From        *string       `json:"from"`
+	To          *string       `json:"to"`
+	Summary     jsonMetrics   `json:"summary"`
+	Windows     []jsonWindow  `json:"windows"`
+	Loops429    jsonLoops     `json:"loops_429"`
+	Findings    []jsonFinding `json:"findings"`
+}
+
+type jsonLoops struct {
+	Loops            int64    `json:"loops"`
+	MaxLength        int64    `json:"max_length"`
+	PrematureRetries int64    `json:"premature_retries"`
+	BlindRetries     int64    `json:"blind_retries"`
+	Retry429Share    *float64 `json:"retry_429_share"`
+}
+
+type jsonFinding struct {
+	Kind     string   `json:"kind"`
+	Count    int64    `json:"count"`
+	Attempts int64    `json:"attempts"`
+	Examples []string `json:"examples"`
 }
 
 type jsonMetrics struct {
@@ -29,6 +46,9 @@ type jsonMetrics struct {
 	RetrySuccessRate *float64 `json:"retry_success_rate"`
 	ExtraLoad        *float64 `json:"extra_load"`
 	ActualSuccess    *float64 `json:"actual_success"`
+	Recovered        int64    `json:"recovered"`
+	Exhausted        int64    `json:"exhausted"`
+	EffectiveSuccess *float64 `json:"effective_success"`
 	Status5xx        int64    `json:"status_5xx"`
 	Status5xxFirst   int64    `json:"status_5xx_first"`
 	Status5xxRetry   int64    `json:"status_5xx_retry"`
@@ -51,6 +71,7 @@ func toJSONMetrics(m query.Metrics) jsonMetrics {
 		Requests: m.Requests, Untagged: m.Untagged, FirstAttempts: m.FirstAttempts, Retries: m.Retries,
 		Amplification: m.Amplification, RetryRate: m.RetryRate, RetrySuccessRate: m.RetrySuccessRate,
 		ExtraLoad: m.ExtraLoad, ActualSuccess: m.ActualSuccess,
+		Recovered: m.Recovered, Exhausted: m.Exhausted, EffectiveSuccess: m.EffectiveSuccess,
 		Status5xx: m.Status5xx.Total(), Status5xxFirst: m.Status5xx.First, Status5xxRetry: m.Status5xx.Retry,
 		Status429: m.Status429.Total(), Status429First: m.Status429.First, Status429Retry: m.Status429.Retry,
 		Status499: m.Status499.Total(), Status499First: m.Status499.First, Status499Retry: m.Status499.Retry,
@@ -75,6 +96,16 @@ func JSON(w io.Writer, r *Report) error {
 		To:          rfc3339(r.To),
 		Summary:     toJSONMetrics(r.Summary),
 		Windows:     make([]jsonWindow, 0, len(r.Windows)),
+		Loops429: jsonLoops{Loops: r.Loops.Loops, MaxLength: r.Loops.MaxLength, PrematureRetries: r.Loops.PrematureRetries,
+			BlindRetries: r.Loops.BlindRetries, Retry429Share: r.Loops.Retry429Share},
+		Findings: make([]jsonFinding, 0, len(r.Findings)),
+	}
+	for _, f := range r.Findings {
+		ex := f.Examples
+		if ex == nil {
+			ex = []string{}
+		}
+		out.Findings = append(out.Findings, jsonFinding{Kind: f.Kind, Count: f.Count, Attempts: f.Attempts, Examples: ex})
 	}
 	for _, win := range r.Windows {
 		out.Windows = append(out.Windows, jsonWindow{Start: *rfc3339(win.Start), jsonMetrics: toJSONMetrics(win.Metrics)})

@@ -17,6 +17,8 @@ type Report struct {
 	From, To    time.Time
 	Summary     query.Metrics
 	Windows     []query.Window
+	Loops       query.Loops429
+	Findings    []query.Finding
 }
 
 // Formats are the output formats Write accepts.

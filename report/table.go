@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -12,11 +13,11 @@ import (
 	"github.com/retrylens/retrylens/query"
 )
 
-var header = []string{"window", "requests", "untagged", "first", "retries", "amplification", "retry rate", "retry success", "5xx (first+retry)", "429 (first+retry)", "verdict"}
+var header = []string{"window", "requests", "untagged", "first", "retries", "amplification", "retry rate", "retry success", "recovered", "exhausted", "5xx (first+retry)", "429 (first+retry)", "verdict"}
 
 // columnAlign puts the window label and the verdict left, numbers right.
 var columnAlign = []tw.Align{tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight,
-	tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft}
+	tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft}
 
 func cells(label string, m query.Metrics) []string {
 	return []string{
@@ -28,6 +29,8 @@ func cells(label string, m query.Metrics) []string {
 		ratio(m.Amplification),
 		pct(m.RetryRate),
 		pct(m.RetrySuccessRate),
+		strconv.FormatInt(m.Recovered, 10),
+		strconv.FormatInt(m.Exhausted, 10),
 		split(m.Status5xx),
 		split(m.Status429),
 		m.Verdict,
@@ -72,11 +75,43 @@ func Table(w io.Writer, r *Report) error {
 	if err := render(t, r); err != nil {
 		return err
 	}
-	if note := r.coverage(); note != "" {
-		_, err := fmt.Fprintln(w, note)
-		return err
+	for _, line := range r.notes(Clean) {
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// findingText says what each finding kind means, for people.
+var findingText = map[string]string{
+	"duplicate_write_risk": "retried POST/PATCH without an idempotency key",
+	"false_success":        "abandoned write, then a retry that succeeded: it may have happened twice",
+	"non_retryable_retry":  "retried after 400/401/403/404/422",
+	"over_cap":             "attempts beyond the policy cap",
+}
+
+// notes are the lines under the table: 429 loops, policy findings, coverage. esc makes
+// log-derived text (the examples) safe for the output format.
+func (r *Report) notes(esc func(string) string) []string {
+	var out []string
+	l := r.Loops
+	if l.Loops > 0 || l.PrematureRetries > 0 || l.BlindRetries > 0 {
+		out = append(out, fmt.Sprintf("429 loops: %d (longest %d), premature retries: %d, blind retries after 429: %d, 429s answering retries: %s",
+			l.Loops, l.MaxLength, l.PrematureRetries, l.BlindRetries, pct(l.Retry429Share)))
+	}
+	for _, f := range r.Findings {
+		ex := make([]string, len(f.Examples))
+		for i, e := range f.Examples {
+			ex[i] = esc(e)
+		}
+		out = append(out, fmt.Sprintf("finding %s: %d requests, %d attempts (%s), e.g. %s",
+			f.Kind, f.Count, f.Attempts, findingText[f.Kind], strings.Join(ex, ", ")))
+	}
+	if note := r.coverage(); note != "" {
+		out = append(out, note)
+	}
+	return out
 }
 
 // coverage warns when lines carry no attempt number: they count as requests but are in
@@ -102,9 +137,15 @@ func Markdown(w io.Writer, r *Report) error {
 	if _, err := fmt.Fprintf(w, "\nVerdict for the whole range: **%s**.\n", r.Summary.Verdict); err != nil {
 		return err
 	}
-	if note := r.coverage(); note != "" {
-		_, err := fmt.Fprintf(w, "\n_%s_\n", note)
-		return err
+	if notes := r.notes(func(s string) string { return markdownEscape(Clean(s)) }); len(notes) > 0 {
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+		for _, n := range notes {
+			if _, err := fmt.Fprintf(w, "- %s\n", n); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -131,4 +172,16 @@ func Write(w io.Writer, format string, r *Report) error {
 		return Table(w, r)
 	}
 	return CheckFormat(format)
+}
+
+// markdownEscape keeps log-derived text from turning into Markdown or HTML.
+func markdownEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune("\\`*_{}[]<>()#+!|~", c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

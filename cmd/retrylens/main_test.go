@@ -46,6 +46,9 @@ type metrics struct {
 	RetrySuccessRate *float64 `json:"retry_success_rate"`
 	ExtraLoad        *float64 `json:"extra_load"`
 	ActualSuccess    *float64 `json:"actual_success"`
+	Recovered        int64    `json:"recovered"`
+	Exhausted        int64    `json:"exhausted"`
+	EffectiveSuccess *float64 `json:"effective_success"`
 	Status5xxFirst   int64    `json:"status_5xx_first"`
 	Status5xxRetry   int64    `json:"status_5xx_retry"`
 	Status429First   int64    `json:"status_429_first"`
@@ -72,6 +75,7 @@ func TestScenarios(t *testing.T) {
 		Requests: 123, Untagged: 2, FirstAttempts: 120, Retries: 1,
 		Amplification: f(121.0 / 120), RetryRate: f(1.0 / 120), RetrySuccessRate: f(1),
 		ExtraLoad: f(1.0 / 121), ActualSuccess: f(120.0 / 121), Status5xxFirst: 1, Verdict: "quiet",
+		Recovered: 1, EffectiveSuccess: f(1),
 	}
 	quietWindow := quiet
 	quietWindow.Start = "2026-11-29T09:00:00Z"
@@ -80,12 +84,13 @@ func TestScenarios(t *testing.T) {
 		Requests: 125, Untagged: 3, FirstAttempts: 80, Retries: 42,
 		Amplification: f(122.0 / 80), RetryRate: f(27.0 / 80), RetrySuccessRate: f(18.0 / 42),
 		ExtraLoad: f(42.0 / 122), ActualSuccess: f(71.0 / 122),
+		Recovered: 18, Exhausted: 9, EffectiveSuccess: f(71.0 / 80),
 		Status5xxFirst: 25, Status5xxRetry: 22, Status429First: 2, Status429Retry: 2, Verdict: "fuelling",
 	}
 	calm := func(start string, rows, health int64) metrics {
 		first := rows - health
 		return metrics{Start: start, Requests: rows, Untagged: health, FirstAttempts: first,
-			Amplification: f(1), RetryRate: f(0), ExtraLoad: f(0), ActualSuccess: f(1), Verdict: "quiet"}
+			Amplification: f(1), RetryRate: f(0), ExtraLoad: f(0), ActualSuccess: f(1), EffectiveSuccess: f(1), Verdict: "quiet"}
 	}
 	incidentWindows := []metrics{
 		calm("2026-11-29T14:00:00Z", 11, 1),
@@ -94,6 +99,7 @@ func TestScenarios(t *testing.T) {
 			Start: "2026-11-29T14:20:00Z", Requests: 73, Untagged: 1, FirstAttempts: 30, Retries: 42,
 			Amplification: f(72.0 / 30), RetryRate: f(27.0 / 30), RetrySuccessRate: f(18.0 / 42),
 			ExtraLoad: f(42.0 / 72), ActualSuccess: f(21.0 / 72),
+			Recovered: 18, Exhausted: 9, EffectiveSuccess: f(21.0 / 30),
 			Status5xxFirst: 25, Status5xxRetry: 22, Status429First: 2, Status429Retry: 2, Verdict: "fuelling",
 		},
 		calm("2026-11-29T14:30:00Z", 10, 0),

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -38,12 +37,13 @@ func startLab(t *testing.T) (*lab.Upstream, *lab.Nginx) {
 // retry text log and an escape=json log, then checks that retrylens's report of each log
 // equals what the client itself counted.
 func TestRealNginx(t *testing.T) {
-	_, n := startLab(t)
-	c := &lab.Client{Base: n.URL(), MaxRetries: 2, Delay: time.Millisecond, HTTP: &http.Client{Timeout: 5 * time.Second}}
+	u, n := startLab(t)
+	u.Reset(lab.Faults{})
 	const logical = 300
-	for i := range logical {
-		// fail=K: the upstream answers 502 to attempts 0..K-1. K=3 exhausts the client's
-		// two retries; status=404 is not retried.
+	reqs := make([]lab.Request, logical)
+	for i := range reqs {
+		// fail=K: the upstream answers 502 to attempts 0..K-1. K=3 exhausts the good
+		// client's two retries; status=404 is not retried.
 		q := "fail=0"
 		switch {
 		case i%13 == 0:
@@ -55,8 +55,10 @@ func TestRealNginx(t *testing.T) {
 		case i%17 == 0:
 			q = "status=404"
 		}
-		c.Do(fmt.Sprintf("req-%d", i), "GET", fmt.Sprintf("/api/orders/%d?%s", i, q))
+		reqs[i] = lab.Request{ID: fmt.Sprintf("req-%d", i), Method: "GET", Path: fmt.Sprintf("/api/orders/%d?%s", i, q)}
 	}
+	c := lab.NewClient(n.URL(), lab.Good, 1)
+	c.Run(reqs, 4, 0)
 	// Lines without an attempt header: counted, never taken for first attempts.
 	const untagged = 5
 	for range untagged {
@@ -78,7 +80,8 @@ func TestRealNginx(t *testing.T) {
 		Requests: int64(truth.Requests + untagged), Untagged: untagged,
 		FirstAttempts: int64(truth.FirstAttempts), Retries: int64(truth.Retries),
 		Amplification: f(truth.Amplification), RetryRate: f(truth.RetryRate), RetrySuccessRate: f(truth.RetrySuccessRate),
-		Status5xxFirst: int64(truth.Status5xxFirst), Status5xxRetry: int64(truth.Status5xx - truth.Status5xxFirst),
+		Status5xxFirst: int64(truth.Status5xxFirst), Status5xxRetry: int64(truth.Status5xxRetry),
+		Recovered: int64(truth.Recovered), Exhausted: int64(truth.Exhausted),
 	}
 	for _, tt := range []struct{ format, file string }{{"retry", n.TextLog}, {"nginx-json", n.JSONLog}} {
 		t.Run(tt.format, func(t *testing.T) {
@@ -95,7 +98,7 @@ func TestRealNginx(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := got.Summary
-			s.ExtraLoad, s.ActualSuccess, s.Verdict, s.Start = nil, nil, "", "" // not counted by this client
+			s.ExtraLoad, s.ActualSuccess, s.EffectiveSuccess, s.Verdict, s.Start = nil, nil, nil, "", "" // not counted by this client
 			if diff := cmp.Diff(want, s, approx); diff != "" {
 				t.Errorf("report summary vs the client's count (-client +retrylens):\n%s", diff)
 			}

@@ -25,6 +25,7 @@ type reportOptions struct {
 	until   string
 	format  string
 	output  string
+	maxAtt  int
 }
 
 func (e *env) reportCmd() *cobra.Command {
@@ -35,7 +36,13 @@ func (e *env) reportCmd() *cobra.Command {
 		Long: `Print, per time window and for the whole range: requests, untagged lines,
 first attempts, retries, amplification (tagged lines / first attempts), retry rate
 (second attempts / first attempts), retry success rate (retries answered 2xx / retries),
-5xx and 429 answers split first+retry, and a verdict: fuelling, rescuing or quiet.
+recovered and exhausted requests, 5xx and 429 answers split first+retry, and a verdict:
+fuelling, rescuing or quiet. Under the table: 429 feedback loops (premature and blind
+retries) and policy findings (retried writes without an idempotency key, false
+successes, retries of non-retryable answers, attempts over --max-attempts).
+
+Attempts are linked into logical requests by Idempotency-Key, amz-sdk-invocation-id or
+X-Request-Id; a line with none of them counts as a request of its own.
 
 Without FILE it reads the database; with FILEs it loads them into a temporary in-memory
 database first (the input-format flags apply), for a quick look or a CI step.
@@ -55,12 +62,16 @@ Times are UTC. --since and --until take RFC 3339 (2026-11-29T10:00:00Z) or
 	c.Flags().StringVar(&o.until, "until", "", "first time excluded")
 	c.Flags().StringVarP(&o.format, "format", "f", "table", "output format: table, markdown or json")
 	c.Flags().StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout")
+	c.Flags().IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
 	return c
 }
 
 func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) error {
 	if err := report.CheckFormat(o.format); err != nil {
 		return usagef("--format: %v", err)
+	}
+	if o.maxAtt < 1 {
+		return usagef("--max-attempts must be at least 1")
 	}
 	width, err := parseWindow(o.window)
 	if err != nil {
@@ -119,6 +130,12 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 		return err
 	}
 	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
+	if r.Loops, err = query.Loops(ctx, db, rg); err != nil {
+		return err
+	}
+	if r.Findings, err = query.Findings(ctx, db, rg, o.maxAtt); err != nil {
+		return err
+	}
 	return e.writeOutput(o.output, func(w io.Writer) error { return report.Write(w, o.format, &r) })
 }
 

@@ -1,0 +1,129 @@
+package lab
+
+import (
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Truth is what the client's record says, by the SPEC's definitions. Field names follow
+// the JSON report's.
+type Truth struct {
+	Requests         int
+	FirstAttempts    int
+	Retries          int
+	Amplification    float64
+	RetryRate        float64
+	RetrySuccessRate float64 // NaN-free: 0 when there were no retries
+	Recovered        int     // first attempt not 2xx, a later one 2xx
+	Exhausted        int     // retried, never 2xx
+	Status5xxFirst   int
+	Status5xxRetry   int
+	Status429First   int
+	Status429Retry   int // 429 answers to retries
+	PrematureRetries int // sent before the previous answer's Retry-After had passed
+	BlindRetries     int // retries after a 429 without Retry-After
+	RetriedWrites    int // retry attempts of POST/PATCH without an idempotency key
+	WriteRequests    int // logical requests with such retries
+	Loops429         int // logical requests with two or more consecutive 429s
+	MaxLoop429       int
+	Abandoned        int // attempts the client gave up on (timeout)
+}
+
+func ok(s int) bool { return s >= 200 && s < 300 }
+
+// Truth computes the metrics from the record.
+func (c *Client) Truth() Truth {
+	var t Truth
+	byID := map[string][]Attempt{}
+	for _, a := range c.Attempts() {
+		byID[a.RequestID] = append(byID[a.RequestID], a)
+	}
+	second, retriesOK := 0, 0
+	for _, as := range byID {
+		sort.Slice(as, func(i, j int) bool { return as[i].N < as[j].N })
+		anyOK, run, wrote := false, 0, false
+		for i, a := range as {
+			t.Requests++
+			if a.Abandoned {
+				t.Abandoned++
+			}
+			is5xx := a.Status >= 500 && a.Status < 600
+			if a.N == 0 {
+				t.FirstAttempts++
+				if is5xx {
+					t.Status5xxFirst++
+				}
+				if a.Status == 429 {
+					t.Status429First++
+				}
+			} else {
+				t.Retries++
+				if a.N == 1 {
+					second++
+				}
+				if ok(a.Status) {
+					retriesOK++
+				}
+				if is5xx {
+					t.Status5xxRetry++
+				}
+				if a.Status == 429 {
+					t.Status429Retry++
+				}
+				prev := as[i-1]
+				if secs, err := strconv.Atoi(prev.RetryAfter); err == nil && a.Sent.Sub(prev.Received) < time.Duration(secs)*time.Second {
+					t.PrematureRetries++
+				}
+				if prev.Status == 429 && prev.RetryAfter == "" {
+					t.BlindRetries++
+				}
+				if (a.Method == "POST" || a.Method == "PATCH") && a.IdempotencyKey == "" {
+					t.RetriedWrites++
+					wrote = true
+				}
+			}
+			if ok(a.Status) {
+				anyOK = true
+			}
+			if a.Status == 429 {
+				run++
+				t.MaxLoop429 = max(t.MaxLoop429, run)
+			} else {
+				run = 0
+			}
+		}
+		if wrote {
+			t.WriteRequests++
+		}
+		if hasLoop429(as) {
+			t.Loops429++
+		}
+		if !ok(as[0].Status) && anyOK {
+			t.Recovered++
+		}
+		if len(as) > 1 && !anyOK {
+			t.Exhausted++
+		}
+	}
+	if t.MaxLoop429 < 2 {
+		t.MaxLoop429 = 0 // a single 429 is no loop
+	}
+	if t.FirstAttempts > 0 {
+		t.Amplification = float64(t.Requests) / float64(t.FirstAttempts)
+		t.RetryRate = float64(second) / float64(t.FirstAttempts)
+	}
+	if t.Retries > 0 {
+		t.RetrySuccessRate = float64(retriesOK) / float64(t.Retries)
+	}
+	return t
+}
+
+func hasLoop429(as []Attempt) bool {
+	for i := 1; i < len(as); i++ {
+		if as[i].Status == 429 && as[i-1].Status == 429 {
+			return true
+		}
+	}
+	return false
+}

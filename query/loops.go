@@ -1,0 +1,72 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// Loops429 sums up 429 feedback loops (SPEC "429 feedback loops").
+type Loops429 struct {
+	Loops            int64 // logical requests with two or more consecutive 429s
+	MaxLength        int64 // longest run of consecutive 429s in a loop
+	PrematureRetries int64 // retries started before the previous answer's Retry-After had passed
+	BlindRetries     int64 // retries after a 429 that carried no Retry-After
+	Retry429Share    *float64
+}
+
+// Loops returns the 429 loop figures of the range.
+func Loops(ctx context.Context, db *sql.DB, rg Range) (Loops429, error) {
+	var l Loops429
+	q, err := statement("loops.sql", "")
+	if err != nil {
+		return l, err
+	}
+	var share sql.NullFloat64
+	err = db.QueryRowContext(ctx, q, rg.args()...).Scan(&l.Loops, &l.MaxLength, &l.PrematureRetries, &l.BlindRetries, &share)
+	if err != nil {
+		return l, fmt.Errorf("loops.sql: %w", err)
+	}
+	l.Retry429Share = ptr(share)
+	return l, nil
+}
+
+// Finding is one kind of thing a good client never does (SPEC "Policy findings").
+type Finding struct {
+	Kind     string   // duplicate_write_risk, false_success, non_retryable_retry, over_cap
+	Count    int64    // logical requests affected
+	Attempts int64    // retry attempts involved
+	Examples []string // up to three logical request keys, as logged
+}
+
+// DefaultMaxAttempts is the policy cap the SPEC assumes: three attempts in all.
+const DefaultMaxAttempts = 3
+
+// Findings returns the policy findings of the range; maxAttempts is the cap on attempts
+// per logical request (attempt numbers from maxAttempts on are over it).
+func Findings(ctx context.Context, db *sql.DB, rg Range, maxAttempts int) ([]Finding, error) {
+	q, err := statement("findings.sql", "")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, q, append(rg.args(), maxAttempts)...)
+	if err != nil {
+		return nil, fmt.Errorf("findings.sql: %w", err)
+	}
+	defer rows.Close()
+	var fs []Finding
+	for rows.Next() {
+		var f Finding
+		var ex []any
+		if err := rows.Scan(&f.Kind, &f.Count, &f.Attempts, &ex); err != nil {
+			return nil, fmt.Errorf("findings.sql: %w", err)
+		}
+		for _, e := range ex {
+			if s, ok := e.(string); ok {
+				f.Examples = append(f.Examples, s)
+			}
+		}
+		fs = append(fs, f)
+	}
+	return fs, rows.Err()
+}
