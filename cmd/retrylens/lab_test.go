@@ -1,0 +1,164 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/retrylens/retrylens/lab"
+)
+
+// labReport is the part of the JSON report the lab checks.
+type labReport struct {
+	Summary  metrics `json:"summary"`
+	Loops429 struct {
+		Loops            int64 `json:"loops"`
+		MaxLength        int64 `json:"max_length"`
+		PrematureRetries int64 `json:"premature_retries"`
+		BlindRetries     int64 `json:"blind_retries"`
+	} `json:"loops_429"`
+	Findings []struct {
+		Kind     string `json:"kind"`
+		Count    int64  `json:"count"`
+		Attempts int64  `json:"attempts"`
+	} `json:"findings"`
+}
+
+// labFigures are the figures compared between the truth and retrylens, side by side.
+type labFigures struct {
+	Requests, FirstAttempts, Retries           int64
+	Amplification, RetryRate, RetrySuccessRate float64
+	Recovered, Exhausted                       int64
+	Status429Retry                             int64 // 429 answers to retries
+	Loops429, MaxLoop429                       int64
+	PrematureRetries, BlindRetries             int64
+	RetriedWrites, RetriedWriteRequests        int64 // duplicate_write_risk attempts and requests
+	DuplicateWrites                            int64 // truth: ids the upstream wrote twice; retrylens: false_success requests
+}
+
+func truthFigures(t lab.Truth, dupIDs int) labFigures {
+	return labFigures{
+		Requests: int64(t.Requests), FirstAttempts: int64(t.FirstAttempts), Retries: int64(t.Retries),
+		Amplification: t.Amplification, RetryRate: t.RetryRate, RetrySuccessRate: t.RetrySuccessRate,
+		Recovered: int64(t.Recovered), Exhausted: int64(t.Exhausted), Status429Retry: int64(t.Status429Retry),
+		Loops429: int64(t.Loops429), MaxLoop429: int64(t.MaxLoop429),
+		PrematureRetries: int64(t.PrematureRetries), BlindRetries: int64(t.BlindRetries),
+		RetriedWrites: int64(t.RetriedWrites), RetriedWriteRequests: int64(t.WriteRequests),
+		DuplicateWrites: int64(dupIDs),
+	}
+}
+
+func reportFigures(r labReport) labFigures {
+	s := r.Summary
+	fig := labFigures{
+		Requests: s.Requests, FirstAttempts: s.FirstAttempts, Retries: s.Retries,
+		Recovered: s.Recovered, Exhausted: s.Exhausted, Status429Retry: s.Status429Retry,
+		Loops429: r.Loops429.Loops, MaxLoop429: r.Loops429.MaxLength,
+		PrematureRetries: r.Loops429.PrematureRetries, BlindRetries: r.Loops429.BlindRetries,
+	}
+	for _, p := range []struct {
+		dst *float64
+		src *float64
+	}{{&fig.Amplification, s.Amplification}, {&fig.RetryRate, s.RetryRate}, {&fig.RetrySuccessRate, s.RetrySuccessRate}} {
+		if p.src != nil {
+			*p.dst = *p.src
+		}
+	}
+	for _, f := range r.Findings {
+		switch f.Kind {
+		case "duplicate_write_risk":
+			fig.RetriedWrites, fig.RetriedWriteRequests = f.Attempts, f.Count
+		case "false_success":
+			fig.DuplicateWrites = f.Count
+		}
+	}
+	return fig
+}
+
+// front is a gateway the lab can put in front of the upstream, and the logs it writes.
+type front struct {
+	name  string
+	start func(dir, upstream string) (url string, stop func() error, logs map[string]string, err error)
+}
+
+var fronts = []front{
+	{"nginx", func(dir, upstream string) (string, func() error, map[string]string, error) {
+		n, err := lab.StartNginx(dir, upstream)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		return n.URL(), n.Stop, map[string]string{"retry": n.TextLog, "nginx-json": n.JSONLog}, nil
+	}},
+	{"caddy", func(dir, upstream string) (string, func() error, map[string]string, error) {
+		c, err := lab.StartCaddy(dir, upstream)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		return c.URL(), c.Stop, map[string]string{"caddy": c.Log}, nil
+	}},
+}
+
+// TestLab runs every lab scenario through real nginx and Caddy and checks that each log's
+// report equals the client's own record (and the upstream's count of duplicate writes).
+// All figures are over the whole run, where the definitions allow exactness: the
+// report's windows are not compared, since nginx and Caddy time a line at completion and
+// the client at sending, so a request can straddle a window edge.
+func TestLab(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the lab takes about a minute")
+	}
+	for _, sc := range lab.Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			for _, fr := range fronts {
+				u, err := lab.StartUpstream()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer u.Close()
+				url, stop, logs, err := fr.start(t.TempDir(), u.Addr)
+				if (errors.Is(err, lab.ErrNoNginx) || errors.Is(err, lab.ErrNoCaddy)) && os.Getenv("CI") == "" {
+					t.Skip(err)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := sc.Run(url, u)
+				if err := stop(); err != nil {
+					t.Fatal(err)
+				}
+				dupIDs, _ := u.DuplicateWrites()
+				want := truthFigures(c.Truth(), dupIDs)
+				for format, path := range logs {
+					t.Run(format, func(t *testing.T) {
+						got := reportFigures(labRun(t, format, path))
+						t.Logf("%s via %s:\ntruth     %+v\nretrylens %+v", sc.Name, format, want, got)
+						if diff := cmp.Diff(want, got, approx); diff != "" {
+							t.Errorf("(-truth +retrylens):\n%s", diff)
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
+func labRun(t *testing.T, format, path string) labReport {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "lab.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, "--log-format", format, path); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json")
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	var r labReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
