@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/retrylens/retrylens/lab"
+	"github.com/retrylens/retrylens/parse"
 )
 
 // labReport is the part of the JSON report the lab checks.
@@ -161,4 +163,50 @@ func labRun(t *testing.T, format, path string) labReport {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestGenerated checks retrylens against the truth the log generator counted while
+// writing, in every format it writes: 20,000 lines each, with untagged lines, 429s,
+// retried writes with and without idempotency keys, and a logical request cut short at
+// the end.
+func TestGenerated(t *testing.T) {
+	for _, format := range []string{"retry", "nginx-json", "caddy"} {
+		t.Run(format, func(t *testing.T) {
+			pf, err := parse.Preset(format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "access.log")
+			out, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			truth, err := lab.Generate(out, pf, 20000, 42)
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if truth.Retries == 0 || truth.Untagged == 0 || truth.RetriedWrites == 0 || truth.Status429Retry == 0 {
+				t.Fatalf("generator truth lacks variety: %+v", truth)
+			}
+			r := labRun(t, format, path)
+			s := r.Summary
+			var writes int64
+			for _, f := range r.Findings {
+				if f.Kind == "duplicate_write_risk" {
+					writes = f.Attempts
+				}
+			}
+			got := lab.GenTruth{
+				Lines: truth.Lines, Requests: int(s.Requests), Untagged: int(s.Untagged), FirstAttempts: int(s.FirstAttempts),
+				Retries: int(s.Retries), Amplification: *s.Amplification, RetryRate: *s.RetryRate, RetrySuccessRate: *s.RetrySuccessRate,
+				Recovered: int(s.Recovered), Exhausted: int(s.Exhausted), Status429Retry: int(s.Status429Retry), RetriedWrites: int(writes),
+			}
+			if diff := cmp.Diff(truth, got, approx, cmpopts.IgnoreUnexported(lab.GenTruth{})); diff != "" {
+				t.Errorf("(-generator +retrylens):\n%s", diff)
+			}
+		})
+	}
 }
