@@ -21,12 +21,13 @@ def line(t, addr, method, uri, status, attempt, rid, reason="-", rt=0.012):
             f' ik="-" retry_after="-" msec={msec}')
 
 
-def request(out, t, n, statuses):
-    """One logical request: attempt k at t + k seconds answered statuses[k]."""
+def request(out, t, n, statuses, prefix):
+    """One logical request: attempt k at t + k seconds answered statuses[k]. Request ids
+    are unique across the scenarios, as a client's would be."""
     for k, s in enumerate(statuses):
         reason = "-" if k == 0 else f"status_{statuses[k - 1]}"
         out.append((t + timedelta(seconds=k), line(t + timedelta(seconds=k), f"10.0.0.{n % 50 + 1}",
-                                                   "GET", f"/api/orders/{1000 + n}", s, k, f"req-{n:04d}", reason)))
+                                                   "GET", f"/api/orders/{1000 + n}", s, k, f"{prefix}-{n:04d}", reason)))
 
 
 def health(out, t):
@@ -47,7 +48,7 @@ def quiet():
     t0 = datetime(2026, 11, 29, 9, 0, 0, 250000, tzinfo=timezone.utc)
     rows = []
     for i in range(120):  # one request every 30 s
-        request(rows, t0 + timedelta(seconds=30 * i), i, [502, 200] if i == 37 else [200])
+        request(rows, t0 + timedelta(seconds=30 * i), i, [502, 200] if i == 37 else [200], "quiet")
     health(rows, t0 + timedelta(minutes=15, seconds=5))
     health(rows, t0 + timedelta(minutes=45, seconds=5))
     write("quiet-hour/access.log", rows)
@@ -65,9 +66,9 @@ def incident():
     plan = [[502, 200]] * 10 + [[502, 502, 200]] * 8 + [[502, 502, 502]] * 7 + [[429, 429]] * 2 + [[200]] * 3
     out = []
     for t, n in rows:
-        request(out, t, n, [200])
+        request(out, t, n, [200], "inc")
     for (t, n), statuses in zip(inc, plan):
-        request(out, t, n, statuses)
+        request(out, t, n, statuses, "inc")
     for m in (5, 25, 45):
         health(out, t0 + timedelta(minutes=m, seconds=30))
     # A line cut short, as a full disk leaves it: it must be reported as line 60.

@@ -106,6 +106,16 @@ func TestScenarios(t *testing.T) {
 		calm("2026-11-29T14:40:00Z", 11, 1),
 		calm("2026-11-29T14:50:00Z", 10, 0),
 	}
+	incidentHour := incident
+	incidentHour.Start = "2026-11-29T14:00:00Z"
+	both := metrics{
+		Requests: 248, Untagged: 5, FirstAttempts: 200, Retries: 43,
+		Amplification: f(243.0 / 200), RetryRate: f(28.0 / 200), RetrySuccessRate: f(19.0 / 43),
+		ExtraLoad: f(43.0 / 243), ActualSuccess: f(191.0 / 243),
+		Recovered: 19, Exhausted: 9, EffectiveSuccess: f(191.0 / 200),
+		Status5xxFirst: 26, Status5xxRetry: 22, Status429First: 2, Status429Retry: 2,
+		Verdict: "fuelling", // the worst of its windows; the pooled numbers alone would say rescuing
+	}
 	tests := []struct {
 		name     string
 		file     string
@@ -116,10 +126,15 @@ func TestScenarios(t *testing.T) {
 	}{
 		{"quiet-hour", scenario("quiet-hour"), "1h", "2026-11-29T09:00:00.25Z", "2026-11-29T09:59:30.25Z", quiet, []metrics{quietWindow}},
 		{"incident-hour", scenario("incident-hour"), "10m", "2026-11-29T14:00:00.5Z", "2026-11-29T14:59:00.5Z", incident, incidentWindows},
+		{"both hours", "", "1h", "2026-11-29T09:00:00.25Z", "2026-11-29T14:59:00.5Z", both, []metrics{quietWindow, incidentHour}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--window", tt.window, tt.file)
+			files := []string{tt.file}
+			if tt.file == "" {
+				files = []string{scenario("quiet-hour"), scenario("incident-hour")}
+			}
+			stdout, stderr, code := retrylens(t, nil, append([]string{"report", "--format", "json", "--window", tt.window}, files...)...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -266,5 +281,24 @@ func TestOutputFileAndEnvDB(t *testing.T) {
 	}
 	if out.Len() != 0 || !strings.Contains(string(b), "| all              |      123 |        2 |   120 |       1 |") {
 		t.Errorf("stdout %q; file:\n%s", out.String(), b)
+	}
+}
+
+// The incident hour's two 429, 429 requests (testdata/incident-hour/EXPECTED.md).
+func TestIncidentLoops(t *testing.T) {
+	stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", scenario("incident-hour"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Loops    map[string]float64 `json:"loops_429"`
+		Findings []any              `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"loops": 2, "max_length": 2, "premature_retries": 0, "blind_retries": 2, "retry_429_share": 0.5}
+	if diff := cmp.Diff(want, got.Loops); diff != "" || len(got.Findings) != 0 {
+		t.Errorf("loops_429 (-want +got):\n%s\nfindings: %v (want none: GETs only, at most 3 attempts)", diff, got.Findings)
 	}
 }
