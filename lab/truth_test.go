@@ -1,0 +1,40 @@
+package lab
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Truth on a hand-made record; the expected figures are counted in the comments.
+func TestTruth(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	c := &Client{attempts: []Attempt{
+		// a: 502 then 200: recovered.
+		{RequestID: "a", N: 0, Method: "GET", Status: 502, Sent: at(0), Received: at(10)},
+		{RequestID: "a", N: 1, Method: "GET", Status: 200, Sent: at(50), Received: at(60)},
+		// b: 429 (Retry-After 1) retried after 20 ms: premature; 429 without Retry-After:
+		// the next retry is blind; then 429 again: exhausted, a loop of three.
+		{RequestID: "b", N: 0, Method: "GET", Status: 429, RetryAfter: "1", Sent: at(0), Received: at(5)},
+		{RequestID: "b", N: 1, Method: "GET", Status: 429, Sent: at(25), Received: at(30)},
+		{RequestID: "b", N: 2, Method: "GET", Status: 429, Sent: at(1100), Received: at(1110)},
+		// w: a POST abandoned, retried without a key, 201: a retried write, recovered.
+		{RequestID: "w", N: 0, Method: "POST", Abandoned: true, Sent: at(0), Received: at(100)},
+		{RequestID: "w", N: 1, Method: "POST", Status: 201, Sent: at(120), Received: at(130)},
+		// k: first attempt 200.
+		{RequestID: "k", N: 0, Method: "GET", Status: 200, Sent: at(0), Received: at(1)},
+	}}
+	want := Truth{
+		Requests: 8, FirstAttempts: 4, Retries: 4,
+		Amplification: 8.0 / 4, RetryRate: 3.0 / 4, RetrySuccessRate: 2.0 / 4,
+		Recovered: 2, Exhausted: 1,
+		Status5xxFirst: 1, Status429First: 1, Status429Retry: 2,
+		PrematureRetries: 1, BlindRetries: 1, RetriedWrites: 1, WriteRequests: 1,
+		Loops429: 1, MaxLoop429: 3, Abandoned: 1,
+	}
+	if diff := cmp.Diff(want, c.Truth()); diff != "" {
+		t.Errorf("Truth (-want +got):\n%s", diff)
+	}
+}
