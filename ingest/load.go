@@ -32,6 +32,8 @@ type Options struct {
 	Stdin io.Reader
 	// Now is the clock for loaded_at; nil means time.Now.
 	Now func() time.Time
+	// Router turns URIs into routes; nil applies the built-in rules only.
+	Router *Router
 }
 
 // Reject is a malformed line.
@@ -175,7 +177,7 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 		if err != nil {
 			return err
 		}
-		err = appendAll(ctx, a, in, h, format, id, &out, opt.Samples)
+		err = appendAll(ctx, a, in, h, format, id, &out, opt)
 		if cerr := a.Close(); err == nil {
 			err = cerr
 		}
@@ -238,26 +240,28 @@ func loadedAs(ctx context.Context, q querier, sum string) (string, error) {
 const batchSize = 4096
 
 type batch struct {
-	recs  []parse.Record
-	lines []int64
+	recs   []parse.Record
+	lines  []int64
+	routes []string
 }
 
 // appendAll reads every line of in, appending good records and counting bad ones. The
 // parser runs in its own goroutine, a batch ahead of the appender, so that parsing and
 // DuckDB's work overlap.
-func appendAll(ctx context.Context, a *duckdb.Appender, in *input, h hash.Hash, format *parse.Format, id int64, out *File, samples int) error {
+func appendAll(ctx context.Context, a *duckdb.Appender, in *input, h hash.Hash, format *parse.Format, id int64, out *File, opt Options) error {
 	g, ctx := errgroup.WithContext(ctx)
 	batches := make(chan *batch, 4)
 	free := make(chan *batch, 6)
 	g.Go(func() error {
 		defer close(batches)
-		return readAll(ctx, in, h, format, out, samples, batches, free)
+		return readAll(ctx, in, h, format, out, opt, batches, free)
 	})
 	g.Go(func() error {
-		row := make([]driver.Value, 25)
+		row := make([]driver.Value, 26)
 		for b := range batches {
 			for i := range b.recs {
 				fill(row, id, b.lines[i], &b.recs[i])
+				row[25] = nullStr(b.routes[i])
 				if err := a.AppendRow(row...); err != nil {
 					return fmt.Errorf("line %d: %w", b.lines[i], err)
 				}
@@ -274,15 +278,15 @@ func appendAll(ctx context.Context, a *duckdb.Appender, in *input, h hash.Hash, 
 }
 
 // readAll parses in into batches. It owns every field of out but Rows.
-func readAll(ctx context.Context, in *input, h hash.Hash, format *parse.Format, out *File, samples int, batches chan<- *batch, free <-chan *batch) error {
+func readAll(ctx context.Context, in *input, h hash.Hash, format *parse.Format, out *File, opt Options, batches chan<- *batch, free <-chan *batch) error {
 	r := parse.NewReader(io.TeeReader(in.r, h), format)
 	next := func() *batch {
 		select {
 		case b := <-free:
-			b.recs, b.lines = b.recs[:0], b.lines[:0]
+			b.recs, b.lines, b.routes = b.recs[:0], b.lines[:0], b.routes[:0]
 			return b
 		default:
-			return &batch{recs: make([]parse.Record, 0, batchSize), lines: make([]int64, 0, batchSize)}
+			return &batch{recs: make([]parse.Record, 0, batchSize), lines: make([]int64, 0, batchSize), routes: make([]string, 0, batchSize)}
 		}
 	}
 	b := next()
@@ -305,7 +309,7 @@ func readAll(ctx context.Context, in *input, h hash.Hash, format *parse.Format, 
 			out.Rejected++
 			reason := perr.Reason()
 			out.Reasons[reason]++
-			if len(out.Samples) < samples {
+			if len(out.Samples) < opt.Samples {
 				msg := *perr
 				msg.Line = 0 // the sample carries it
 				out.Samples = append(out.Samples, Reject{
@@ -327,6 +331,7 @@ func readAll(ctx context.Context, in *input, h hash.Hash, format *parse.Format, 
 		}
 		b.recs = append(b.recs, rec)
 		b.lines = append(b.lines, int64(r.Line()))
+		b.routes = append(b.routes, opt.Router.Route(rec.URI))
 		if len(b.recs) == batchSize {
 			if err := send(); err != nil {
 				return err

@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS requests (
     request_id             VARCHAR,
     idempotency_key        VARCHAR,
     invocation_id          VARCHAR,
-    retry_after            VARCHAR
+    retry_after            VARCHAR,
+    route                  VARCHAR      -- the URI path with ids replaced (ingest.Router)
 );
 
 -- Malformed lines: every one counted by reason, the first few of each file kept.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sort"
 )
 
 // Loops429 sums up 429 feedback loops (SPEC "429 feedback loops").
@@ -15,15 +16,15 @@ type Loops429 struct {
 	Retry429Share    *float64
 }
 
-// Loops returns the 429 loop figures of the range.
-func Loops(ctx context.Context, db *sql.DB, rg Range) (Loops429, error) {
+// Loops returns the 429 loop figures of the Set.
+func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 	var l Loops429
-	q, err := statement("loops.sql", "")
+	q, err := s.statement("loops.sql", "")
 	if err != nil {
 		return l, err
 	}
 	var share sql.NullFloat64
-	err = db.QueryRowContext(ctx, q, rg.args()...).Scan(&l.Loops, &l.MaxLength, &l.PrematureRetries, &l.BlindRetries, &share)
+	err = s.conn.QueryRowContext(ctx, q).Scan(&l.Loops, &l.MaxLength, &l.PrematureRetries, &l.BlindRetries, &share)
 	if err != nil {
 		return l, fmt.Errorf("loops.sql: %w", err)
 	}
@@ -36,30 +37,21 @@ type Finding struct {
 	Kind     string   // duplicate_write_risk, false_success, non_retryable_retry, over_cap
 	Count    int64    // logical requests affected
 	Attempts int64    // retry attempts involved
-	Examples []string // up to three logical request keys, as logged
+	Examples []string // up to three logical requests, by key as logged, else method, URI and time
 }
 
 // DefaultMaxAttempts is the policy cap the SPEC assumes: three attempts in all.
 const DefaultMaxAttempts = 3
 
-// Findings returns the policy findings of the range; maxAttempts is the cap on attempts
-// per logical request (attempt numbers from maxAttempts on are over it).
-func Findings(ctx context.Context, db *sql.DB, rg Range, maxAttempts int) ([]Finding, error) {
-	q, err := statement("findings.sql", "")
-	if err != nil {
-		return nil, err
-	}
-	rows, err := db.QueryContext(ctx, q, append(rg.args(), maxAttempts)...)
-	if err != nil {
-		return nil, fmt.Errorf("findings.sql: %w", err)
-	}
-	defer rows.Close()
+// Findings returns the policy findings of the Set; maxAttempts is the cap on attempts per
+// logical request (attempt numbers from maxAttempts on are over it).
+func (s *Set) Findings(ctx context.Context, maxAttempts int) ([]Finding, error) {
 	var fs []Finding
-	for rows.Next() {
+	err := s.query(ctx, "findings.sql", "", []any{maxAttempts}, func(rows *sql.Rows) error {
 		var f Finding
 		var ex []any
 		if err := rows.Scan(&f.Kind, &f.Count, &f.Attempts, &ex); err != nil {
-			return nil, fmt.Errorf("findings.sql: %w", err)
+			return err
 		}
 		for _, e := range ex {
 			if s, ok := e.(string); ok {
@@ -67,6 +59,20 @@ func Findings(ctx context.Context, db *sql.DB, rg Range, maxAttempts int) ([]Fin
 			}
 		}
 		fs = append(fs, f)
-	}
-	return fs, rows.Err()
+		return nil
+	})
+	return fs, err
+}
+
+func sortGroups(gs []Group) {
+	sort.SliceStable(gs, func(i, j int) bool {
+		// The extra load retries caused first, then plain traffic.
+		if gs[i].Retries != gs[j].Retries {
+			return gs[i].Retries > gs[j].Retries
+		}
+		if gs[i].Requests != gs[j].Requests {
+			return gs[i].Requests > gs[j].Requests
+		}
+		return gs[i].Key < gs[j].Key
+	})
 }

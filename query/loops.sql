@@ -1,10 +1,9 @@
 -- 429 feedback loops (SPEC "429 feedback loops"). A loop is a logical request with two or
 -- more consecutive attempts answered 429; consecutive 429s share attempt − rank.
-WITH {{template "attempts" .}},
-r AS (
+WITH r AS (
     SELECT lkey, attempt - row_number() OVER (PARTITION BY lkey ORDER BY attempt, ts) AS grp
-    FROM a
-    WHERE status = 429
+    FROM {{.Table}}
+    WHERE status = 429 AND attempt IS NOT NULL
 ),
 runs AS (
     SELECT lkey, count(*) AS len FROM r GROUP BY lkey, grp HAVING count(*) >= 2
@@ -16,4 +15,5 @@ SELECT
                      AND started < prev_end + to_microseconds(CAST(prev_retry_secs * 1000000 AS BIGINT))) AS premature_retries,
     count(*) FILTER (attempt >= 1 AND prev_status = 429 AND prev_retry_after IS NULL)                  AS blind_retries,
     count(*) FILTER (attempt >= 1 AND status = 429)::DOUBLE / nullif(count(*) FILTER (status = 429), 0) AS retry_429_share
-FROM s
+FROM {{.Table}}
+WHERE attempt IS NOT NULL

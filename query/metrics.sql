@@ -1,16 +1,15 @@
--- The metrics of SPEC.md, defined once for any grouping. {{.Key}} is a grouping
--- expression chosen by the program (never by the user); $1/$2 bound the time range
--- [since, until), either may be NULL. Tagged rows only, except requests and untagged.
+-- The row metrics of SPEC.md, defined once for any grouping. {{.Key}} is a grouping
+-- expression over a row, chosen by the program (never by the user); {{.Table}} is the
+-- prepared table (prepare.sql). Tagged rows only, except requests and untagged.
 WITH r AS (
-    SELECT {{.Key}} AS k, attempt, status
-    FROM requests
-    WHERE ($1::TIMESTAMP IS NULL OR ts >= $1::TIMESTAMP)
-      AND ($2::TIMESTAMP IS NULL OR ts <  $2::TIMESTAMP)
+    SELECT {{.Key}} AS k, attempt, status, inferred
+    FROM {{.Table}}
 ), c AS (
     SELECT
         k,
         count(*)                                                      AS requests,
         count(*) FILTER (attempt IS NULL)                             AS untagged,
+        count(*) FILTER (inferred)                                    AS inferred,
         count(*) FILTER (attempt IS NOT NULL)                         AS tagged,
         count(*) FILTER (attempt = 0)                                 AS first_attempts,
         count(*) FILTER (attempt >= 1)                                AS retries,
@@ -27,7 +26,7 @@ WITH r AS (
     GROUP BY k
 )
 SELECT
-    k, requests, untagged, first_attempts, retries,
+    k, requests, untagged, inferred, first_attempts, retries,
     tagged::DOUBLE / nullif(first_attempts, 0)          AS amplification,
     second_attempts::DOUBLE / nullif(first_attempts, 0) AS retry_rate,
     retries_ok::DOUBLE / nullif(retries, 0)             AS retry_success_rate,

@@ -1,5 +1,9 @@
 // Package query computes retrylens's metrics from the database with SQL. It is, with
 // ingest, the only code that talks to DuckDB; the SQL lives in the .sql files beside it.
+//
+// A report opens a Set: one connection holding a temporary table of the range's rows with
+// their logical-request keys (prepare.sql). Every figure is then a query over that table,
+// so linking is computed once per report.
 package query
 
 import (
@@ -8,6 +12,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"sync/atomic"
 	"text/template"
 	"time"
 )
@@ -15,24 +20,70 @@ import (
 //go:embed *.sql
 var sqlFiles embed.FS
 
-// sqlTmpl holds every statement; {{.Key}} is a grouping expression chosen by the program.
+// sqlTmpl holds every statement. Template fields are chosen by the program, never by the
+// user: {{.Key}} a grouping expression, {{.Table}} the Set's table.
 var sqlTmpl = template.Must(template.ParseFS(sqlFiles, "*.sql"))
 
-func statement(name, key string) (string, error) {
+// Options selects the rows of a Set and how they are linked.
+type Options struct {
+	Since, Until  time.Time     // [Since, Until); a zero bound is open
+	Route         string        // only this route; "" for all
+	MaxGap        time.Duration // heuristic links and inference: at most this between attempts (default 60 s)
+	InferAttempts bool          // give untagged rows inferred attempt numbers
+}
+
+// DefaultMaxGap is the SPEC's default --max-gap.
+const DefaultMaxGap = 60 * time.Second
+
+// Set is the rows of one report, prepared once. Close it.
+type Set struct {
+	conn  *sql.Conn
+	table string
+}
+
+var setID atomic.Int64
+
+// Open prepares the rows selected by o on a connection of its own.
+func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
+	if o.MaxGap <= 0 {
+		o.MaxGap = DefaultMaxGap
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{conn: conn, table: fmt.Sprintf("report_rows_%d", setID.Add(1))}
+	q, err := s.statement("prepare.sql", "")
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	var route any
+	if o.Route != "" {
+		route = o.Route
+	}
+	if _, err := conn.ExecContext(ctx, q, nullTime(o.Since), nullTime(o.Until), route, o.MaxGap.Seconds(), o.InferAttempts); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("prepare.sql: %w", err)
+	}
+	return s, nil
+}
+
+// Close drops the Set's table and releases its connection.
+func (s *Set) Close() error {
+	_, err := s.conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+s.table)
+	if cerr := s.conn.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (s *Set) statement(name, key string) (string, error) {
 	var q bytes.Buffer
-	if err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key string }{key}); err != nil {
+	if err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table string }{key, s.table}); err != nil {
 		return "", err
 	}
 	return q.String(), nil
-}
-
-// Range bounds the rows a query reads to [Since, Until); a zero bound is open.
-type Range struct {
-	Since, Until time.Time
-}
-
-func (r Range) args() []any {
-	return []any{nullTime(r.Since), nullTime(r.Until)}
 }
 
 func nullTime(t time.Time) any {
@@ -47,6 +98,7 @@ func nullTime(t time.Time) any {
 type Metrics struct {
 	Requests         int64
 	Untagged         int64
+	Inferred         int64 // rows whose attempt number was inferred (--infer-attempts)
 	FirstAttempts    int64
 	Retries          int64
 	Amplification    *float64
@@ -77,97 +129,159 @@ type Window struct {
 	Metrics
 }
 
-// Summary returns the metrics over the whole range.
-func Summary(ctx context.Context, db *sql.DB, rg Range) (Metrics, error) {
-	m := Metrics{}
-	found := false
-	err := metrics(ctx, db, "metrics.sql", "NULL::INTEGER", rg, func(rows *sql.Rows) error {
-		var k sql.NullInt64
-		found = true
-		return scanMetrics(rows, &k, &m)
-	})
-	if err != nil {
-		return m, err
-	}
-	err = metrics(ctx, db, "logical.sql", "NULL::INTEGER", rg, func(rows *sql.Rows) error {
-		var k sql.NullInt64
-		return scanLogical(rows, &k, &m)
-	})
-	if !found {
-		m.Verdict = Quiet
-	} else {
-		m.Verdict = Verdict(m)
-	}
+// Group is the metrics of one value of a grouping (--by).
+type Group struct {
+	Key string // "GET /api/users/:id" for routes; the status, attempt or host otherwise
+	Metrics
+}
+
+// Groupings are the values --by accepts, with the row expression each groups by.
+var Groupings = map[string]string{
+	"route":   "coalesce(method, '-') || ' ' || coalesce(route, '-')",
+	"status":  "coalesce(CAST(status AS VARCHAR), '-')",
+	"attempt": "coalesce(CAST(attempt AS VARCHAR), 'untagged')",
+	"host":    "coalesce(host, upstream_addr, '-')",
+}
+
+// Summary returns the metrics over the whole Set.
+func (s *Set) Summary(ctx context.Context) (Metrics, error) {
+	var m Metrics
+	err := s.grouped(ctx, "NULL::INTEGER", func(_ any, g Metrics) { m = g }, func() any { return new(sql.NullInt64) })
+	m.Verdict = Verdict(m)
 	return m, err
 }
 
-// bucket is the grouping expression for windows of width over a time column.
-func bucket(width time.Duration, col string) string {
-	return fmt.Sprintf("time_bucket(to_seconds(%d), %s)", int64(width/time.Second), col)
-}
-
 // Windows returns the metrics per time bucket of the given width, for the buckets that
-// have rows, oldest first. Buckets of widths that divide a day start on whole multiples
-// of the width since midnight UTC. A logical request belongs to the window of its first
-// attempt.
-func Windows(ctx context.Context, db *sql.DB, width time.Duration, rg Range) ([]Window, error) {
+// have rows, oldest first. Buckets start on whole multiples of the width since the epoch,
+// shifted by offset (a time zone's offset from UTC, so that days start at local
+// midnight). A logical request belongs to the window of its first attempt.
+func (s *Set) Windows(ctx context.Context, width, offset time.Duration) ([]Window, error) {
 	if width < time.Second || width%time.Second != 0 {
 		return nil, fmt.Errorf("window %v: want a whole number of seconds", width)
 	}
+	key := fmt.Sprintf("time_bucket(to_seconds(%d), ts, TIMESTAMP '1970-01-01' - to_seconds(%d))", int64(width/time.Second), int64(offset/time.Second))
 	var ws []Window
-	index := map[time.Time]int{}
-	err := metrics(ctx, db, "metrics.sql", bucket(width, "ts"), rg, func(rows *sql.Rows) error {
-		var w Window
-		var start sql.NullTime
-		if err := scanMetrics(rows, &start, &w.Metrics); err != nil {
-			return err
+	err := s.grouped(ctx, key, func(k any, m Metrics) {
+		t := k.(*sql.NullTime)
+		if t.Valid { // rows without a time belong to no window
+			m.Verdict = Verdict(m)
+			ws = append(ws, Window{Start: t.Time.UTC(), Metrics: m})
 		}
-		if !start.Valid {
-			return nil // rows without a time belong to no window
-		}
-		w.Start = start.Time.UTC()
-		index[w.Start] = len(ws)
-		ws = append(ws, w)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = metrics(ctx, db, "logical.sql", bucket(width, "first_ts"), rg, func(rows *sql.Rows) error {
-		var start sql.NullTime
-		var m Metrics
-		if err := scanLogical(rows, &start, &m); err != nil || !start.Valid {
-			return err
-		}
-		if i, ok := index[start.Time.UTC()]; ok {
-			ws[i].Recovered, ws[i].Exhausted, ws[i].EffectiveSuccess = m.Recovered, m.Exhausted, m.EffectiveSuccess
-		}
-		return nil
-	})
-	for i := range ws {
-		ws[i].Verdict = Verdict(ws[i].Metrics)
-	}
+	}, func() any { return new(sql.NullTime) })
 	return ws, err
 }
 
-// Span returns the first and last request time in the range.
-func Span(ctx context.Context, db *sql.DB, rg Range) (from, to time.Time, err error) {
+// Groups returns the metrics per value of a grouping in Groupings, the most retries first.
+func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
+	key, ok := Groupings[by]
+	if !ok {
+		return nil, fmt.Errorf("unknown grouping %q", by)
+	}
+	var gs []Group
+	err := s.grouped(ctx, key, func(k any, m Metrics) {
+		m.Verdict = Verdict(m)
+		gs = append(gs, Group{Key: k.(*sql.NullString).String, Metrics: m})
+	}, func() any { return new(sql.NullString) })
+	sortGroups(gs)
+	return gs, err
+}
+
+// grouped runs the row and logical metrics grouped by key and merges them by group.
+func (s *Set) grouped(ctx context.Context, key string, each func(k any, m Metrics), newKey func() any) error {
+	type entry struct {
+		k any
+		m Metrics
+	}
+	var order []string
+	byKey := map[string]*entry{}
+	err := s.query(ctx, "metrics.sql", key, nil, func(rows *sql.Rows) error {
+		e := &entry{k: newKey()}
+		if err := scanMetrics(rows, e.k, &e.m); err != nil {
+			return err
+		}
+		id := fmt.Sprint(e.k)
+		order = append(order, id)
+		byKey[id] = e
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = s.query(ctx, "logical.sql", key, nil, func(rows *sql.Rows) error {
+		k := newKey()
+		var m Metrics
+		if err := scanLogical(rows, k, &m); err != nil {
+			return err
+		}
+		if e, ok := byKey[fmt.Sprint(k)]; ok {
+			e.m.Recovered, e.m.Exhausted, e.m.EffectiveSuccess = m.Recovered, m.Exhausted, m.EffectiveSuccess
+		}
+		return nil
+	})
+	for _, id := range order {
+		each(byKey[id].k, byKey[id].m)
+	}
+	return err
+}
+
+// Span returns the first and last request time in the Set.
+func (s *Set) Span(ctx context.Context) (from, to time.Time, err error) {
 	var f, t sql.NullTime
-	err = db.QueryRowContext(ctx, `SELECT min(ts), max(ts) FROM requests
-		WHERE ($1::TIMESTAMP IS NULL OR ts >= $1::TIMESTAMP) AND ($2::TIMESTAMP IS NULL OR ts < $2::TIMESTAMP)`,
-		rg.args()...).Scan(&f, &t)
+	err = s.conn.QueryRowContext(ctx, "SELECT min(ts), max(ts) FROM "+s.table).Scan(&f, &t)
 	if err != nil {
 		return from, to, fmt.Errorf("span: %w", err)
 	}
 	return f.Time.UTC(), t.Time.UTC(), nil
 }
 
-func metrics(ctx context.Context, db *sql.DB, name, key string, rg Range, each func(*sql.Rows) error) error {
-	q, err := statement(name, key)
+// Linking counts logical requests by what linked their attempts.
+type Linking struct {
+	IdempotencyKey int64
+	InvocationID   int64
+	RequestID      int64
+	Heuristic      int64
+	Inferred       int64
+}
+
+// Strong is the logical requests linked by a key the client sent.
+func (l Linking) Strong() int64 { return l.IdempotencyKey + l.InvocationID + l.RequestID }
+
+// Linking returns how the Set's logical requests were linked.
+func (s *Set) Linking(ctx context.Context) (Linking, error) {
+	var l Linking
+	rows, err := s.conn.QueryContext(ctx, "SELECT linked_by, count(DISTINCT lkey) FROM "+s.table+" WHERE lkey IS NOT NULL GROUP BY linked_by")
+	if err != nil {
+		return l, fmt.Errorf("linking: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var by string
+		var n int64
+		if err := rows.Scan(&by, &n); err != nil {
+			return l, err
+		}
+		switch by {
+		case "idempotency_key":
+			l.IdempotencyKey = n
+		case "invocation_id":
+			l.InvocationID = n
+		case "request_id":
+			l.RequestID = n
+		case "heuristic":
+			l.Heuristic = n
+		case "inferred":
+			l.Inferred = n
+		}
+	}
+	return l, rows.Err()
+}
+
+func (s *Set) query(ctx context.Context, name, key string, args []any, each func(*sql.Rows) error) error {
+	q, err := s.statement(name, key)
 	if err != nil {
 		return err
 	}
-	rows, err := db.QueryContext(ctx, q, rg.args()...)
+	rows, err := s.conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -183,21 +297,21 @@ func metrics(ctx context.Context, db *sql.DB, name, key string, rg Range, each f
 	return nil
 }
 
-func scanLogical(rows *sql.Rows, key any, m *Metrics) error {
-	var es sql.NullFloat64
-	err := rows.Scan(key, &m.Recovered, &m.Exhausted, &es)
-	m.EffectiveSuccess = ptr(es)
-	return err
-}
-
 func scanMetrics(rows *sql.Rows, key any, m *Metrics) error {
 	var amp, rr, rsr, el, as sql.NullFloat64
-	err := rows.Scan(key, &m.Requests, &m.Untagged, &m.FirstAttempts, &m.Retries,
+	err := rows.Scan(key, &m.Requests, &m.Untagged, &m.Inferred, &m.FirstAttempts, &m.Retries,
 		&amp, &rr, &rsr, &el, &as,
 		&m.Status5xx.First, &m.Status5xx.Retry, &m.Status429.First, &m.Status429.Retry,
 		&m.Status499.First, &m.Status499.Retry)
 	m.Amplification, m.RetryRate, m.RetrySuccessRate = ptr(amp), ptr(rr), ptr(rsr)
 	m.ExtraLoad, m.ActualSuccess = ptr(el), ptr(as)
+	return err
+}
+
+func scanLogical(rows *sql.Rows, key any, m *Metrics) error {
+	var es sql.NullFloat64
+	err := rows.Scan(key, &m.Recovered, &m.Exhausted, &es)
+	m.EffectiveSuccess = ptr(es)
 	return err
 }
 

@@ -42,8 +42,12 @@ func TestMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rg := query.Range{Since: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Until: time.Date(2026, 11, 29, 10, 2, 0, 0, time.UTC)}
-	got, err := query.Summary(ctx, db, rg)
+	set, err := query.Open(ctx, db, query.Options{Since: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Until: time.Date(2026, 11, 29, 10, 2, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	got, err := set.Summary(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +62,7 @@ func TestMetrics(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Summary (-want +got):\n%s", diff)
 	}
-	ws, err := query.Windows(ctx, db, time.Minute, rg)
+	ws, err := set.Windows(ctx, time.Minute, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +75,7 @@ func TestMetrics(t *testing.T) {
 	if w.Requests != 2 || w.Retries != 1 || w.Amplification != nil || w.RetryRate != nil || *w.RetrySuccessRate != 0 {
 		t.Errorf("window 10:01: %+v", w)
 	}
-	from, to, err := query.Span(ctx, db, rg)
+	from, to, err := set.Span(ctx)
 	if err != nil || from.Format(time.RFC3339) != "2026-11-29T10:00:01Z" || to.Format(time.RFC3339) != "2026-11-29T10:01:10Z" {
 		t.Errorf("Span = %v, %v, %v", from, to, err)
 	}
@@ -126,7 +130,12 @@ func TestLoopsAndFindings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	loops, err := query.Loops(ctx, db, query.Range{})
+	set, err := query.Open(ctx, db, query.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	loops, err := set.Loops(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +144,7 @@ func TestLoopsAndFindings(t *testing.T) {
 	if diff := cmp.Diff(wantLoops, loops); diff != "" {
 		t.Errorf("Loops (-want +got):\n%s", diff)
 	}
-	findings, err := query.Findings(ctx, db, query.Range{}, query.DefaultMaxAttempts)
+	findings, err := set.Findings(ctx, query.DefaultMaxAttempts)
 	if err != nil {
 		t.Fatal(err)
 	}

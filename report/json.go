@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/retrylens/retrylens/query"
@@ -11,14 +12,40 @@ import (
 // The JSON report is a contract (SPEC.md): field names are the SPEC's metric names,
 // rates are fractions, times RFC 3339 in UTC.
 type jsonReport struct {
-	GeneratedAt string        `json:"generated_at"`
-	Window      string        `json:"window"`
-	From        *string       `json:"from"`
-	To          *string       `json:"to"`
-	Summary     jsonMetrics   `json:"summary"`
-	Windows     []jsonWindow  `json:"windows"`
-	Loops429    jsonLoops     `json:"loops_429"`
-	Findings    []jsonFinding `json:"findings"`
+	GeneratedAt string         `json:"generated_at"`
+	Window      string         `json:"window"`
+	From        *string        `json:"from"`
+	To          *string        `json:"to"`
+	Endpoint    *string        `json:"endpoint"`
+	Summary     jsonMetrics    `json:"summary"`
+	Windows     []jsonWindow   `json:"windows"`
+	Endpoints   []jsonEndpoint `json:"endpoints"`
+	By          *string        `json:"by,omitempty"`
+	Groups      []jsonGroup    `json:"groups,omitempty"`
+	Loops429    jsonLoops      `json:"loops_429"`
+	Findings    []jsonFinding  `json:"findings"`
+	Linking     jsonLinking    `json:"linking"`
+}
+
+type jsonEndpoint struct {
+	Method string `json:"method"`
+	Route  string `json:"route"`
+	jsonMetrics
+}
+
+type jsonGroup struct {
+	Key string `json:"key"`
+	jsonMetrics
+}
+
+// jsonLinking counts logical requests by what linked their attempts.
+type jsonLinking struct {
+	Strong         int64 `json:"strong"`
+	IdempotencyKey int64 `json:"idempotency_key"`
+	InvocationID   int64 `json:"invocation_id"`
+	RequestID      int64 `json:"request_id"`
+	Heuristic      int64 `json:"heuristic"`
+	Inferred       int64 `json:"inferred"`
 }
 
 type jsonLoops struct {
@@ -39,6 +66,7 @@ type jsonFinding struct {
 type jsonMetrics struct {
 	Requests         int64    `json:"requests"`
 	Untagged         int64    `json:"untagged"`
+	Inferred         int64    `json:"inferred"`
 	FirstAttempts    int64    `json:"first_attempts"`
 	Retries          int64    `json:"retries"`
 	Amplification    *float64 `json:"amplification"`
@@ -68,7 +96,7 @@ type jsonWindow struct {
 
 func toJSONMetrics(m query.Metrics) jsonMetrics {
 	return jsonMetrics{
-		Requests: m.Requests, Untagged: m.Untagged, FirstAttempts: m.FirstAttempts, Retries: m.Retries,
+		Requests: m.Requests, Untagged: m.Untagged, Inferred: m.Inferred, FirstAttempts: m.FirstAttempts, Retries: m.Retries,
 		Amplification: m.Amplification, RetryRate: m.RetryRate, RetrySuccessRate: m.RetrySuccessRate,
 		ExtraLoad: m.ExtraLoad, ActualSuccess: m.ActualSuccess,
 		Recovered: m.Recovered, Exhausted: m.Exhausted, EffectiveSuccess: m.EffectiveSuccess,
@@ -98,7 +126,24 @@ func JSON(w io.Writer, r *Report) error {
 		Windows:     make([]jsonWindow, 0, len(r.Windows)),
 		Loops429: jsonLoops{Loops: r.Loops.Loops, MaxLength: r.Loops.MaxLength, PrematureRetries: r.Loops.PrematureRetries,
 			BlindRetries: r.Loops.BlindRetries, Retry429Share: r.Loops.Retry429Share},
-		Findings: make([]jsonFinding, 0, len(r.Findings)),
+		Findings:  make([]jsonFinding, 0, len(r.Findings)),
+		Endpoints: make([]jsonEndpoint, 0, len(r.Endpoints)),
+		Linking: jsonLinking{Strong: r.Linking.Strong(), IdempotencyKey: r.Linking.IdempotencyKey, InvocationID: r.Linking.InvocationID,
+			RequestID: r.Linking.RequestID, Heuristic: r.Linking.Heuristic, Inferred: r.Linking.Inferred},
+	}
+	if r.Endpoint != "" {
+		out.Endpoint = &r.Endpoint
+	}
+	for _, g := range r.Endpoints {
+		method, route, _ := strings.Cut(g.Key, " ")
+		out.Endpoints = append(out.Endpoints, jsonEndpoint{Method: method, Route: route, jsonMetrics: toJSONMetrics(g.Metrics)})
+	}
+	if r.By != "" {
+		out.By = &r.By
+		out.Groups = make([]jsonGroup, 0, len(r.Groups))
+		for _, g := range r.Groups {
+			out.Groups = append(out.Groups, jsonGroup{Key: g.Key, jsonMetrics: toJSONMetrics(g.Metrics)})
+		}
 	}
 	for _, f := range r.Findings {
 		ex := f.Examples

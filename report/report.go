@@ -13,12 +13,25 @@ import (
 // Report is the postmortem for a time range.
 type Report struct {
 	GeneratedAt time.Time
-	Window      string // width label, e.g. "1h"
+	Window      string         // width label, e.g. "1h"
+	Location    *time.Location // how times are shown; nil is UTC
+	Endpoint    string         // the route the report is limited to, if any
+	By          string         // the grouping of Groups (--by), if any
 	From, To    time.Time
 	Summary     query.Metrics
 	Windows     []query.Window
+	Endpoints   []query.Group // by "METHOD route"
+	Groups      []query.Group
 	Loops       query.Loops429
 	Findings    []query.Finding
+	Linking     query.Linking
+}
+
+func (r *Report) loc() *time.Location {
+	if r.Location == nil {
+		return time.UTC
+	}
+	return r.Location
 }
 
 // Formats are the output formats Write accepts.

@@ -44,6 +44,8 @@ func sample() *Report {
 		Findings: []query.Finding{
 			{Kind: "duplicate_write_risk", Count: 2, Attempts: 3, Examples: []string{"req-1", "req-<b>2</b>\x1b[2J"}},
 		},
+		Endpoints: []query.Group{{Key: "GET /api/items/:id", Metrics: storm}, {Key: "GET /healthz", Metrics: calm}},
+		Linking:   query.Linking{RequestID: 150, IdempotencyKey: 4, Heuristic: 4},
 	}
 }
 
@@ -66,6 +68,10 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestGolden(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, format := range Formats {
 		t.Run(format, func(t *testing.T) {
 			var b bytes.Buffer
@@ -73,6 +79,18 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, "sample."+format+".golden", b.Bytes())
+		})
+		// The same report grouped by status (an attacker-chosen key among them), shown in
+		// Paris time.
+		t.Run(format+" by status", func(t *testing.T) {
+			r := sample()
+			r.Location, r.By, r.Endpoint = paris, "status", "/api/items/:id"
+			r.Groups = []query.Group{{Key: "502", Metrics: r.Windows[1].Metrics}, {Key: "<i>200</i>\x07", Metrics: r.Windows[0].Metrics}}
+			var b bytes.Buffer
+			if err := Write(&b, format, r); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "by-status."+format+".golden", b.Bytes())
 		})
 	}
 }

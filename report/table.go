@@ -39,9 +39,9 @@ func cells(label string, m query.Metrics) []string {
 
 func (r *Report) rows() [][]string {
 	layout := "2006-01-02 15:04"
-	rows := make([][]string, 0, len(r.Windows)+1)
+	rows := make([][]string, 0, len(r.Windows))
 	for _, w := range r.Windows {
-		rows = append(rows, cells(w.Start.UTC().Format(layout), w.Metrics))
+		rows = append(rows, cells(w.Start.In(r.loc()).Format(layout), w.Metrics))
 	}
 	return rows
 }
@@ -50,8 +50,13 @@ func (r *Report) title() string {
 	if r.From.IsZero() {
 		return "retrylens report: no requests in range"
 	}
-	return fmt.Sprintf("retrylens report, %s windows, %s to %s (UTC)", r.Window,
-		r.From.UTC().Format("2006-01-02 15:04:05"), r.To.UTC().Format("2006-01-02 15:04:05"))
+	zone := r.loc().String()
+	what := ""
+	if r.Endpoint != "" {
+		what = " for " + r.Endpoint
+	}
+	return fmt.Sprintf("retrylens report%s, %s windows, %s to %s (%s)", what, r.Window,
+		r.From.In(r.loc()).Format("2006-01-02 15:04:05"), r.To.In(r.loc()).Format("2006-01-02 15:04:05"), zone)
 }
 
 func newTable(w io.Writer, opts ...tablewriter.Option) *tablewriter.Table {
@@ -66,14 +71,21 @@ func newTable(w io.Writer, opts ...tablewriter.Option) *tablewriter.Table {
 }
 
 // Table writes the report as a terminal table: one row per window and the whole range
-// as the footer.
+// as the last row; with --by, a second table of the groups.
 func Table(w io.Writer, r *Report) error {
 	if _, err := fmt.Fprintln(w, r.title()); err != nil {
 		return err
 	}
-	t := newTable(w)
-	if err := render(t, r); err != nil {
+	if err := render(newTable(w), r); err != nil {
 		return err
+	}
+	if r.By != "" {
+		if _, err := fmt.Fprintf(w, "by %s:\n", r.By); err != nil {
+			return err
+		}
+		if err := renderGroups(newTable(w), r, Clean); err != nil {
+			return err
+		}
 	}
 	for _, line := range r.notes(Clean) {
 		if _, err := fmt.Fprintln(w, line); err != nil {
@@ -108,6 +120,14 @@ func (r *Report) notes(esc func(string) string) []string {
 		out = append(out, fmt.Sprintf("finding %s: %d requests, %d attempts (%s), e.g. %s",
 			f.Kind, f.Count, f.Attempts, findingText[f.Kind], strings.Join(ex, ", ")))
 	}
+	if l := r.Linking; l.Strong()+l.Heuristic+l.Inferred > 0 {
+		line := fmt.Sprintf("logical requests: %d linked by a key the client sent (idempotency key %d, invocation id %d, request id %d), %d by client, method and URI",
+			l.Strong(), l.IdempotencyKey, l.InvocationID, l.RequestID, l.Heuristic)
+		if l.Inferred > 0 {
+			line += fmt.Sprintf(", %d with inferred attempt numbers", l.Inferred)
+		}
+		out = append(out, line)
+	}
 	if note := r.coverage(); note != "" {
 		out = append(out, note)
 	}
@@ -118,6 +138,10 @@ func (r *Report) notes(esc func(string) string) []string {
 // no ratio, so a log without the header can look quiet when it is not.
 func (r *Report) coverage() string {
 	m := r.Summary
+	if m.Inferred > 0 {
+		return fmt.Sprintf("note: %d of %d lines (%.1f%%) carry no attempt header; their attempt numbers are inferred (--infer-attempts).",
+			m.Inferred, m.Requests, 100*float64(m.Inferred)/float64(m.Requests))
+	}
 	if m.Untagged == 0 {
 		return ""
 	}
@@ -133,6 +157,15 @@ func Markdown(w io.Writer, r *Report) error {
 	t := newTable(w, tablewriter.WithRenderer(renderer.NewMarkdown()))
 	if err := render(t, r); err != nil {
 		return err
+	}
+	if r.By != "" {
+		if _, err := fmt.Fprintf(w, "\n### By %s\n\n", r.By); err != nil {
+			return err
+		}
+		mdCell := func(s string) string { return markdownEscape(Clean(s)) }
+		if err := renderGroups(newTable(w, tablewriter.WithRenderer(renderer.NewMarkdown())), r, mdCell); err != nil {
+			return err
+		}
 	}
 	if _, err := fmt.Fprintf(w, "\nVerdict for the whole range: **%s**.\n", r.Summary.Verdict); err != nil {
 		return err
@@ -157,6 +190,18 @@ func render(t *tablewriter.Table, r *Report) error {
 	}
 	if err := t.Append(cells("all", r.Summary)); err != nil {
 		return err
+	}
+	return t.Render()
+}
+
+// renderGroups writes the --by table; esc makes the log-derived group keys safe.
+func renderGroups(t *tablewriter.Table, r *Report, esc func(string) string) error {
+	h := append([]string{r.By}, header[1:]...)
+	t.Header(h)
+	for _, g := range r.Groups {
+		if err := t.Append(cells(esc(g.Key), g.Metrics)); err != nil {
+			return err
+		}
 	}
 	return t.Render()
 }

@@ -58,6 +58,10 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, files []string) erro
 	if o.samples < 0 {
 		return usagef("--samples must be 0 or more")
 	}
+	router, err := o.formats.router()
+	if err != nil {
+		return err
+	}
 	ctx := c.Context()
 	path := e.dbPath(o.db)
 	db, err := ingest.Open(ctx, path)
@@ -65,7 +69,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, files []string) erro
 		return err
 	}
 	defer db.Close()
-	res, loadErr := ingest.Load(ctx, db, files, ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now})
+	res, loadErr := ingest.Load(ctx, db, files, ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router})
 	if !o.quiet {
 		if err := report.Ingest(e.stderr, &res); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -18,14 +19,19 @@ import (
 )
 
 type reportOptions struct {
-	db      string
-	formats formatFlags
-	window  string
-	since   string
-	until   string
-	format  string
-	output  string
-	maxAtt  int
+	db       string
+	formats  formatFlags
+	window   string
+	since    string
+	until    string
+	format   string
+	output   string
+	maxAtt   int
+	endpoint string
+	by       string
+	tz       string
+	maxGap   time.Duration
+	infer    bool
 }
 
 func (e *env) reportCmd() *cobra.Command {
@@ -38,31 +44,44 @@ first attempts, retries, amplification (tagged lines / first attempts), retry ra
 (second attempts / first attempts), retry success rate (retries answered 2xx / retries),
 recovered and exhausted requests, 5xx and 429 answers split first+retry, and a verdict:
 fuelling, rescuing or quiet. Under the table: 429 feedback loops (premature and blind
-retries) and policy findings (retried writes without an idempotency key, false
-successes, retries of non-retryable answers, attempts over --max-attempts).
+retries), policy findings (retried writes without an idempotency key, false successes,
+retries of non-retryable answers, attempts over --max-attempts) and how attempts were
+linked into logical requests.
 
-Attempts are linked into logical requests by Idempotency-Key, amz-sdk-invocation-id or
-X-Request-Id; a line with none of them counts as a request of its own.
+Attempts are linked by Idempotency-Key, amz-sdk-invocation-id or X-Request-Id; lines
+with none of them by client address, user agent, method and URI, with increasing
+attempt numbers at most --max-gap apart. --infer-attempts gives lines without an attempt
+header inferred numbers the same way (a repeat after a retryable failure is a retry);
+they are counted as "inferred".
 
 Without FILE it reads the database; with FILEs it loads them into a temporary in-memory
-database first (the input-format flags apply), for a quick look or a CI step.
+database first (the input flags apply), for a quick look or a CI step.
 
-Times are UTC. --since and --until take RFC 3339 (2026-11-29T10:00:00Z) or
-"2026-11-29 10:00[:05]" (UTC); the range is [since, until).`,
+--since and --until take RFC 3339 (2026-11-29T10:00:00Z), nginx's time
+(29/Nov/2026:10:00:00 +0000) or '2026-11-29 10:00[:05]' in --tz (default UTC); the
+range is [since, until). --tz also sets how windows are shown and where days start.`,
 		Example: `  retrylens report --window 1h
   retrylens report --window 1m --since '2026-11-29 10:00' --until '2026-11-29 10:30'
+  retrylens report --by route --endpoint /api/orders/:id
+  retrylens report --window 1d --tz Europe/Paris
   retrylens report --format json -o report.json
   retrylens report --format markdown --log-format retry access.log`,
 		RunE: func(c *cobra.Command, args []string) error { return e.runReport(c, &o, args) },
 	}
-	c.Flags().StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
+	f := c.Flags()
+	f.StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
 	o.formats.register(c)
-	c.Flags().StringVarP(&o.window, "window", "w", "1h", "window width: 1m, 5m, 1h, 1d or any Go duration such as 15m")
-	c.Flags().StringVar(&o.since, "since", "", "first time included (UTC unless the value has a zone)")
-	c.Flags().StringVar(&o.until, "until", "", "first time excluded")
-	c.Flags().StringVarP(&o.format, "format", "f", "table", "output format: table, markdown or json")
-	c.Flags().StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout")
-	c.Flags().IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
+	f.StringVarP(&o.window, "window", "w", "1h", "window width: 1m, 5m, 1h, 1d or any Go duration such as 15m")
+	f.StringVar(&o.since, "since", "", "first time included")
+	f.StringVar(&o.until, "until", "", "first time excluded")
+	f.StringVarP(&o.format, "format", "f", "table", "output format: table, markdown or json")
+	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout")
+	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
+	f.StringVar(&o.endpoint, "endpoint", "", "only this route, e.g. /api/orders/:id")
+	f.StringVar(&o.by, "by", "", "also break the range down by route, status, attempt or host")
+	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone, window starts and day boundaries")
+	f.DurationVar(&o.maxGap, "max-gap", query.DefaultMaxGap, "most time between two attempts of one request, for heuristic links and --infer-attempts")
+	f.BoolVar(&o.infer, "infer-attempts", false, "infer attempt numbers for lines without an attempt header")
 	return c
 }
 
@@ -73,70 +92,116 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	if o.maxAtt < 1 {
 		return usagef("--max-attempts must be at least 1")
 	}
+	if o.maxGap <= 0 {
+		return usagef("--max-gap must be positive")
+	}
+	if _, ok := query.Groupings[o.by]; o.by != "" && !ok {
+		return usagef("--by %q: want one of %s", o.by, strings.Join(groupings(), ", "))
+	}
+	loc, err := time.LoadLocation(o.tz)
+	if err != nil {
+		return usagef("--tz: %v", err)
+	}
 	width, err := parseWindow(o.window)
 	if err != nil {
 		return usagef("--window: %v", err)
 	}
-	var rg query.Range
-	if rg.Since, err = parseTime(o.since); err != nil {
+	qo := query.Options{Route: o.endpoint, MaxGap: o.maxGap, InferAttempts: o.infer}
+	if qo.Since, err = parseTime(o.since, loc); err != nil {
 		return usagef("--since: %v", err)
 	}
-	if rg.Until, err = parseTime(o.until); err != nil {
+	if qo.Until, err = parseTime(o.until, loc); err != nil {
 		return usagef("--until: %v", err)
 	}
-	if !rg.Since.IsZero() && !rg.Until.IsZero() && !rg.Since.Before(rg.Until) {
+	if !qo.Since.IsZero() && !qo.Until.IsZero() && !qo.Since.Before(qo.Until) {
 		return usagef("--since %s is not before --until %s", o.since, o.until)
 	}
 	ctx := c.Context()
-	var db *sql.DB
-	if len(files) > 0 {
-		if c.Flags().Changed("db") {
-			return usagef("--db and FILE arguments are exclusive: FILEs are read into a temporary database")
-		}
-		format, err := o.formats.format(c)
-		if err != nil {
-			return err
-		}
-		if db, err = ingest.Open(ctx, ""); err != nil {
-			return err
-		}
-		defer db.Close()
-		res, err := ingest.Load(ctx, db, files, ingest.Options{Format: format, Stdin: e.stdin, Now: e.now})
-		if err != nil {
-			report.Ingest(e.stderr, &res)
-			return fmt.Errorf("some input was not loaded:\n%w", err)
-		}
-		if t := res.Totals(); t.Rejected > 0 {
-			report.Ingest(e.stderr, &res)
-		}
-	} else {
-		path := e.dbPath(o.db)
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("no database at %s: run 'retrylens ingest FILE…' first, or give log files to report", path)
-		}
-		if db, err = ingest.Open(ctx, path); err != nil {
-			return err
-		}
-		defer db.Close()
-	}
-	r := report.Report{GeneratedAt: e.now(), Window: o.window}
-	if r.From, r.To, err = query.Span(ctx, db, rg); err != nil {
+	db, err := e.reportDB(c, o, files)
+	if err != nil {
 		return err
 	}
-	if r.Summary, err = query.Summary(ctx, db, rg); err != nil {
+	defer db.Close()
+	set, err := query.Open(ctx, db, qo)
+	if err != nil {
 		return err
 	}
-	if r.Windows, err = query.Windows(ctx, db, width, rg); err != nil {
+	defer set.Close()
+
+	r := report.Report{GeneratedAt: e.now(), Window: o.window, Location: loc, Endpoint: o.endpoint, By: o.by}
+	if r.From, r.To, err = set.Span(ctx); err != nil {
 		return err
+	}
+	// Windows start on multiples of the width in the zone's offset at the range start (so
+	// that days start at local midnight); a DST change inside the range shifts later ones.
+	_, offset := r.From.In(loc).Zone()
+	steps := []func() error{
+		func() (err error) { r.Summary, err = set.Summary(ctx); return },
+		func() (err error) { r.Windows, err = set.Windows(ctx, width, time.Duration(offset)*time.Second); return },
+		func() (err error) { r.Endpoints, err = set.Groups(ctx, "route"); return },
+		func() (err error) { r.Loops, err = set.Loops(ctx); return },
+		func() (err error) { r.Findings, err = set.Findings(ctx, o.maxAtt); return },
+		func() (err error) { r.Linking, err = set.Linking(ctx); return },
+	}
+	if o.by != "" && o.by != "route" {
+		steps = append(steps, func() (err error) { r.Groups, err = set.Groups(ctx, o.by); return })
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	if o.by == "route" {
+		r.Groups = r.Endpoints
 	}
 	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
-	if r.Loops, err = query.Loops(ctx, db, rg); err != nil {
-		return err
-	}
-	if r.Findings, err = query.Findings(ctx, db, rg, o.maxAtt); err != nil {
-		return err
-	}
 	return e.writeOutput(o.output, func(w io.Writer) error { return report.Write(w, o.format, &r) })
+}
+
+// reportDB opens the database, or loads FILEs into a temporary one.
+func (e *env) reportDB(c *cobra.Command, o *reportOptions, files []string) (*sql.DB, error) {
+	ctx := c.Context()
+	if len(files) == 0 {
+		path := e.dbPath(o.db)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no database at %s: run 'retrylens ingest FILE…' first, or give log files to report", path)
+		}
+		return ingest.Open(ctx, path)
+	}
+	if c.Flags().Changed("db") {
+		return nil, usagef("--db and FILE arguments are exclusive: FILEs are read into a temporary database")
+	}
+	format, err := o.formats.format(c)
+	if err != nil {
+		return nil, err
+	}
+	router, err := o.formats.router()
+	if err != nil {
+		return nil, err
+	}
+	db, err := ingest.Open(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	res, err := ingest.Load(ctx, db, files, ingest.Options{Format: format, Stdin: e.stdin, Now: e.now, Router: router})
+	if err != nil {
+		report.Ingest(e.stderr, &res)
+		db.Close()
+		return nil, fmt.Errorf("some input was not loaded:\n%w", err)
+	}
+	if t := res.Totals(); t.Rejected > 0 {
+		report.Ingest(e.stderr, &res)
+	}
+	return db, nil
+}
+
+func groupings() []string {
+	var g []string
+	for k := range query.Groupings {
+		g = append(g, k)
+	}
+	sort.Strings(g)
+	return g
 }
 
 // writeOutput writes to path, or stdout when path is "" or "-". A file is written whole
@@ -156,7 +221,7 @@ func (e *env) writeOutput(path string, render func(io.Writer) error) error {
 func parseWindow(s string) (time.Duration, error) {
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		d, err := time.ParseDuration(n + "h")
-		if err != nil {
+		if err != nil || d <= 0 {
 			return 0, fmt.Errorf("%q is not a duration like 1m, 5m, 1h or 1d", s)
 		}
 		return d * 24, nil
@@ -168,17 +233,20 @@ func parseWindow(s string) (time.Duration, error) {
 	return d, nil
 }
 
-var timeLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"}
+// timeLayouts are what --since/--until accept: RFC 3339, nginx's $time_local, and plain
+// dates and times (in the report's zone).
+var timeLayouts = []string{time.RFC3339Nano, "02/Jan/2006:15:04:05 -0700", "02/Jan/2006:15:04:05",
+	"2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"}
 
 // parseTime reads --since/--until; "" is an open bound.
-func parseTime(s string) (time.Time, error) {
+func parseTime(s string, loc *time.Location) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
 	for _, l := range timeLayouts {
-		if t, err := time.ParseInLocation(l, s, time.UTC); err == nil {
+		if t, err := time.ParseInLocation(l, s, loc); err == nil {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("%q is not a time like 2026-11-29T10:00:00Z or '2026-11-29 10:00'", s)
+	return time.Time{}, fmt.Errorf("%q is not a time like 2026-11-29T10:00:00Z, 29/Nov/2026:10:00:00 +0000 or '2026-11-29 10:00'", s)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/parse"
 )
 
@@ -102,17 +103,43 @@ func (e *env) dbPath(flag string) string {
 	return "retrylens.duckdb"
 }
 
-// formatFlags are the input-format flags shared by every command that reads logs.
+// formatFlags are the input flags shared by every command that reads logs.
 type formatFlags struct {
 	logFormat   string
 	nginxFormat string
 	escape      string
+	routes      []string
+	routesFile  string
 }
 
 func (f *formatFlags) register(c *cobra.Command) {
-	c.Flags().StringVar(&f.logFormat, "log-format", "auto", "input format preset: auto, combined, retry, nginx-json")
+	c.Flags().StringVar(&f.logFormat, "log-format", "auto", "input format preset: auto, combined, retry, nginx-json, caddy")
 	c.Flags().StringVar(&f.nginxFormat, "nginx-format", "", "an nginx log_format string, verbatim (the quoted pieces from nginx.conf work too)")
 	c.Flags().StringVar(&f.escape, "escape", "default", "the escape= of --nginx-format: default, json or none")
+	c.Flags().StringArrayVar(&f.routes, "route", nil, "a route template such as '/api/users/{id}/orders'; wins over the built-in id rules (repeatable)")
+	c.Flags().StringVar(&f.routesFile, "routes", "", "a file of route templates, one per line (# comments)")
+}
+
+// router builds the route rules from --route and --routes.
+func (f *formatFlags) router() (*ingest.Router, error) {
+	templates := f.routes
+	if f.routesFile != "" {
+		fh, err := os.Open(f.routesFile)
+		if err != nil {
+			return nil, usagef("--routes: %v", err)
+		}
+		defer fh.Close()
+		more, err := ingest.ReadRoutes(fh)
+		if err != nil {
+			return nil, usagef("--routes: %v", err)
+		}
+		templates = append(templates, more...)
+	}
+	r, err := ingest.NewRouter(templates)
+	if err != nil {
+		return nil, usagef("--route: %v", err)
+	}
+	return r, nil
 }
 
 // format returns the chosen format, nil for auto-detection.

@@ -1,0 +1,52 @@
+package ingest
+
+import "testing"
+
+func TestRoute(t *testing.T) {
+	r, err := NewRouter([]string{"/api/users/{id}/orders", "/v1/{tenant}/items"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ uri, want string }{
+		{"/api/orders/1042?fail=1", "/api/orders/:id"},
+		{"/api/users/42/orders", "/api/users/:id/orders"},
+		{"/api/users/alice/orders", "/api/users/:id/orders"}, // the template wins over the rules
+		{"/v1/acme/items", "/v1/:tenant/items"},
+		{"/api/items/3f2504e0-4f89-11d3-9a0c-0305e82c3301", "/api/items/:id"},
+		{"/blobs/deadbeef0123", "/blobs/:id"},
+		{"/pay/ord_1a2b3c4d5e6f7a8b", "/pay/:id"},
+		{"/t/dGhpcyBpcyBhIHRva2VuMTIz", "/t/:id"},
+		{"/static/app.d8f9.js", "/static/app.d8f9.js"}, // a file name, not an id
+		{"/api/v2/health", "/api/v2/health"},
+		{"/search?q=caf%C3%A9", "/search"},
+		{"/", "/"},
+		{"", ""},
+		{"\x16\x03\x01", "\x16\x03\x01"},
+	}
+	for _, tt := range tests {
+		if got := r.Route(tt.uri); got != tt.want {
+			t.Errorf("Route(%q) = %q, want %q", tt.uri, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"api/x", "/api/{id}x"} {
+		if _, err := NewRouter([]string{bad}); err == nil {
+			t.Errorf("NewRouter(%q) accepted", bad)
+		}
+	}
+}
+
+// go test ./ingest -run '^$' -fuzz FuzzRoute -fuzztime 1m
+func FuzzRoute(f *testing.F) {
+	f.Add("/api/orders/1042?fail=1")
+	f.Add("/a//b/3f2504e0-4f89-11d3-9a0c-0305e82c3301")
+	r, _ := NewRouter([]string{"/api/users/{id}/orders"})
+	f.Fuzz(func(t *testing.T, uri string) {
+		got := r.Route(uri)
+		if len(got) > len(uri)+len("/api/users/:id/orders") {
+			t.Fatalf("Route(%q) = %q grew", uri, got)
+		}
+		if again := r.Route(got); again != got {
+			t.Fatalf("Route is not idempotent: %q -> %q -> %q", uri, got, again)
+		}
+	})
+}
