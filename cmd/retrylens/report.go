@@ -137,7 +137,10 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	_, offset := r.From.In(loc).Zone()
 	steps := []func() error{
 		func() (err error) { r.Summary, err = set.Summary(ctx); return },
-		func() (err error) { r.Windows, err = set.Windows(ctx, width, time.Duration(offset)*time.Second); return },
+		func() (err error) {
+			r.Windows, err = set.Windows(ctx, width, time.Duration(offset)*time.Second)
+			return
+		},
 		func() (err error) { r.Endpoints, err = set.Groups(ctx, "route"); return },
 		func() (err error) { r.Loops, err = set.Loops(ctx); return },
 		func() (err error) { r.Findings, err = set.Findings(ctx, o.maxAtt); return },
