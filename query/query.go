@@ -321,3 +321,24 @@ func ptr(f sql.NullFloat64) *float64 {
 	}
 	return &f.Float64
 }
+
+// EachAttempt calls fn with the attempt number of every row of the Set (NULL when
+// untagged) and whether it was inferred, by file and line: for measuring inference
+// against logs whose attempt numbers are known.
+func (s *Set) EachAttempt(ctx context.Context, fn func(fileID, line int64, attempt sql.NullInt64, inferred bool)) error {
+	rows, err := s.conn.QueryContext(ctx, "SELECT file_id, line, attempt, inferred FROM "+s.table)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f, l int64
+		var a sql.NullInt64
+		var inf bool
+		if err := rows.Scan(&f, &l, &a, &inf); err != nil {
+			return err
+		}
+		fn(f, l, a, inf)
+	}
+	return rows.Err()
+}

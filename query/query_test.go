@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -156,5 +157,104 @@ func TestLoopsAndFindings(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, findings); diff != "" {
 		t.Errorf("Findings (-want +got):\n%s", diff)
+	}
+}
+
+// insert adds hand-made rows: ts, client, method, uri, attempt (nil: untagged), status.
+func insert(t *testing.T, db *sql.DB, rows [][]any) {
+	t.Helper()
+	for i, r := range rows {
+		_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, remote_addr, user_agent, method, uri, attempt, status, request_id)
+			VALUES (1, ?, ?::TIMESTAMP, ?, 'ua', ?, ?, ?, ?, ?)`, append([]any{i + 1}, r...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Rows without a strong key link by client, user agent, method and URI: attempt numbers
+// increase and attempts are at most --max-gap apart.
+func TestHeuristicLinking(t *testing.T) {
+	ctx := context.Background()
+	db, err := ingest.Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	insert(t, db, [][]any{
+		{"2026-11-29 10:00:00", "10.0.0.1", "GET", "/a", 0, 502, nil}, // A1: 502 then 200: recovered
+		{"2026-11-29 10:00:01", "10.0.0.1", "GET", "/a", 1, 200, nil},
+		{"2026-11-29 10:05:00", "10.0.0.1", "GET", "/a", 0, 200, nil}, // A2: attempt 0 starts anew
+		{"2026-11-29 10:00:00", "10.0.0.2", "GET", "/a", 0, 502, nil}, // B1: not retried within 60 s
+		{"2026-11-29 10:03:00", "10.0.0.2", "GET", "/a", 1, 200, nil}, // B2: a retry 3 min later stands alone
+		{"2026-11-29 10:00:00", "10.0.0.3", "GET", "/b", 0, 503, "r"}, // R: linked by its request id
+		{"2026-11-29 10:00:09", "10.0.0.9", "GET", "/b", 1, 503, "r"}, //    even from another address
+	})
+	set, err := query.Open(ctx, db, query.Options{MaxGap: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	m, err := set.Summary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Logical requests: A1, A2, B1, B2, R. Recovered: A1. Exhausted: R (retried, no 2xx);
+	// B2 retried-looking but got 200. Final statuses 2xx: A1, A2, B2 of 5.
+	if m.Recovered != 1 || m.Exhausted != 1 || m.EffectiveSuccess == nil || *m.EffectiveSuccess != 3.0/5 {
+		t.Errorf("recovered %d, exhausted %d, effective %v; want 1, 1, 0.6", m.Recovered, m.Exhausted, m.EffectiveSuccess)
+	}
+	l, err := set.Linking(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(query.Linking{RequestID: 1, Heuristic: 4}, l); diff != "" {
+		t.Errorf("Linking (-want +got):\n%s", diff)
+	}
+}
+
+// --infer-attempts numbers the repeats of an untagged request after retryable failures.
+func TestInferAttempts(t *testing.T) {
+	ctx := context.Background()
+	db, err := ingest.Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	insert(t, db, [][]any{
+		{"2026-11-29 10:00:00", "10.0.0.1", "GET", "/x", nil, 503, nil}, // C: 0
+		{"2026-11-29 10:00:02", "10.0.0.1", "GET", "/x", nil, 503, nil}, //    1
+		{"2026-11-29 10:00:05", "10.0.0.1", "GET", "/x", nil, 200, nil}, //    2: recovered
+		{"2026-11-29 10:10:00", "10.0.0.1", "GET", "/x", nil, 200, nil}, //    0 again: 10 min later
+		{"2026-11-29 10:00:00", "10.0.0.2", "GET", "/y", nil, 200, nil}, // D: 0
+		{"2026-11-29 10:00:01", "10.0.0.2", "GET", "/y", nil, 200, nil}, //    0: the previous one succeeded
+	})
+	set, err := query.Open(ctx, db, query.Options{InferAttempts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	var got []int64
+	err = set.EachAttempt(ctx, func(_, line int64, a sql.NullInt64, inferred bool) {
+		if !inferred || !a.Valid {
+			t.Errorf("line %d: attempt %v, inferred %v", line, a, inferred)
+		}
+		for int64(len(got)) < line {
+			got = append(got, -1)
+		}
+		got[line-1] = a.Int64
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{0, 1, 2, 0, 0, 0}, got); diff != "" {
+		t.Errorf("inferred attempts by line (-want +got):\n%s", diff)
+	}
+	m, err := set.Summary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Inferred != 6 || m.Untagged != 0 || m.FirstAttempts != 4 || m.Retries != 2 || m.Recovered != 1 {
+		t.Errorf("summary: %+v", m)
 	}
 }

@@ -302,3 +302,71 @@ func TestIncidentLoops(t *testing.T) {
 		t.Errorf("loops_429 (-want +got):\n%s\nfindings: %v (want none: GETs only, at most 3 attempts)", diff, got.Findings)
 	}
 }
+
+// Routes: the incident's /api/orders/1000… become one route, health checks another;
+// the endpoints table ranks the one with retries first.
+func TestEndpoints(t *testing.T) {
+	stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", scenario("incident-hour"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Endpoints []struct {
+			Method, Route      string
+			Requests, Untagged int64
+			FirstAttempts      int64 `json:"first_attempts"`
+		} `json:"endpoints"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	type ep struct {
+		Method, Route                     string
+		Requests, Untagged, FirstAttempts int64
+	}
+	var eps []ep
+	for _, e := range got.Endpoints {
+		eps = append(eps, ep{e.Method, e.Route, e.Requests, e.Untagged, e.FirstAttempts})
+	}
+	want := []ep{{"GET", "/api/orders/:id", 122, 0, 80}, {"GET", "/healthz", 3, 3, 0}}
+	if diff := cmp.Diff(want, eps); diff != "" {
+		t.Errorf("endpoints (-want +got):\n%s", diff)
+	}
+	// --endpoint keeps one route; --by status breaks it down.
+	stdout, stderr, code = retrylens(t, nil, "report", "--format", "json", "--endpoint", "/healthz", "--by", "status", scenario("incident-hour"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r jsonReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Summary.Requests != 3 || r.Summary.Untagged != 3 {
+		t.Errorf("--endpoint /healthz: %+v", r.Summary)
+	}
+}
+
+// The same ten minutes of the incident (73 rows, EXPECTED.md), asked three ways.
+func TestTimeFilters(t *testing.T) {
+	for _, args := range [][]string{
+		{"--since", "2026-11-29T14:20:00Z", "--until", "2026-11-29T14:30:00Z"},
+		{"--since", "29/Nov/2026:14:20:00 +0000", "--until", "29/Nov/2026:15:30:00 +0100"},
+		{"--tz", "Europe/Paris", "--since", "2026-11-29 15:20", "--until", "2026-11-29 15:30"},
+	} {
+		stdout, stderr, code := retrylens(t, nil, append(append([]string{"report", "--format", "json"}, args...), scenario("incident-hour"))...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var r jsonReport
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Summary.Requests != 73 || r.Summary.Retries != 42 {
+			t.Errorf("%v: %d requests, %d retries; want 73, 42", args, r.Summary.Requests, r.Summary.Retries)
+		}
+	}
+	_, stderr, code := retrylens(t, nil, "report", "--tz", "Mars/Olympus", scenario("incident-hour"))
+	if code != exitUsage || !strings.Contains(stderr, "--tz") {
+		t.Errorf("bad --tz: exit %d: %s", code, stderr)
+	}
+}
