@@ -94,6 +94,8 @@ func value(r *Record, f field) string {
 		// The inverse of set's split at the first and last space.
 		hasSpace := strings.IndexByte(r.URI, ' ') >= 0
 		switch {
+		case r.Method == "" && r.Protocol == "" && r.URI == "-":
+			return " -" // a bare "-" would read as no request at all
 		case r.Method == "" && r.Protocol == "" && !hasSpace:
 			return r.URI
 		case r.Protocol == "" && hasSpace:

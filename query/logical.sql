@@ -1,23 +1,47 @@
 -- Logical-request metrics, grouped by {{.Key}} taken from each logical request's first
 -- attempt. recovered: the first attempt was not 2xx and a later one was; exhausted:
 -- retried and never 2xx; effective_success: 2xx share of final attempts.
+--
+-- Requests with retries are in {{.Table}}_multi. Every other strong-keyed request is a
+-- single first attempt: those are counted from the rows, less the first attempts that
+-- belong to requests in _multi.
 WITH l AS (
     SELECT lkey,
-        arg_min({{.Key}}, attempt)                          AS k,
-        min(attempt)                                        AS first_n,
-        arg_min(status, attempt)                            AS first_status,
-        arg_max(status, attempt)                            AS final_status,
-        max(attempt)                                        AS last_n,
+        arg_min({{.Key}}, attempt)                           AS k,
+        min(attempt)                                         AS first_n,
+        arg_min(status, attempt)                             AS first_status,
+        arg_max(status, attempt)                             AS final_status,
+        max(attempt)                                         AS last_n,
         coalesce(bool_or(status BETWEEN 200 AND 299), false) AS any_ok
-    FROM {{.Table}}
-    WHERE attempt IS NOT NULL
+    FROM {{.Table}}_multi
     GROUP BY lkey
+),
+lg AS (
+    SELECT k,
+        count(*) FILTER (first_n = 0 AND NOT coalesce(first_status BETWEEN 200 AND 299, false) AND any_ok) AS recovered,
+        count(*) FILTER (last_n >= 1 AND NOT any_ok)                                                      AS exhausted,
+        count(*)                                                                                          AS logical,
+        count(*) FILTER (final_status BETWEEN 200 AND 299)                                                AS final_ok
+    FROM l
+    GROUP BY k
+),
+mf AS (
+    SELECT {{.Key}} AS k, count(*) AS firsts, count(*) FILTER (status BETWEEN 200 AND 299) AS firsts_ok
+    FROM {{.Table}}_multi
+    WHERE attempt = 0 AND linked_by IN ('idempotency_key', 'invocation_id', 'request_id')
+    GROUP BY k
+),
+sf AS (
+    SELECT {{.Key}} AS k, count(*) AS firsts, count(*) FILTER (status BETWEEN 200 AND 299) AS firsts_ok
+    FROM {{.Table}}
+    WHERE attempt = 0 AND linked_by IN ('idempotency_key', 'invocation_id', 'request_id')
+    GROUP BY k
 )
 SELECT
     k,
-    count(*) FILTER (first_n = 0 AND NOT coalesce(first_status BETWEEN 200 AND 299, false) AND any_ok) AS recovered,
-    count(*) FILTER (last_n >= 1 AND NOT any_ok)                                                      AS exhausted,
-    avg(CASE WHEN final_status BETWEEN 200 AND 299 THEN 1.0 ELSE 0.0 END)                             AS effective_success
-FROM l
-GROUP BY k
+    coalesce(lg.recovered, 0) AS recovered,
+    coalesce(lg.exhausted, 0) AS exhausted,
+    (coalesce(sf.firsts_ok, 0) - coalesce(mf.firsts_ok, 0) + coalesce(lg.final_ok, 0))::DOUBLE
+        / nullif(coalesce(sf.firsts, 0) - coalesce(mf.firsts, 0) + coalesce(lg.logical, 0), 0) AS effective_success
+FROM sf FULL JOIN mf USING (k) FULL JOIN lg USING (k)
 ORDER BY k

@@ -2,8 +2,8 @@
 -- more consecutive attempts answered 429; consecutive 429s share attempt − rank.
 WITH r AS (
     SELECT lkey, attempt - row_number() OVER (PARTITION BY lkey ORDER BY attempt, ts) AS grp
-    FROM {{.Table}}
-    WHERE status = 429 AND attempt IS NOT NULL
+    FROM {{.Table}}_multi
+    WHERE status = 429
 ),
 runs AS (
     SELECT lkey, count(*) AS len FROM r GROUP BY lkey, grp HAVING count(*) >= 2
@@ -14,6 +14,6 @@ SELECT
     count(*) FILTER (attempt >= 1 AND prev_retry_secs IS NOT NULL
                      AND started < prev_end + to_microseconds(CAST(prev_retry_secs * 1000000 AS BIGINT))) AS premature_retries,
     count(*) FILTER (attempt >= 1 AND prev_status = 429 AND prev_retry_after IS NULL)                  AS blind_retries,
-    count(*) FILTER (attempt >= 1 AND status = 429)::DOUBLE / nullif(count(*) FILTER (status = 429), 0) AS retry_429_share
-FROM {{.Table}}
-WHERE attempt IS NOT NULL
+    (SELECT count(*) FILTER (attempt >= 1 AND status = 429)::DOUBLE / nullif(count(*) FILTER (attempt IS NOT NULL AND status = 429), 0)
+     FROM {{.Table}}) AS retry_429_share
+FROM {{.Table}}_multi

@@ -1,97 +1,119 @@
 {{/*
-prepare.sql builds the temporary table every report query reads: the rows of the range
-[$1, $2) (and of route $3 when given), each tagged row with the key of its logical request
-and what the previous attempt of that request got.
+The statements that prepare a report's rows, run in this order on the Set's connection.
+Objects are named after {{.Table}}, chosen by the program.
 
-Parameters: $1 since, $2 until, $3 route or NULL, $4 max gap in seconds (heuristic links
-and inference), $5 infer attempts for untagged rows.
+  _p      the parameters: since, until, route (NULL for all), max_gap (seconds), infer
+  _rows   view: the rows of the range, with their strong key (skey) and start time
+  _chain  table: rows linked by the heuristic (tagged, no strong key) and, with infer,
+          untagged rows with inferred attempt numbers
+  (main)  view: every row of the range with its attempt number (logged or inferred),
+          logical-request key (lkey) and what linked it; the row metrics read this
+  _multi  table: the rows of every logical request that has a retry (or was linked by
+          the heuristic), with what the previous attempt got: the logical metrics, 429
+          loops and findings read this. Most requests have one attempt and no row here,
+          which is what keeps a report over 10M rows fast.
 
 Linking (SPEC "logical request"): Idempotency-Key, then amz-sdk-invocation-id, then
-X-Request-Id; rows with none of them link by the heuristic key (client address, user
-agent, method, URI): attempt numbers increase and consecutive attempts are at most $4
-seconds apart (from the previous end to this start).
-
-Inference (--infer-attempts): an untagged row repeats the previous row of the same
-heuristic key when that one got a retryable failure (5xx, 429, 408, 499, 0) and this one
-started at most $4 seconds after it ended; its attempt number counts the repeats.
+X-Request-Id, taken as unique per business request; rows with none of them link by
+client address, user agent, method and URI: attempt numbers increase and an attempt
+starts at most max_gap seconds after the previous one ended. Inference (--infer-attempts):
+an untagged row repeats the previous row of the same client, user agent, method and URI
+when that one got a retryable failure (5xx, 429, 408, 499, 0) and this one started at
+most max_gap seconds after it ended; its attempt number counts the repeats.
 */}}
-{{define "prepare.sql"}}
-CREATE TEMP TABLE {{.Table}} AS
-WITH base AS (
-    SELECT file_id, line, ts, remote_addr, user_agent, method, uri, route, host, upstream_addr,
-           status, upstream_status, idempotency_key, invocation_id, request_id, retry_after,
-           attempt AS logged_attempt,
-           ts - to_microseconds(CAST(coalesce(request_time, 0) * 1000000 AS BIGINT)) AS started
-    FROM requests
-    WHERE ($1::TIMESTAMP IS NULL OR ts >= $1::TIMESTAMP)
-      AND ($2::TIMESTAMP IS NULL OR ts <  $2::TIMESTAMP)
-      AND ($3::VARCHAR IS NULL OR route = $3::VARCHAR)
-),
--- Inference, over untagged rows only (none unless $5).
-u AS (
-    SELECT *,
-        CASE WHEN lag(ts) OVER hk IS NULL
-               OR epoch(started) - epoch(lag(ts) OVER hk) > $4
-               OR NOT coalesce(lag(status) OVER hk IN (0, 408, 429, 499) OR lag(status) OVER hk >= 500, false)
-             THEN 1 ELSE 0 END AS new_chain
-    FROM base
-    WHERE logged_attempt IS NULL AND $5::BOOLEAN
-    WINDOW hk AS (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, line)
-),
-uc AS (
-    SELECT *, sum(new_chain) OVER (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, line
-                                   ROWS UNBOUNDED PRECEDING) AS chain
-    FROM u
-),
-ui AS (
-    SELECT * EXCLUDE (new_chain, chain),
-        CAST(row_number() OVER (PARTITION BY remote_addr, user_agent, method, uri, chain ORDER BY ts, line) - 1 AS INTEGER) AS attempt,
-        true AS inferred,
-        'h:' || hash(remote_addr, user_agent, method, uri) || ':' || chain AS lkey,
-        'inferred' AS linked_by
-    FROM uc
-),
--- Tagged rows with a strong key.
-st AS (
-    SELECT *, logged_attempt AS attempt, false AS inferred,
-        coalesce('k:' || idempotency_key, 'a:' || invocation_id, 'r:' || request_id) AS lkey,
-        CASE WHEN idempotency_key IS NOT NULL THEN 'idempotency_key'
-             WHEN invocation_id IS NOT NULL THEN 'invocation_id'
-             ELSE 'request_id' END AS linked_by
-    FROM base
-    WHERE logged_attempt IS NOT NULL
-      AND (idempotency_key IS NOT NULL OR invocation_id IS NOT NULL OR request_id IS NOT NULL)
-),
--- Tagged rows without one: the heuristic.
+{{define "prepare_params"}}
+CREATE TEMP TABLE {{.Table}}_p AS
+SELECT $1::TIMESTAMP AS since, $2::TIMESTAMP AS until, $3::VARCHAR AS route, $4::DOUBLE AS max_gap, $5::BOOLEAN AS infer
+{{end}}
+
+{{define "prepare_rows"}}
+CREATE TEMP VIEW {{.Table}}_rows AS
+SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.route, r.host, r.upstream_addr,
+       r.status, r.upstream_status, r.idempotency_key, r.invocation_id, r.request_id, r.retry_after,
+       r.attempt AS logged_attempt,
+       coalesce(r.idempotency_key, r.invocation_id, r.request_id) AS skey,
+       CASE WHEN r.idempotency_key IS NOT NULL THEN 'idempotency_key'
+            WHEN r.invocation_id IS NOT NULL THEN 'invocation_id'
+            WHEN r.request_id IS NOT NULL THEN 'request_id' END AS skind,
+       r.ts - to_microseconds(CAST(coalesce(r.request_time, 0) * 1000000 AS BIGINT)) AS started
+FROM requests r, {{.Table}}_p p
+WHERE (p.since IS NULL OR r.ts >= p.since)
+  AND (p.until IS NULL OR r.ts < p.until)
+  AND (p.route IS NULL OR r.route = p.route)
+{{end}}
+
+{{define "prepare_chain"}}
+CREATE TEMP TABLE {{.Table}}_chain AS
+WITH p AS (SELECT * FROM {{.Table}}_p),
 h AS (
     SELECT *,
         CASE WHEN lag(ts) OVER hk IS NULL
                OR logged_attempt = 0
                OR logged_attempt <= lag(logged_attempt) OVER hk
-               OR epoch(started) - epoch(lag(ts) OVER hk) > $4
+               OR epoch(started) - epoch(lag(ts) OVER hk) > (SELECT max_gap FROM p)
              THEN 1 ELSE 0 END AS new_chain
-    FROM base
-    WHERE logged_attempt IS NOT NULL
-      AND idempotency_key IS NULL AND invocation_id IS NULL AND request_id IS NULL
+    FROM {{.Table}}_rows
+    WHERE logged_attempt IS NOT NULL AND skey IS NULL
     WINDOW hk AS (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, logged_attempt, line)
 ),
 hc AS (
-    SELECT * EXCLUDE (new_chain),
-        logged_attempt AS attempt, false AS inferred,
-        'h:' || hash(remote_addr, user_agent, method, uri) || ':' ||
-            sum(new_chain) OVER (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, logged_attempt, line
-                                 ROWS UNBOUNDED PRECEDING) AS lkey,
-        'heuristic' AS linked_by
+    SELECT * EXCLUDE (new_chain), logged_attempt AS attempt, false AS inferred, 'heuristic' AS linked_by,
+        sum(new_chain) OVER (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, logged_attempt, line
+                             ROWS UNBOUNDED PRECEDING) AS chain
     FROM h
 ),
--- Untagged rows that stay untagged.
-un AS (
-    SELECT *, NULL::INTEGER AS attempt, false AS inferred, NULL::VARCHAR AS lkey, NULL::VARCHAR AS linked_by
-    FROM base
-    WHERE logged_attempt IS NULL AND NOT $5::BOOLEAN
+u AS (
+    SELECT *,
+        CASE WHEN lag(ts) OVER hk IS NULL
+               OR epoch(started) - epoch(lag(ts) OVER hk) > (SELECT max_gap FROM p)
+               OR NOT coalesce(lag(status) OVER hk IN (0, 408, 429, 499) OR lag(status) OVER hk >= 500, false)
+             THEN 1 ELSE 0 END AS new_chain
+    FROM {{.Table}}_rows
+    WHERE logged_attempt IS NULL AND (SELECT infer FROM p)
+    WINDOW hk AS (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, line)
 ),
-t AS (
-    SELECT * FROM st UNION ALL BY NAME SELECT * FROM hc UNION ALL BY NAME SELECT * FROM ui
+uc AS (
+    SELECT * EXCLUDE (new_chain),
+        sum(new_chain) OVER (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, line
+                             ROWS UNBOUNDED PRECEDING) AS chain
+    FROM u
+),
+ui AS (
+    SELECT *,
+        CAST(row_number() OVER (PARTITION BY remote_addr, user_agent, method, uri, chain ORDER BY ts, line) - 1 AS INTEGER) AS attempt,
+        true AS inferred, 'inferred' AS linked_by
+    FROM uc
+)
+SELECT * EXCLUDE (chain, skey, skind, logged_attempt),
+    'h:' || hash(remote_addr, user_agent, method, uri) || ':' || chain AS lkey
+FROM (SELECT * FROM hc UNION ALL BY NAME SELECT * FROM ui)
+{{end}}
+
+{{define "prepare_all"}}
+CREATE TEMP VIEW {{.Table}} AS
+SELECT * EXCLUDE (logged_attempt, skey, skind),
+    logged_attempt AS attempt, false AS inferred,
+    CASE WHEN logged_attempt IS NOT NULL THEN skey END AS lkey,
+    CASE WHEN logged_attempt IS NOT NULL THEN skind END AS linked_by
+FROM {{.Table}}_rows
+WHERE (logged_attempt IS NOT NULL AND skey IS NOT NULL)
+   OR (logged_attempt IS NULL AND NOT (SELECT infer FROM {{.Table}}_p))
+UNION ALL BY NAME
+SELECT * FROM {{.Table}}_chain
+{{end}}
+
+{{define "prepare_multi"}}
+CREATE TEMP TABLE {{.Table}}_multi AS
+WITH retried AS (
+    SELECT DISTINCT skey FROM {{.Table}}_rows WHERE logged_attempt >= 1 AND skey IS NOT NULL
+),
+m AS (
+    SELECT * EXCLUDE (logged_attempt, skey, skind),
+        logged_attempt AS attempt, false AS inferred, skey AS lkey, skind AS linked_by
+    FROM {{.Table}}_rows
+    WHERE logged_attempt IS NOT NULL AND skey IN (SELECT skey FROM retried)
+    UNION ALL BY NAME
+    SELECT * FROM {{.Table}}_chain
 )
 SELECT *,
     lag(status)      OVER w AS prev_status,
@@ -106,8 +128,6 @@ SELECT *,
     -- how findings name a logical request: its key as logged, else where it was seen
     coalesce(idempotency_key, invocation_id, request_id,
              coalesce(method, '') || ' ' || coalesce(uri, '') || ' at ' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ')) AS example
-FROM t
+FROM m
 WINDOW w AS (PARTITION BY lkey ORDER BY attempt, ts)
-UNION ALL BY NAME
-SELECT * FROM un
 {{end}}

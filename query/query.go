@@ -53,29 +53,40 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		return nil, err
 	}
 	s := &Set{conn: conn, table: fmt.Sprintf("report_rows_%d", setID.Add(1))}
-	q, err := s.statement("prepare.sql", "")
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
 	var route any
 	if o.Route != "" {
 		route = o.Route
 	}
-	if _, err := conn.ExecContext(ctx, q, nullTime(o.Since), nullTime(o.Until), route, o.MaxGap.Seconds(), o.InferAttempts); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("prepare.sql: %w", err)
+	for i, name := range []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi"} {
+		q, err := s.statement(name, "")
+		if err == nil {
+			var args []any
+			if i == 0 {
+				args = []any{nullTime(o.Since), nullTime(o.Until), route, o.MaxGap.Seconds(), o.InferAttempts}
+			}
+			_, err = conn.ExecContext(ctx, q, args...)
+		}
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 	}
 	return s, nil
 }
 
-// Close drops the Set's table and releases its connection.
+// Close drops the Set's tables and views and releases its connection.
 func (s *Set) Close() error {
-	_, err := s.conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+s.table)
-	if cerr := s.conn.Close(); err == nil {
-		err = cerr
+	ctx := context.Background()
+	var first error
+	for _, drop := range []string{"TABLE IF EXISTS %s_multi", "VIEW IF EXISTS %s", "TABLE IF EXISTS %s_chain", "VIEW IF EXISTS %s_rows", "TABLE IF EXISTS %s_p"} {
+		if _, err := s.conn.ExecContext(ctx, "DROP "+fmt.Sprintf(drop, s.table)); err != nil && first == nil {
+			first = err
+		}
 	}
-	return err
+	if err := s.conn.Close(); first == nil {
+		first = err
+	}
+	return first
 }
 
 func (s *Set) statement(name, key string) (string, error) {
@@ -146,7 +157,8 @@ var Groupings = map[string]string{
 // Summary returns the metrics over the whole Set.
 func (s *Set) Summary(ctx context.Context) (Metrics, error) {
 	var m Metrics
-	err := s.grouped(ctx, "NULL::INTEGER", func(_ any, g Metrics) { m = g }, func() any { return new(sql.NullInt64) })
+	// One group, keyed 0 (a NULL key would not join with itself in logical.sql).
+	err := s.grouped(ctx, "0", func(_ any, g Metrics) { m = g }, func() any { return new(sql.NullInt64) })
 	m.Verdict = Verdict(m)
 	return m, err
 }
@@ -249,9 +261,13 @@ func (l Linking) Strong() int64 { return l.IdempotencyKey + l.InvocationID + l.R
 // Linking returns how the Set's logical requests were linked.
 func (s *Set) Linking(ctx context.Context) (Linking, error) {
 	var l Linking
-	rows, err := s.conn.QueryContext(ctx, "SELECT linked_by, count(DISTINCT lkey) FROM "+s.table+" WHERE lkey IS NOT NULL GROUP BY linked_by")
+	q, err := s.statement("linking.sql", "")
 	if err != nil {
-		return l, fmt.Errorf("linking: %w", err)
+		return l, err
+	}
+	rows, err := s.conn.QueryContext(ctx, q)
+	if err != nil {
+		return l, fmt.Errorf("linking.sql: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {

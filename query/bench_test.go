@@ -1,0 +1,88 @@
+package query_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/query"
+)
+
+// bench10M opens (building it once, into the temp dir) a database of 10M requests over
+// a day: 12-row blocks of ten single-attempt requests and one 502 → 200 retry pair, one
+// block in 20 with a 429 and Retry-After instead, 40 routes, a request id on every line.
+func bench10M(b *testing.B) *sql.DB {
+	ctx := context.Background()
+	path := filepath.Join(os.TempDir(), "retrylens-bench-10m-v2.duckdb")
+	_, statErr := os.Stat(path)
+	db, err := ingest.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if statErr == nil {
+		return db
+	}
+	b.Log("building ", path, " (once)")
+	_, err = db.ExecContext(ctx, `
+INSERT INTO requests (file_id, line, ts, remote_addr, user_agent, method, uri, route, status, request_time,
+                      attempt, attempt_source, request_id, retry_after)
+SELECT 1, i + 1,
+       TIMESTAMP '2026-11-29 00:00:00' + to_microseconds(i * 8640),
+       '10.0.' || (i % 200) || '.' || (i % 250), 'client/1.0', 'GET',
+       '/api/r' || (i % 40) || '/' || (i // 12), '/api/r' || (i % 40) || '/:id',
+       CASE WHEN i % 12 = 10 THEN (CASE WHEN (i // 12) % 20 = 0 THEN 429 ELSE 502 END) ELSE 200 END,
+       0.012,
+       CASE WHEN i % 12 = 11 THEN 1 ELSE 0 END, 'x-retry-attempt',
+       'r' || (i // 12) || '-' || least(i % 12, 10),
+       CASE WHEN i % 12 = 10 AND (i // 12) % 20 = 0 THEN '1' END
+FROM range(10000000) t(i)`)
+	if err != nil {
+		os.Remove(path)
+		b.Fatal(err)
+	}
+	return db
+}
+
+// BenchmarkReport10M is one whole report over 10M rows: prepare, summary, hourly
+// windows, endpoints, 429 loops, findings, linking.
+//
+//	go test ./query -run '^$' -bench Report10M -benchtime 3x
+func BenchmarkReport10M(b *testing.B) {
+	db := bench10M(b)
+	defer db.Close()
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		set, err := query.Open(ctx, db, query.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := set.Summary(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if m.Requests != 10_000_000 {
+			b.Fatalf("%d requests", m.Requests)
+		}
+		if _, err := set.Windows(ctx, time.Hour, 0); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := set.Groups(ctx, "route"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := set.Loops(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := set.Findings(ctx, query.DefaultMaxAttempts); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := set.Linking(ctx); err != nil {
+			b.Fatal(err)
+		}
+		set.Close()
+	}
+}
