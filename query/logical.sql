@@ -3,8 +3,8 @@
 -- retried and never 2xx; effective_success: 2xx share of final attempts.
 --
 -- Requests with retries are in {{.Table}}_multi. Every other strong-keyed request is a
--- single first attempt: those are counted from the rows, less the first attempts that
--- belong to requests in _multi.
+-- single first attempt: metrics.sql counts strong first attempts over all rows, and Go
+-- takes out those of requests in _multi (multi_firsts) to get effective_success.
 WITH l AS (
     SELECT lkey,
         arg_min({{.Key}}, attempt)                           AS k,
@@ -30,18 +30,14 @@ mf AS (
     FROM {{.Table}}_multi
     WHERE attempt = 0 AND linked_by IN ('idempotency_key', 'invocation_id', 'request_id')
     GROUP BY k
-),
-sf AS (
-    SELECT {{.Key}} AS k, count(*) AS firsts, count(*) FILTER (status BETWEEN 200 AND 299) AS firsts_ok
-    FROM {{.Table}}
-    WHERE attempt = 0 AND linked_by IN ('idempotency_key', 'invocation_id', 'request_id')
-    GROUP BY k
 )
 SELECT
     k,
     coalesce(lg.recovered, 0) AS recovered,
     coalesce(lg.exhausted, 0) AS exhausted,
-    (coalesce(sf.firsts_ok, 0) - coalesce(mf.firsts_ok, 0) + coalesce(lg.final_ok, 0))::DOUBLE
-        / nullif(coalesce(sf.firsts, 0) - coalesce(mf.firsts, 0) + coalesce(lg.logical, 0), 0) AS effective_success
-FROM sf FULL JOIN mf USING (k) FULL JOIN lg USING (k)
+    coalesce(lg.logical, 0)   AS logical,
+    coalesce(lg.final_ok, 0)  AS final_ok,
+    coalesce(mf.firsts, 0)    AS multi_firsts,
+    coalesce(mf.firsts_ok, 0) AS multi_firsts_ok
+FROM lg FULL JOIN mf USING (k)
 ORDER BY k

@@ -2,7 +2,8 @@
 -- expression over a row, chosen by the program (never by the user); {{.Table}} is the
 -- prepared table (prepare.sql). Tagged rows only, except requests and untagged.
 WITH r AS (
-    SELECT {{.Key}} AS k, attempt, status, inferred
+    SELECT {{.Key}} AS k, attempt, status, inferred,
+           linked_by IN ('idempotency_key', 'invocation_id', 'request_id') AS strong
     FROM {{.Table}}
 ), c AS (
     SELECT
@@ -21,7 +22,10 @@ WITH r AS (
         count(*) FILTER (attempt = 0 AND status = 429)                AS status_429_first,
         count(*) FILTER (attempt >= 1 AND status = 429)               AS status_429_retry,
         count(*) FILTER (attempt = 0 AND status = 499)                AS status_499_first,
-        count(*) FILTER (attempt >= 1 AND status = 499)               AS status_499_retry
+        count(*) FILTER (attempt >= 1 AND status = 499)               AS status_499_retry,
+        -- for logical.sql: first attempts linked by a strong key, and those answered 2xx
+        count(*) FILTER (attempt = 0 AND strong)                      AS strong_firsts,
+        count(*) FILTER (attempt = 0 AND strong AND status BETWEEN 200 AND 299) AS strong_firsts_ok
     FROM r
     GROUP BY k
 )
@@ -34,6 +38,7 @@ SELECT
     tagged_ok::DOUBLE / nullif(tagged, 0)               AS actual_success,
     status_5xx_first, status_5xx_retry,
     status_429_first, status_429_retry,
-    status_499_first, status_499_retry
+    status_499_first, status_499_retry,
+    strong_firsts, strong_firsts_ok
 FROM c
 ORDER BY k

@@ -2,8 +2,11 @@
 The statements that prepare a report's rows, run in this order on the Set's connection.
 Objects are named after {{.Table}}, chosen by the program.
 
-  _p      the parameters: since, until, route (NULL for all), max_gap (seconds), infer
-  _rows   view: the rows of the range, with their strong key (skey) and start time
+  _p      the route to keep (NULL for all): the one parameter a user types as text
+  _rows   view: the rows of the range, with their strong key (skey) and start time.
+          {{.Since}}, {{.Until}}, {{.MaxGap}} and {{.Infer}} are SQL literals the program
+          formats from parsed values (a time, a number, a boolean), so that DuckDB can
+          skip row groups outside the range
   _chain  table: rows linked by the heuristic (tagged, no strong key) and, with infer,
           untagged rows with inferred attempt numbers
   (main)  view: every row of the range with its attempt number (logged or inferred),
@@ -22,8 +25,7 @@ when that one got a retryable failure (5xx, 429, 408, 499, 0) and this one start
 most max_gap seconds after it ended; its attempt number counts the repeats.
 */}}
 {{define "prepare_params"}}
-CREATE TEMP TABLE {{.Table}}_p AS
-SELECT $1::TIMESTAMP AS since, $2::TIMESTAMP AS until, $3::VARCHAR AS route, $4::DOUBLE AS max_gap, $5::BOOLEAN AS infer
+CREATE TEMP TABLE {{.Table}}_p AS SELECT $1::VARCHAR AS route
 {{end}}
 
 {{define "prepare_rows"}}
@@ -36,21 +38,19 @@ SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.
             WHEN r.invocation_id IS NOT NULL THEN 'invocation_id'
             WHEN r.request_id IS NOT NULL THEN 'request_id' END AS skind,
        r.ts - to_microseconds(CAST(coalesce(r.request_time, 0) * 1000000 AS BIGINT)) AS started
-FROM requests r, {{.Table}}_p p
-WHERE (p.since IS NULL OR r.ts >= p.since)
-  AND (p.until IS NULL OR r.ts < p.until)
-  AND (p.route IS NULL OR r.route = p.route)
+FROM requests r
+WHERE r.ts >= {{.Since}} AND r.ts < {{.Until}}
+  AND ((SELECT route FROM {{.Table}}_p) IS NULL OR r.route = (SELECT route FROM {{.Table}}_p))
 {{end}}
 
 {{define "prepare_chain"}}
 CREATE TEMP TABLE {{.Table}}_chain AS
-WITH p AS (SELECT * FROM {{.Table}}_p),
-h AS (
+WITH h AS (
     SELECT *,
         CASE WHEN lag(ts) OVER hk IS NULL
                OR logged_attempt = 0
                OR logged_attempt <= lag(logged_attempt) OVER hk
-               OR epoch(started) - epoch(lag(ts) OVER hk) > (SELECT max_gap FROM p)
+               OR epoch(started) - epoch(lag(ts) OVER hk) > {{.MaxGap}}
              THEN 1 ELSE 0 END AS new_chain
     FROM {{.Table}}_rows
     WHERE logged_attempt IS NOT NULL AND skey IS NULL
@@ -65,11 +65,11 @@ hc AS (
 u AS (
     SELECT *,
         CASE WHEN lag(ts) OVER hk IS NULL
-               OR epoch(started) - epoch(lag(ts) OVER hk) > (SELECT max_gap FROM p)
+               OR epoch(started) - epoch(lag(ts) OVER hk) > {{.MaxGap}}
                OR NOT coalesce(lag(status) OVER hk IN (0, 408, 429, 499) OR lag(status) OVER hk >= 500, false)
              THEN 1 ELSE 0 END AS new_chain
     FROM {{.Table}}_rows
-    WHERE logged_attempt IS NULL AND (SELECT infer FROM p)
+    WHERE logged_attempt IS NULL AND {{.Infer}}
     WINDOW hk AS (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, line)
 ),
 uc AS (
@@ -97,7 +97,7 @@ SELECT * EXCLUDE (logged_attempt, skey, skind),
     CASE WHEN logged_attempt IS NOT NULL THEN skind END AS linked_by
 FROM {{.Table}}_rows
 WHERE (logged_attempt IS NOT NULL AND skey IS NOT NULL)
-   OR (logged_attempt IS NULL AND NOT (SELECT infer FROM {{.Table}}_p))
+   OR (logged_attempt IS NULL AND NOT {{.Infer}})
 UNION ALL BY NAME
 SELECT * FROM {{.Table}}_chain
 {{end}}

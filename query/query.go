@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"text/template"
 	"time"
@@ -57,14 +58,24 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if o.Route != "" {
 		route = o.Route
 	}
+	lit := prepareLiterals{
+		Since:  timeLiteral(o.Since, "TIMESTAMP '0001-01-01'"),
+		Until:  timeLiteral(o.Until, "TIMESTAMP '9999-12-31'"),
+		MaxGap: strconv.FormatFloat(o.MaxGap.Seconds(), 'f', -1, 64),
+		Infer:  strconv.FormatBool(o.InferAttempts),
+	}
 	for i, name := range []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi"} {
-		q, err := s.statement(name, "")
+		var q bytes.Buffer
+		err := sqlTmpl.ExecuteTemplate(&q, name, struct {
+			Table string
+			prepareLiterals
+		}{s.table, lit})
 		if err == nil {
 			var args []any
 			if i == 0 {
-				args = []any{nullTime(o.Since), nullTime(o.Until), route, o.MaxGap.Seconds(), o.InferAttempts}
+				args = []any{route}
 			}
-			_, err = conn.ExecContext(ctx, q, args...)
+			_, err = conn.ExecContext(ctx, q.String(), args...)
 		}
 		if err != nil {
 			s.Close()
@@ -97,11 +108,18 @@ func (s *Set) statement(name, key string) (string, error) {
 	return q.String(), nil
 }
 
-func nullTime(t time.Time) any {
+// prepareLiterals are values the program formats into prepare.sql itself: parsed times,
+// a number and a boolean, never text a user typed.
+type prepareLiterals struct {
+	Since, Until, MaxGap, Infer string
+}
+
+// timeLiteral formats t as a DuckDB TIMESTAMP literal (UTC), or open when t is zero.
+func timeLiteral(t time.Time, open string) string {
 	if t.IsZero() {
-		return nil
+		return open
 	}
-	return t.UTC()
+	return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.999999") + "'"
 }
 
 // Metrics are the SPEC's metrics for a set of rows. Ratios are nil when their
@@ -198,17 +216,36 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 	return gs, err
 }
 
+// counts are the raw figures behind effective_success, kept while merging groups.
+type counts struct {
+	strongFirsts, strongFirstsOK int64 // strong-keyed first attempts over all rows
+	logical, finalOK             int64 // requests in _multi, and those ending 2xx
+	multiFirsts, multiFirstsOK   int64 // strong-keyed first attempts of requests in _multi
+}
+
+// effective is the 2xx share of final attempts: single-attempt strong requests (their
+// first attempt is their final one) plus the requests with retries.
+func (c counts) effective() *float64 {
+	n := c.strongFirsts - c.multiFirsts + c.logical
+	if n <= 0 {
+		return nil
+	}
+	x := float64(c.strongFirstsOK-c.multiFirstsOK+c.finalOK) / float64(n)
+	return &x
+}
+
 // grouped runs the row and logical metrics grouped by key and merges them by group.
 func (s *Set) grouped(ctx context.Context, key string, each func(k any, m Metrics), newKey func() any) error {
 	type entry struct {
 		k any
 		m Metrics
+		c counts
 	}
 	var order []string
 	byKey := map[string]*entry{}
 	err := s.query(ctx, "metrics.sql", key, nil, func(rows *sql.Rows) error {
 		e := &entry{k: newKey()}
-		if err := scanMetrics(rows, e.k, &e.m); err != nil {
+		if err := scanMetrics(rows, e.k, &e.m, &e.c); err != nil {
 			return err
 		}
 		id := fmt.Sprint(e.k)
@@ -221,17 +258,21 @@ func (s *Set) grouped(ctx context.Context, key string, each func(k any, m Metric
 	}
 	err = s.query(ctx, "logical.sql", key, nil, func(rows *sql.Rows) error {
 		k := newKey()
-		var m Metrics
-		if err := scanLogical(rows, k, &m); err != nil {
+		var rec, exh int64
+		var c counts
+		if err := rows.Scan(k, &rec, &exh, &c.logical, &c.finalOK, &c.multiFirsts, &c.multiFirstsOK); err != nil {
 			return err
 		}
 		if e, ok := byKey[fmt.Sprint(k)]; ok {
-			e.m.Recovered, e.m.Exhausted, e.m.EffectiveSuccess = m.Recovered, m.Exhausted, m.EffectiveSuccess
+			e.m.Recovered, e.m.Exhausted = rec, exh
+			e.c.logical, e.c.finalOK, e.c.multiFirsts, e.c.multiFirstsOK = c.logical, c.finalOK, c.multiFirsts, c.multiFirstsOK
 		}
 		return nil
 	})
 	for _, id := range order {
-		each(byKey[id].k, byKey[id].m)
+		e := byKey[id]
+		e.m.EffectiveSuccess = e.c.effective()
+		each(e.k, e.m)
 	}
 	return err
 }
@@ -313,21 +354,14 @@ func (s *Set) query(ctx context.Context, name, key string, args []any, each func
 	return nil
 }
 
-func scanMetrics(rows *sql.Rows, key any, m *Metrics) error {
+func scanMetrics(rows *sql.Rows, key any, m *Metrics, c *counts) error {
 	var amp, rr, rsr, el, as sql.NullFloat64
 	err := rows.Scan(key, &m.Requests, &m.Untagged, &m.Inferred, &m.FirstAttempts, &m.Retries,
 		&amp, &rr, &rsr, &el, &as,
 		&m.Status5xx.First, &m.Status5xx.Retry, &m.Status429.First, &m.Status429.Retry,
-		&m.Status499.First, &m.Status499.Retry)
+		&m.Status499.First, &m.Status499.Retry, &c.strongFirsts, &c.strongFirstsOK)
 	m.Amplification, m.RetryRate, m.RetrySuccessRate = ptr(amp), ptr(rr), ptr(rsr)
 	m.ExtraLoad, m.ActualSuccess = ptr(el), ptr(as)
-	return err
-}
-
-func scanLogical(rows *sql.Rows, key any, m *Metrics) error {
-	var es sql.NullFloat64
-	err := rows.Scan(key, &m.Recovered, &m.Exhausted, &es)
-	m.EffectiveSuccess = ptr(es)
 	return err
 }
 
