@@ -2,7 +2,7 @@
 -- expression over a row, chosen by the program (never by the user); {{.Table}} is the
 -- prepared table (prepare.sql). Tagged rows only, except requests and untagged.
 WITH r AS (
-    SELECT {{.Key}} AS k, attempt, status, inferred,
+    SELECT {{.Key}} AS k, attempt, status, inferred, upstream_tries,
            linked_by IN ('idempotency_key', 'invocation_id', 'request_id') AS strong
     FROM {{.Table}}
 ), c AS (
@@ -23,6 +23,10 @@ WITH r AS (
         count(*) FILTER (attempt >= 1 AND status = 429)               AS status_429_retry,
         count(*) FILTER (attempt = 0 AND status = 499)                AS status_499_first,
         count(*) FILTER (attempt >= 1 AND status = 499)               AS status_499_retry,
+        -- proxy tries (the gateway's own retries: nginx's upstream lists), never mixed
+        -- with client attempts: lines that record them, and the tries they made
+        count(upstream_tries)                                         AS proxied,
+        coalesce(sum(upstream_tries), 0)                              AS upstream_tries,
         -- for logical.sql: first attempts linked by a strong key, and those answered 2xx
         count(*) FILTER (attempt = 0 AND strong)                      AS strong_firsts,
         count(*) FILTER (attempt = 0 AND strong AND status BETWEEN 200 AND 299) AS strong_firsts_ok
@@ -39,6 +43,7 @@ SELECT
     status_5xx_first, status_5xx_retry,
     status_429_first, status_429_retry,
     status_499_first, status_499_retry,
+    upstream_tries::DOUBLE / nullif(proxied, 0)          AS proxy_amplification,
     strong_firsts, strong_firsts_ok
 FROM c
 ORDER BY k

@@ -31,7 +31,7 @@ CREATE TEMP TABLE {{.Table}}_p AS SELECT $1::VARCHAR AS route
 {{define "prepare_rows"}}
 CREATE TEMP VIEW {{.Table}}_rows AS
 SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.route, r.host, r.upstream_addr,
-       r.status, r.upstream_status, r.idempotency_key, r.invocation_id, r.request_id, r.retry_after,
+       r.status, r.upstream_status, r.upstream_tries, r.idempotency_key, r.invocation_id, r.request_id, r.retry_after,
        r.attempt AS logged_attempt,
        coalesce(r.idempotency_key, r.invocation_id, r.request_id) AS skey,
        CASE WHEN r.idempotency_key IS NOT NULL THEN 'idempotency_key'

@@ -141,7 +141,10 @@ type Metrics struct {
 	Status5xx        Split
 	Status429        Split
 	Status499        Split
-	Verdict          string // see Verdict
+	// ProxyAmplification is upstream tries per line, over lines that record them (nginx's
+	// $upstream_status list): the gateway's own retries, kept apart from the client's.
+	ProxyAmplification *float64
+	Verdict            string // see Verdict
 }
 
 // Split is a count split between first attempts and retries.
@@ -355,11 +358,12 @@ func (s *Set) query(ctx context.Context, name, key string, args []any, each func
 }
 
 func scanMetrics(rows *sql.Rows, key any, m *Metrics, c *counts) error {
-	var amp, rr, rsr, el, as sql.NullFloat64
+	var amp, rr, rsr, el, as, pa sql.NullFloat64
 	err := rows.Scan(key, &m.Requests, &m.Untagged, &m.Inferred, &m.FirstAttempts, &m.Retries,
 		&amp, &rr, &rsr, &el, &as,
 		&m.Status5xx.First, &m.Status5xx.Retry, &m.Status429.First, &m.Status429.Retry,
-		&m.Status499.First, &m.Status499.Retry, &c.strongFirsts, &c.strongFirstsOK)
+		&m.Status499.First, &m.Status499.Retry, &pa, &c.strongFirsts, &c.strongFirstsOK)
+	m.ProxyAmplification = ptr(pa)
 	m.Amplification, m.RetryRate, m.RetrySuccessRate = ptr(amp), ptr(rr), ptr(rsr)
 	m.ExtraLoad, m.ActualSuccess = ptr(el), ptr(as)
 	return err

@@ -258,3 +258,31 @@ func TestInferAttempts(t *testing.T) {
 		t.Errorf("summary: %+v", m)
 	}
 }
+
+// Proxy tries (nginx's upstream lists) make their own amplification, apart from attempts.
+func TestProxyAmplification(t *testing.T) {
+	ctx := context.Background()
+	db, err := ingest.Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// "502, 200" is two tries; "200" one; a line without the column counts for neither.
+	for i, tries := range []any{2, 1, nil} {
+		if _, err := db.Exec("INSERT INTO requests (file_id, line, ts, attempt, status, upstream_tries) VALUES (1, ?, TIMESTAMP '2026-11-29 10:00:00', 0, 200, ?)", i+1, tries); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, err := query.Open(ctx, db, query.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	m, err := set.Summary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ProxyAmplification == nil || *m.ProxyAmplification != 1.5 || *m.Amplification != 1 {
+		t.Errorf("proxy amplification %v, client amplification %v; want 1.5 (3 tries / 2 lines) and 1", m.ProxyAmplification, *m.Amplification)
+	}
+}

@@ -64,29 +64,30 @@ type jsonFinding struct {
 }
 
 type jsonMetrics struct {
-	Requests         int64    `json:"requests"`
-	Untagged         int64    `json:"untagged"`
-	Inferred         int64    `json:"inferred"`
-	FirstAttempts    int64    `json:"first_attempts"`
-	Retries          int64    `json:"retries"`
-	Amplification    *float64 `json:"amplification"`
-	RetryRate        *float64 `json:"retry_rate"`
-	RetrySuccessRate *float64 `json:"retry_success_rate"`
-	ExtraLoad        *float64 `json:"extra_load"`
-	ActualSuccess    *float64 `json:"actual_success"`
-	Recovered        int64    `json:"recovered"`
-	Exhausted        int64    `json:"exhausted"`
-	EffectiveSuccess *float64 `json:"effective_success"`
-	Status5xx        int64    `json:"status_5xx"`
-	Status5xxFirst   int64    `json:"status_5xx_first"`
-	Status5xxRetry   int64    `json:"status_5xx_retry"`
-	Status429        int64    `json:"status_429"`
-	Status429First   int64    `json:"status_429_first"`
-	Status429Retry   int64    `json:"status_429_retry"`
-	Status499        int64    `json:"status_499"`
-	Status499First   int64    `json:"status_499_first"`
-	Status499Retry   int64    `json:"status_499_retry"`
-	Verdict          string   `json:"verdict"`
+	Requests           int64    `json:"requests"`
+	Untagged           int64    `json:"untagged"`
+	Inferred           int64    `json:"inferred"`
+	FirstAttempts      int64    `json:"first_attempts"`
+	Retries            int64    `json:"retries"`
+	Amplification      *float64 `json:"amplification"`
+	RetryRate          *float64 `json:"retry_rate"`
+	RetrySuccessRate   *float64 `json:"retry_success_rate"`
+	ExtraLoad          *float64 `json:"extra_load"`
+	ActualSuccess      *float64 `json:"actual_success"`
+	Recovered          int64    `json:"recovered"`
+	Exhausted          int64    `json:"exhausted"`
+	EffectiveSuccess   *float64 `json:"effective_success"`
+	Status5xx          int64    `json:"status_5xx"`
+	Status5xxFirst     int64    `json:"status_5xx_first"`
+	Status5xxRetry     int64    `json:"status_5xx_retry"`
+	Status429          int64    `json:"status_429"`
+	Status429First     int64    `json:"status_429_first"`
+	Status429Retry     int64    `json:"status_429_retry"`
+	Status499          int64    `json:"status_499"`
+	Status499First     int64    `json:"status_499_first"`
+	Status499Retry     int64    `json:"status_499_retry"`
+	ProxyAmplification *float64 `json:"proxy_amplification"`
+	Verdict            string   `json:"verdict"`
 }
 
 type jsonWindow struct {
@@ -103,7 +104,8 @@ func toJSONMetrics(m query.Metrics) jsonMetrics {
 		Status5xx: m.Status5xx.Total(), Status5xxFirst: m.Status5xx.First, Status5xxRetry: m.Status5xx.Retry,
 		Status429: m.Status429.Total(), Status429First: m.Status429.First, Status429Retry: m.Status429.Retry,
 		Status499: m.Status499.Total(), Status499First: m.Status499.First, Status499Retry: m.Status499.Retry,
-		Verdict: m.Verdict,
+		ProxyAmplification: m.ProxyAmplification,
+		Verdict:            m.Verdict,
 	}
 }
 
