@@ -25,6 +25,23 @@ type jsonReport struct {
 	Loops429    jsonLoops      `json:"loops_429"`
 	Findings    []jsonFinding  `json:"findings"`
 	Linking     jsonLinking    `json:"linking"`
+	Alerts      []jsonAlert    `json:"alerts"`
+}
+
+type jsonAlert struct {
+	Rule     string  `json:"rule"`
+	Severity string  `json:"severity"`
+	Start    string  `json:"start"`
+	End      string  `json:"end"`
+	Peak     float64 `json:"peak"`
+}
+
+func toJSONAlerts(as []query.Alert) []jsonAlert {
+	out := make([]jsonAlert, 0, len(as))
+	for _, a := range as {
+		out = append(out, jsonAlert{Rule: a.Rule, Severity: a.Severity, Start: *rfc3339(a.Start), End: *rfc3339(a.End), Peak: a.Peak})
+	}
+	return out
 }
 
 type jsonEndpoint struct {
@@ -130,6 +147,7 @@ func JSON(w io.Writer, r *Report) error {
 			BlindRetries: r.Loops.BlindRetries, Retry429Share: r.Loops.Retry429Share},
 		Findings:  make([]jsonFinding, 0, len(r.Findings)),
 		Endpoints: make([]jsonEndpoint, 0, len(r.Endpoints)),
+		Alerts:    toJSONAlerts(r.Alerts),
 		Linking: jsonLinking{Strong: r.Linking.Strong(), IdempotencyKey: r.Linking.IdempotencyKey, InvocationID: r.Linking.InvocationID,
 			RequestID: r.Linking.RequestID, Heuristic: r.Linking.Heuristic, Inferred: r.Linking.Inferred},
 	}
@@ -161,3 +179,6 @@ func JSON(w io.Writer, r *Report) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }
+
+// AlertsJSON is the alerts as the JSON report writes them, for check --format json.
+func AlertsJSON(as []query.Alert) any { return toJSONAlerts(as) }

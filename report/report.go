@@ -25,6 +25,7 @@ type Report struct {
 	Loops       query.Loops429
 	Findings    []query.Finding
 	Linking     query.Linking
+	Alerts      []query.Alert
 }
 
 func (r *Report) loc() *time.Location {

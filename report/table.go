@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -107,6 +108,10 @@ var findingText = map[string]string{
 // log-derived text (the examples) safe for the output format.
 func (r *Report) notes(esc func(string) string) []string {
 	var out []string
+	for _, a := range r.Alerts {
+		out = append(out, fmt.Sprintf("alert %s (%s): %s to %s, peak %s", a.Rule, a.Severity,
+			a.Start.In(r.loc()).Format("2006-01-02 15:04"), a.End.In(r.loc()).Format("15:04"), alertValue(a)))
+	}
 	l := r.Loops
 	if l.Loops > 0 || l.PrematureRetries > 0 || l.BlindRetries > 0 {
 		out = append(out, fmt.Sprintf("429 loops: %d (longest %d), premature retries: %d, blind retries after 429: %d, 429s answering retries: %s",
@@ -229,4 +234,28 @@ func markdownEscape(s string) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// alertValue shows an alert's peak the way the table shows its metric.
+func alertValue(a query.Alert) string {
+	if a.Rule == "retry_storm" {
+		return ratio(&a.Peak)
+	}
+	return pct(&a.Peak)
+}
+
+// Alerts writes the alerts that fired, one per line, for check; "no alerts" when none.
+func Alerts(w io.Writer, as []query.Alert, loc *time.Location) error {
+	if len(as) == 0 {
+		_, err := fmt.Fprintln(w, "no alerts")
+		return err
+	}
+	t := newTable(w, tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignLeft}))
+	t.Header([]string{"severity", "rule", "start", "end", "peak"})
+	for _, a := range as {
+		if err := t.Append([]string{a.Severity, a.Rule, a.Start.In(loc).Format("2006-01-02 15:04"), a.End.In(loc).Format("2006-01-02 15:04"), alertValue(a)}); err != nil {
+			return err
+		}
+	}
+	return t.Render()
 }

@@ -32,6 +32,7 @@ type reportOptions struct {
 	tz       string
 	maxGap   time.Duration
 	infer    bool
+	rules    string
 }
 
 func (e *env) reportCmd() *cobra.Command {
@@ -82,7 +83,25 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone, window starts and day boundaries")
 	f.DurationVar(&o.maxGap, "max-gap", query.DefaultMaxGap, "most time between two attempts of one request, for heuristic links and --infer-attempts")
 	f.BoolVar(&o.infer, "infer-attempts", false, "infer attempt numbers for lines without an attempt header")
+	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules' thresholds, sustain times or severities")
 	return c
+}
+
+// loadRules reads --rules, or returns the SPEC's defaults.
+func loadRules(path string) ([]query.Rule, error) {
+	if path == "" {
+		return query.DefaultRules(), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("--rules: %v", err)
+	}
+	defer f.Close()
+	rules, err := query.ReadRules(f)
+	if err != nil {
+		return nil, usagef("--rules %s: %v", path, err)
+	}
+	return rules, nil
 }
 
 func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) error {
@@ -97,6 +116,10 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	}
 	if _, ok := query.Groupings[o.by]; o.by != "" && !ok {
 		return usagef("--by %q: want one of %s", o.by, strings.Join(groupings(), ", "))
+	}
+	rules, err := loadRules(o.rules)
+	if err != nil {
+		return err
 	}
 	loc, err := time.LoadLocation(o.tz)
 	if err != nil {
@@ -117,7 +140,7 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 		return usagef("--since %s is not before --until %s", o.since, o.until)
 	}
 	ctx := c.Context()
-	db, err := e.reportDB(c, o, files)
+	db, err := e.openOrLoad(c, o.db, &o.formats, files)
 	if err != nil {
 		return err
 	}
@@ -157,15 +180,21 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	if o.by == "route" {
 		r.Groups = r.Endpoints
 	}
+	minutes, err := set.Windows(ctx, time.Minute, 0)
+	if err != nil {
+		return err
+	}
+	r.Alerts = query.Alerts(minutes, rules)
+	query.MarkFuelling(r.Windows, width, r.Alerts)
 	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
 	return e.writeOutput(o.output, func(w io.Writer) error { return report.Write(w, o.format, &r) })
 }
 
-// reportDB opens the database, or loads FILEs into a temporary one.
-func (e *env) reportDB(c *cobra.Command, o *reportOptions, files []string) (*sql.DB, error) {
+// openOrLoad opens the database, or loads FILEs into a temporary one.
+func (e *env) openOrLoad(c *cobra.Command, dbFlag string, formats *formatFlags, files []string) (*sql.DB, error) {
 	ctx := c.Context()
 	if len(files) == 0 {
-		path := e.dbPath(o.db)
+		path := e.dbPath(dbFlag)
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("no database at %s: run 'retrylens ingest FILE…' first, or give log files to report", path)
 		}
@@ -174,11 +203,11 @@ func (e *env) reportDB(c *cobra.Command, o *reportOptions, files []string) (*sql
 	if c.Flags().Changed("db") {
 		return nil, usagef("--db and FILE arguments are exclusive: FILEs are read into a temporary database")
 	}
-	format, err := o.formats.format(c)
+	format, err := formats.format(c)
 	if err != nil {
 		return nil, err
 	}
-	router, err := o.formats.router()
+	router, err := formats.router()
 	if err != nil {
 		return nil, err
 	}

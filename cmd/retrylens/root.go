@@ -22,6 +22,11 @@ const (
 	exitUsage = 2
 )
 
+// exitCode is an error that only sets the exit code.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
+
 // usageError marks errors in flags or arguments: they print the usage hint.
 type usageError struct{ error }
 
@@ -52,6 +57,10 @@ func (e *env) run(args []string) int {
 	if err == nil {
 		return exitOK
 	}
+	var code exitCode
+	if errors.As(err, &code) {
+		return int(code) // the command has said what it had to say
+	}
 	fmt.Fprintf(e.stderr, "retrylens: %v\n", err)
 	var ue usageError
 	if errors.As(err, &ue) {
@@ -79,16 +88,17 @@ amplification, retry rate and retry success per time window.
 The database is --db, else $RETRYLENS_DB, else ./retrylens.duckdb.
 
 Exit codes: 0 success, 1 error (some input could not be read, the database is busy…),
-2 bad flags or arguments.`,
+2 bad flags or arguments, 3 (check) an alert at or above --fail-on fired.`,
 		Example: `  retrylens ingest /var/log/nginx/access.log*
   retrylens report --window 1h
   retrylens report --window 1m --since 2026-11-29T10:00:00Z --until 2026-11-29T11:00:00Z --format json
-  retrylens report --log-format retry testdata/incident-hour/access.log   # no database needed`,
+  retrylens report --log-format retry testdata/incident-hour/access.log   # no database needed
+  retrylens check --fail-on P1 testdata/incident-hour/access.log        # exit 3: a retry storm`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(e.ingestCmd(), e.reportCmd())
+	root.AddCommand(e.ingestCmd(), e.reportCmd(), e.checkCmd())
 	return root
 }
 

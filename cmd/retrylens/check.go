@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylens/retrylens/query"
+	"github.com/retrylens/retrylens/report"
+)
+
+// exitAlert is check's exit code when an alert at or above --fail-on fired.
+const exitAlert = 3
+
+type checkOptions struct {
+	db       string
+	formats  formatFlags
+	since    string
+	until    string
+	tz       string
+	endpoint string
+	failOn   string
+	rules    string
+	format   string
+}
+
+func (e *env) checkCmd() *cobra.Command {
+	var o checkOptions
+	c := &cobra.Command{
+		Use:   "check [flags] [FILE...]",
+		Short: "Evaluate the alert rules; exit 3 when one at or above --fail-on fired",
+		Long: `Evaluate the SPEC's alert rules on one-minute buckets and print the alerts that fired:
+
+  retry_rate_high      retry rate > 15 % for 2 consecutive minutes   P2
+  retries_not_helping  retry success < 40 % and retry rate > 5 %, 1 min  P2
+  retry_storm          amplification > 1.5 for 1 minute              P1
+
+--rules FILE overrides thresholds, sustain times and severities, e.g.
+[{"rule": "retry_storm", "threshold": 2.0, "sustain": "3m"}].
+
+Exit codes: 0 no alert at or above --fail-on, 3 at least one, 1 error, 2 bad flags.
+Like report, check reads the database, or loads FILEs into a temporary one.`,
+		Example: `  retrylens ingest sample.log && retrylens check --fail-on P1
+  retrylens check --fail-on P2 --log-format retry chaos-test/access.log
+  retrylens check --format json --rules rules.json`,
+		RunE: func(c *cobra.Command, args []string) error { return e.runCheck(c, &o, args) },
+	}
+	f := c.Flags()
+	f.StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
+	o.formats.register(c)
+	f.StringVar(&o.since, "since", "", "first time included")
+	f.StringVar(&o.until, "until", "", "first time excluded")
+	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone, and for the output")
+	f.StringVar(&o.endpoint, "endpoint", "", "only this route")
+	f.StringVar(&o.failOn, "fail-on", "P1", "exit 3 when an alert of this severity or above fired: P1 or P2")
+	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules")
+	f.StringVarP(&o.format, "format", "f", "table", "output format: table or json")
+	return c
+}
+
+func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error {
+	if o.failOn != "P1" && o.failOn != "P2" {
+		return usagef("--fail-on %q: want P1 or P2", o.failOn)
+	}
+	if o.format != "table" && o.format != "json" {
+		return usagef("--format %q: want table or json", o.format)
+	}
+	rules, err := loadRules(o.rules)
+	if err != nil {
+		return err
+	}
+	loc, err := time.LoadLocation(o.tz)
+	if err != nil {
+		return usagef("--tz: %v", err)
+	}
+	qo := query.Options{Route: o.endpoint}
+	if qo.Since, err = parseTime(o.since, loc); err != nil {
+		return usagef("--since: %v", err)
+	}
+	if qo.Until, err = parseTime(o.until, loc); err != nil {
+		return usagef("--until: %v", err)
+	}
+	ctx := c.Context()
+	db, err := e.openOrLoad(c, o.db, &o.formats, files)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	set, err := query.Open(ctx, db, qo)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	minutes, err := set.Windows(ctx, time.Minute, 0)
+	if err != nil {
+		return err
+	}
+	alerts := query.Alerts(minutes, rules)
+	failing := 0
+	for _, a := range alerts {
+		if query.AtLeast(a.Severity, o.failOn) {
+			failing++
+		}
+	}
+	if o.format == "json" {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(struct {
+			FailOn  string `json:"fail_on"`
+			Failing int    `json:"failing"`
+			Alerts  any    `json:"alerts"`
+		}{o.failOn, failing, report.AlertsJSON(alerts)})
+	} else {
+		err = report.Alerts(e.stdout, alerts, loc)
+	}
+	if err != nil {
+		return err
+	}
+	if failing > 0 {
+		fmt.Fprintf(e.stderr, "retrylens: %d alert(s) at or above %s\n", failing, o.failOn)
+		return exitCode(exitAlert)
+	}
+	return nil
+}

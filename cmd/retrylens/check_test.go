@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type checkAlert struct {
+	Rule, Severity, Start, End string
+	Peak                       float64
+}
+
+// The incident hour's minutes, worked out by hand from testdata/incident-hour/EXPECTED.md:
+// 14:20–14:22 three `502, 200` requests a minute (amplification 2, retry rate 1, success
+// 1); 14:23 one of those and two `502, 502, 200` (8/3, 1, 3/5); 14:24–14:25 three of the
+// latter (3, 1, 1/2); 14:26–14:27 three `502×3` (3, 1, 0); 14:28 one `502×3` and two
+// `429, 429` (7/3, 1, 0); 14:29 three 200s. So: retry_storm and retry_rate_high from 14:20
+// to 14:29 (peaks 3 and 1), retries_not_helping from 14:26 to 14:29 (lowest success 0).
+func TestCheck(t *testing.T) {
+	stdout, stderr, code := retrylens(t, nil, "check", "--format", "json", scenario("incident-hour"))
+	if code != exitAlert || !strings.Contains(stderr, "1 alert(s) at or above P1") {
+		t.Fatalf("exit %d, want %d: %s", code, exitAlert, stderr)
+	}
+	var got struct {
+		FailOn  string `json:"fail_on"`
+		Failing int
+		Alerts  []checkAlert
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []checkAlert{
+		{"retry_rate_high", "P2", "2026-11-29T14:20:00Z", "2026-11-29T14:29:00Z", 1},
+		{"retries_not_helping", "P2", "2026-11-29T14:26:00Z", "2026-11-29T14:29:00Z", 0},
+		{"retry_storm", "P1", "2026-11-29T14:20:00Z", "2026-11-29T14:29:00Z", 3},
+	}
+	if diff := cmp.Diff(want, got.Alerts, approx); diff != "" || got.Failing != 1 || got.FailOn != "P1" {
+		t.Errorf("alerts (-want +got):\n%s\nfailing %d", diff, got.Failing)
+	}
+	if _, _, code := retrylens(t, nil, "check", "--fail-on", "P2", scenario("incident-hour")); code != exitAlert {
+		t.Errorf("--fail-on P2: exit %d, want %d", code, exitAlert)
+	}
+	// The quiet hour's one retry makes a 50 % retry rate for a single minute: not sustained.
+	if stdout, _, code := retrylens(t, nil, "check", "--fail-on", "P2", scenario("quiet-hour")); code != 0 || stdout != "no alerts\n" {
+		t.Errorf("quiet hour: exit %d, %q", code, stdout)
+	}
+	// A storm threshold above the peak of 3 leaves only P2 alerts: P1 passes.
+	rules := filepath.Join(t.TempDir(), "rules.json")
+	os.WriteFile(rules, []byte(`[{"rule": "retry_storm", "threshold": 3.5}]`), 0o644)
+	if _, stderr, code := retrylens(t, nil, "check", "--rules", rules, scenario("incident-hour")); code != 0 {
+		t.Errorf("--rules raising the storm threshold: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := retrylens(t, nil, "check", "--fail-on", "P3", scenario("incident-hour")); code != exitUsage || !strings.Contains(stderr, "want P1 or P2") {
+		t.Errorf("--fail-on P3: exit %d: %s", code, stderr)
+	}
+}
