@@ -26,6 +26,8 @@ type Report struct {
 	Findings    []query.Finding
 	Linking     query.Linking
 	Alerts      []query.Alert
+	Section     string // for csv: which table (see Sections)
+	Color       bool   // colour verdicts (a terminal that wants colour)
 }
 
 func (r *Report) loc() *time.Location {
@@ -36,7 +38,7 @@ func (r *Report) loc() *time.Location {
 }
 
 // Formats are the output formats Write accepts.
-var Formats = []string{"table", "markdown", "json"}
+var Formats = []string{"table", "tsv", "markdown", "json", "csv"}
 
 // CheckFormat validates an output format name up front.
 func CheckFormat(name string) error {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +141,27 @@ rejected lines by reason: literal 1
 `
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+}
+
+// Log-derived cells that a spreadsheet would run as formulas are defused in CSV.
+func TestCSVFormulaSafe(t *testing.T) {
+	r := sample()
+	r.Findings = []query.Finding{{Kind: "false_success", Count: 1, Attempts: 1, Examples: []string{`=HYPERLINK("http://x","y")`}}}
+	r.Groups, r.By = []query.Group{{Key: "@SUM(A1)", Metrics: r.Summary}, {Key: "-12", Metrics: r.Summary}}, "host"
+	var b bytes.Buffer
+	if err := CSV(&b, r, "findings"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "kind,count,attempts,examples\nfalse_success,1,1,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"\n"; b.String() != want {
+		t.Errorf("findings CSV:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := CSV(&b, r, "groups"); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if !strings.HasPrefix(lines[1], "'@SUM(A1),") || !strings.HasPrefix(lines[2], "-12,") {
+		t.Errorf("groups CSV:\n%s", b.String())
 	}
 }

@@ -42,9 +42,23 @@ func (r *Report) rows() [][]string {
 	layout := "2006-01-02 15:04"
 	rows := make([][]string, 0, len(r.Windows))
 	for _, w := range r.Windows {
-		rows = append(rows, cells(w.Start.In(r.loc()).Format(layout), w.Metrics))
+		rows = append(rows, r.colored(cells(w.Start.In(r.loc()).Format(layout), w.Metrics)))
 	}
 	return rows
+}
+
+// colored paints the verdict cell (the last) when the report is for a colour terminal.
+func (r *Report) colored(c []string) []string {
+	if !r.Color {
+		return c
+	}
+	switch v := c[len(c)-1]; v {
+	case query.Fuelling:
+		c[len(c)-1] = "\x1b[1;31m" + v + "\x1b[0m"
+	case query.Rescuing:
+		c[len(c)-1] = "\x1b[32m" + v + "\x1b[0m"
+	}
+	return c
 }
 
 func (r *Report) title() string {
@@ -193,7 +207,7 @@ func render(t *tablewriter.Table, r *Report) error {
 	if err := t.Bulk(r.rows()); err != nil {
 		return err
 	}
-	if err := t.Append(cells("all", r.Summary)); err != nil {
+	if err := t.Append(r.colored(cells("all", r.Summary))); err != nil {
 		return err
 	}
 	return t.Render()
@@ -220,6 +234,14 @@ func Write(w io.Writer, format string, r *Report) error {
 		return Markdown(w, r)
 	case "table":
 		return Table(w, r)
+	case "tsv":
+		return TSV(w, r)
+	case "csv":
+		section := r.Section
+		if section == "" {
+			section = "windows"
+		}
+		return CSV(w, r, section)
 	}
 	return CheckFormat(format)
 }

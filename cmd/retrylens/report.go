@@ -33,6 +33,7 @@ type reportOptions struct {
 	maxGap   time.Duration
 	infer    bool
 	rules    string
+	section  string
 }
 
 func (e *env) reportCmd() *cobra.Command {
@@ -66,6 +67,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
   retrylens report --by route --endpoint /api/orders/:id
   retrylens report --window 1d --tz Europe/Paris
   retrylens report --format json -o report.json
+  retrylens report --format csv --section endpoints > endpoints.csv
   retrylens report --format markdown --log-format retry access.log`,
 		RunE: func(c *cobra.Command, args []string) error { return e.runReport(c, &o, args) },
 	}
@@ -75,7 +77,8 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.StringVarP(&o.window, "window", "w", "1h", "window width: 1m, 5m, 1h, 1d or any Go duration such as 15m")
 	f.StringVar(&o.since, "since", "", "first time included")
 	f.StringVar(&o.until, "until", "", "first time excluded")
-	f.StringVarP(&o.format, "format", "f", "table", "output format: table, markdown or json")
+	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, markdown, json or csv (default: table on a terminal, tsv in a pipe)")
+	f.StringVar(&o.section, "section", "windows", "with --format csv, the table to write: "+strings.Join(report.Sections, ", "))
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout")
 	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
 	f.StringVar(&o.endpoint, "endpoint", "", "only this route, e.g. /api/orders/:id")
@@ -105,8 +108,18 @@ func loadRules(path string) ([]query.Rule, error) {
 }
 
 func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) error {
+	toTerminal := o.output == "" && terminal(e.stdout)
+	if o.format == "" {
+		o.format = "tsv"
+		if toTerminal || o.output != "" {
+			o.format = "table"
+		}
+	}
 	if err := report.CheckFormat(o.format); err != nil {
 		return usagef("--format: %v", err)
+	}
+	if err := report.CheckSection(o.section); err != nil {
+		return usagef("--section: %v", err)
 	}
 	if o.maxAtt < 1 {
 		return usagef("--max-attempts must be at least 1")
@@ -151,7 +164,8 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	}
 	defer set.Close()
 
-	r := report.Report{GeneratedAt: e.now(), Window: o.window, Location: loc, Endpoint: o.endpoint, By: o.by}
+	r := report.Report{GeneratedAt: e.now(), Window: o.window, Location: loc, Endpoint: o.endpoint, By: o.by,
+		Section: o.section, Color: toTerminal && e.getenv("NO_COLOR") == ""}
 	if r.From, r.To, err = set.Span(ctx); err != nil {
 		return err
 	}

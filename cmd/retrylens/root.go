@@ -40,6 +40,17 @@ type env struct {
 	now            func() time.Time
 }
 
+// terminal reports whether w is a terminal (a character device), so that output can be
+// a table there and tab-separated in a pipe.
+func terminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now}
 	return e.run(args)

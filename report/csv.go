@@ -1,0 +1,130 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/retrylens/retrylens/query"
+)
+
+// Sections are the tables --format csv can write, one per run (--section).
+var Sections = []string{"windows", "summary", "endpoints", "groups", "findings", "alerts"}
+
+// CheckSection validates a --section name up front.
+func CheckSection(name string) error {
+	for _, s := range Sections {
+		if s == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown section %q: want one of %s", name, strings.Join(Sections, ", "))
+}
+
+var metricHeader = []string{"requests", "untagged", "inferred", "first_attempts", "retries", "amplification", "retry_rate",
+	"retry_success_rate", "recovered", "exhausted", "extra_load", "effective_success", "actual_success",
+	"status_5xx_first", "status_5xx_retry", "status_429_first", "status_429_retry", "status_499_first", "status_499_retry", "verdict"}
+
+func metricCells(m query.Metrics) []string {
+	f := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'f', -1, 64)
+	}
+	i := func(n int64) string { return strconv.FormatInt(n, 10) }
+	return []string{i(m.Requests), i(m.Untagged), i(m.Inferred), i(m.FirstAttempts), i(m.Retries), f(m.Amplification), f(m.RetryRate),
+		f(m.RetrySuccessRate), i(m.Recovered), i(m.Exhausted), f(m.ExtraLoad), f(m.EffectiveSuccess), f(m.ActualSuccess),
+		i(m.Status5xx.First), i(m.Status5xx.Retry), i(m.Status429.First), i(m.Status429.Retry), i(m.Status499.First), i(m.Status499.Retry), m.Verdict}
+}
+
+// CSV writes one section of the report as CSV with a header row. Rates are fractions,
+// times RFC 3339. Cells that a spreadsheet would read as a formula are defused.
+func CSV(w io.Writer, r *Report, section string) error {
+	cw := csv.NewWriter(w)
+	write := func(rec []string) {
+		for i, c := range rec {
+			rec[i] = safeCell(c)
+		}
+		cw.Write(rec)
+	}
+	switch section {
+	case "summary":
+		write(append([]string{"from", "to"}, metricHeader...))
+		write(append([]string{*orEmpty(rfc3339(r.From)), *orEmpty(rfc3339(r.To))}, metricCells(r.Summary)...))
+	case "windows":
+		write(append([]string{"start"}, metricHeader...))
+		for _, win := range r.Windows {
+			write(append([]string{*rfc3339(win.Start)}, metricCells(win.Metrics)...))
+		}
+	case "endpoints":
+		write(append([]string{"method", "route"}, metricHeader...))
+		for _, g := range r.Endpoints {
+			method, route, _ := strings.Cut(g.Key, " ")
+			write(append([]string{method, route}, metricCells(g.Metrics)...))
+		}
+	case "groups":
+		write(append([]string{r.By}, metricHeader...))
+		for _, g := range r.Groups {
+			write(append([]string{g.Key}, metricCells(g.Metrics)...))
+		}
+	case "findings":
+		write([]string{"kind", "count", "attempts", "examples"})
+		for _, f := range r.Findings {
+			write([]string{f.Kind, strconv.FormatInt(f.Count, 10), strconv.FormatInt(f.Attempts, 10), strings.Join(f.Examples, " ")})
+		}
+	case "alerts":
+		write([]string{"rule", "severity", "start", "end", "peak"})
+		for _, a := range r.Alerts {
+			write([]string{a.Rule, a.Severity, *rfc3339(a.Start), *rfc3339(a.End), strconv.FormatFloat(a.Peak, 'f', -1, 64)})
+		}
+	default:
+		return CheckSection(section)
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func orEmpty(s *string) *string {
+	if s == nil {
+		e := ""
+		return &e
+	}
+	return s
+}
+
+// safeCell defuses cells a spreadsheet would evaluate (=, +, -, @, tab, CR first) with a
+// leading quote, as OWASP advises, unless the cell is a plain number.
+func safeCell(s string) string {
+	if s == "" || !strings.ContainsAny(s[:1], "=+-@\t\r") {
+		return s
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return s
+	}
+	return "'" + s
+}
+
+// TSV writes the windows as tab-separated lines with a header, for pipes and scripts
+// (what the table format becomes when stdout is not a terminal), then the notes as
+// lines starting with "# ".
+func TSV(w io.Writer, r *Report) error {
+	var b strings.Builder
+	b.WriteString(strings.Join(append([]string{"window"}, metricHeader...), "\t"))
+	b.WriteByte('\n')
+	row := func(label string, m query.Metrics) {
+		b.WriteString(strings.Join(append([]string{label}, metricCells(m)...), "\t"))
+		b.WriteByte('\n')
+	}
+	for _, win := range r.Windows {
+		row(*rfc3339(win.Start), win.Metrics)
+	}
+	row("all", r.Summary)
+	for _, n := range r.notes(Clean) {
+		b.WriteString("# " + n + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
