@@ -1,7 +1,18 @@
 -- Policy findings (SPEC "Policy findings"): each row of f is one retry attempt that a good
 -- client would not have made. count is logical requests, attempts is retry attempts.
 -- $1 is the policy cap on attempts (--max-attempts): attempt numbers >= $1 are over it.
-WITH f AS (
+WITH g AS (
+    SELECT lkey, example, attempt, (epoch_us(started) - epoch_us(prev_end)) / 1000.0 AS gap_ms
+    FROM {{.Table}}_multi
+    WHERE attempt >= 1 AND prev_end IS NOT NULL
+),
+gs AS (
+    SELECT attempt, median(gap_ms) AS med, count(*) AS n FROM g GROUP BY attempt
+),
+gn AS (
+    SELECT attempt, count(*) AS near FROM g JOIN gs USING (attempt) WHERE abs(gap_ms - med) <= 3 GROUP BY attempt
+),
+f AS (
     -- retried POST/PATCH without an idempotency key
     SELECT 'duplicate_write_risk' AS kind, lkey, example FROM {{.Table}}_multi
     WHERE attempt >= 1 AND upper(method) IN ('POST', 'PATCH') AND idempotency_key IS NULL
@@ -19,6 +30,12 @@ WITH f AS (
     UNION ALL
     SELECT 'over_cap', lkey, example FROM {{.Table}}_multi
     WHERE attempt >= $1
+    UNION ALL
+    -- synchronised retries (no jitter): for an attempt number with at least 10 retries, 3 in
+    -- 4 or more came within 3 ms of the median gap; the retries near it are listed
+    SELECT 'synchronised', g.lkey, g.example
+    FROM g JOIN gs USING (attempt) JOIN gn USING (attempt)
+    WHERE gs.n >= 10 AND gn.near >= 0.75 * gs.n AND abs(g.gap_ms - gs.med) <= 3
 )
 SELECT kind, count(DISTINCT lkey) AS count, count(*) AS attempts,
        list_slice(list_sort(list(DISTINCT example)), 1, 3) AS examples

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // Loops429 sums up 429 feedback loops (SPEC "429 feedback loops").
@@ -34,7 +35,7 @@ func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 
 // Finding is one kind of thing a good client never does (SPEC "Policy findings").
 type Finding struct {
-	Kind     string   // duplicate_write_risk, false_success, non_retryable_retry, over_cap
+	Kind     string   // duplicate_write_risk, false_success, non_retryable_retry, over_cap, synchronised
 	Count    int64    // logical requests affected
 	Attempts int64    // retry attempts involved
 	Examples []string // up to three logical requests, by key as logged, else method, URI and time
@@ -75,4 +76,40 @@ func sortGroups(gs []Group) {
 		}
 		return gs[i].Key < gs[j].Key
 	})
+}
+
+// Backoff is the gap profile of one attempt number (SPEC "synchronised retries"; issue's
+// backoff profile): gaps from the previous attempt's end to this one's start.
+type Backoff struct {
+	Attempt       int
+	Count         int64
+	P10, P50, P90 float64 // ms
+	NearMedian    int64   // gaps within 3 ms of the median: lockstep when most are
+	// Within counts gaps inside the declared policy's window, when a base was given.
+	Within      *int64
+	Min, Max    float64 // that window, ms
+	BeyondRetry bool    // the attempt number is past the declared policy's retries
+}
+
+// Backoff returns the gap profile per attempt number. base and maxRetries describe the
+// declared policy (base·2^(n−1) plus up to base of jitter before retry n); zero for none.
+func (s *Set) Backoff(ctx context.Context, base time.Duration, maxRetries int) ([]Backoff, error) {
+	baseMS := float64(base) / float64(time.Millisecond)
+	var out []Backoff
+	err := s.query(ctx, "backoff.sql", "", []any{baseMS}, func(rows *sql.Rows) error {
+		var b Backoff
+		var within int64
+		if err := rows.Scan(&b.Attempt, &b.Count, &b.P10, &b.P50, &b.P90, &b.NearMedian, &within); err != nil {
+			return err
+		}
+		if base > 0 {
+			b.Within = &within
+			b.Min = baseMS * float64(int64(1)<<(b.Attempt-1))
+			b.Max = b.Min + baseMS
+		}
+		b.BeyondRetry = maxRetries > 0 && b.Attempt > maxRetries
+		out = append(out, b)
+		return nil
+	})
+	return out, err
 }

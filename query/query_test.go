@@ -3,10 +3,12 @@ package query_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/query"
@@ -284,5 +286,69 @@ func TestProxyAmplification(t *testing.T) {
 	}
 	if m.ProxyAmplification == nil || *m.ProxyAmplification != 1.5 || *m.Amplification != 1 {
 		t.Errorf("proxy amplification %v, client amplification %v; want 1.5 (3 tries / 2 lines) and 1", m.ProxyAmplification, *m.Amplification)
+	}
+}
+
+// Retries in lockstep are "synchronised"; the backoff profile shows the gaps per attempt.
+func TestBackoffAndSynchronised(t *testing.T) {
+	ctx := context.Background()
+	db, err := ingest.Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	add := func(id string, attempt int, at time.Time, status int) {
+		// request_time 0: each attempt starts when it ends, so gaps are exact.
+		_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_time, request_id, method, attempt, status)
+			VALUES (1, ?, ?, 0, ?, 'GET', ?, ?)`, at.UnixNano(), at, id, attempt, status)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range 12 {
+		base := t0.Add(time.Duration(k) * time.Second)
+		// s-k: a retry exactly 20 ms after its first attempt.
+		add(fmt.Sprintf("s-%d", k), 0, base, 502)
+		add(fmt.Sprintf("s-%d", k), 1, base.Add(20*time.Millisecond), 200)
+		// j-k: the same first retry, then a second one 20 + 3k ms later (jittered).
+		jb := base.Add(500 * time.Millisecond)
+		add(fmt.Sprintf("j-%d", k), 0, jb, 502)
+		add(fmt.Sprintf("j-%d", k), 1, jb.Add(20*time.Millisecond), 502)
+		add(fmt.Sprintf("j-%d", k), 2, jb.Add(20*time.Millisecond+time.Duration(20+3*k)*time.Millisecond), 200)
+	}
+	set, err := query.Open(ctx, db, query.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	profile, err := set.Backoff(ctx, 20*time.Millisecond, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Attempt 1: 24 gaps of 20 ms, all in the policy's [20, 40] ms. Attempt 2: 20..53 ms
+	// in steps of 3: p10 23.3, median 36.5 (35 and 38 within 3 ms of it), p90 49.7; in
+	// [40, 60] ms: 41, 44, 47, 50, 53.
+	w1, w2 := int64(24), int64(5)
+	want := []query.Backoff{
+		{Attempt: 1, Count: 24, P10: 20, P50: 20, P90: 20, NearMedian: 24, Within: &w1, Min: 20, Max: 40},
+		{Attempt: 2, Count: 12, P10: 23.3, P50: 36.5, P90: 49.7, NearMedian: 2, Within: &w2, Min: 40, Max: 60, BeyondRetry: true},
+	}
+	if diff := cmp.Diff(want, profile, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("Backoff (-want +got):\n%s", diff)
+	}
+	findings, err := set.Findings(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []query.Finding
+	for _, f := range findings {
+		if f.Kind == "synchronised" {
+			f.Examples = nil
+			got = append(got, f)
+		}
+	}
+	if diff := cmp.Diff([]query.Finding{{Kind: "synchronised", Count: 24, Attempts: 24}}, got); diff != "" {
+		t.Errorf("synchronised (-want +got):\n%s", diff)
 	}
 }

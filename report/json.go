@@ -26,6 +26,20 @@ type jsonReport struct {
 	Findings    []jsonFinding  `json:"findings"`
 	Linking     jsonLinking    `json:"linking"`
 	Alerts      []jsonAlert    `json:"alerts"`
+	Backoff     []jsonBackoff  `json:"backoff"`
+}
+
+type jsonBackoff struct {
+	Attempt      int      `json:"attempt"`
+	Count        int64    `json:"count"`
+	P10ms        float64  `json:"p10_ms"`
+	P50ms        float64  `json:"p50_ms"`
+	P90ms        float64  `json:"p90_ms"`
+	NearMedian   int64    `json:"near_median"`
+	Within       *int64   `json:"within_policy"`
+	PolicyMinMS  *float64 `json:"policy_min_ms"`
+	PolicyMaxMS  *float64 `json:"policy_max_ms"`
+	BeyondPolicy bool     `json:"beyond_policy_retries"`
 }
 
 type jsonAlert struct {
@@ -148,11 +162,20 @@ func JSON(w io.Writer, r *Report) error {
 		Findings:  make([]jsonFinding, 0, len(r.Findings)),
 		Endpoints: make([]jsonEndpoint, 0, len(r.Endpoints)),
 		Alerts:    toJSONAlerts(r.Alerts),
+		Backoff:   make([]jsonBackoff, 0, len(r.Backoff)),
 		Linking: jsonLinking{Strong: r.Linking.Strong(), IdempotencyKey: r.Linking.IdempotencyKey, InvocationID: r.Linking.InvocationID,
 			RequestID: r.Linking.RequestID, Heuristic: r.Linking.Heuristic, Inferred: r.Linking.Inferred},
 	}
 	if r.Endpoint != "" {
 		out.Endpoint = &r.Endpoint
+	}
+	for _, b := range r.Backoff {
+		jb := jsonBackoff{Attempt: b.Attempt, Count: b.Count, P10ms: b.P10, P50ms: b.P50, P90ms: b.P90,
+			NearMedian: b.NearMedian, Within: b.Within, BeyondPolicy: b.BeyondRetry}
+		if b.Within != nil {
+			jb.PolicyMinMS, jb.PolicyMaxMS = &b.Min, &b.Max
+		}
+		out.Backoff = append(out.Backoff, jb)
 	}
 	for _, g := range r.Endpoints {
 		method, route, _ := strings.Cut(g.Key, " ")

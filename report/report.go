@@ -26,6 +26,7 @@ type Report struct {
 	Findings    []query.Finding
 	Linking     query.Linking
 	Alerts      []query.Alert
+	Backoff     []query.Backoff
 	Section     string // for csv: which table (see Sections)
 	Color       bool   // colour verdicts (a terminal that wants colour)
 }

@@ -116,6 +116,7 @@ var findingText = map[string]string{
 	"false_success":        "abandoned write, then a retry that succeeded: it may have happened twice",
 	"non_retryable_retry":  "retried after 400/401/403/404/422",
 	"over_cap":             "attempts beyond the policy cap",
+	"synchronised":         "retries in lockstep, within 3 ms of the same gap: no jitter",
 }
 
 // notes are the lines under the table: 429 loops, policy findings, coverage. esc makes
@@ -138,6 +139,17 @@ func (r *Report) notes(esc func(string) string) []string {
 		}
 		out = append(out, fmt.Sprintf("finding %s: %d requests, %d attempts (%s), e.g. %s",
 			f.Kind, f.Count, f.Attempts, findingText[f.Kind], strings.Join(ex, ", ")))
+	}
+	for _, b := range r.Backoff {
+		line := fmt.Sprintf("backoff before attempt %d: %d gaps, p10/p50/p90 %.0f/%.0f/%.0f ms, %d within 3 ms of the median",
+			b.Attempt, b.Count, b.P10, b.P50, b.P90, b.NearMedian)
+		if b.Within != nil {
+			line += fmt.Sprintf("; policy %.0f–%.0f ms: %d within", b.Min, b.Max, *b.Within)
+		}
+		if b.BeyondRetry {
+			line += "; beyond the policy's retries"
+		}
+		out = append(out, line)
 	}
 	if l := r.Linking; l.Strong()+l.Heuristic+l.Inferred > 0 {
 		line := fmt.Sprintf("logical requests: %d linked by a key the client sent (idempotency key %d, invocation id %d, request id %d), %d by client, method and URI",

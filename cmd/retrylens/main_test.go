@@ -284,7 +284,9 @@ func TestOutputFileAndEnvDB(t *testing.T) {
 	}
 }
 
-// The incident hour's two 429, 429 requests (testdata/incident-hour/EXPECTED.md).
+// The incident hour's two 429, 429 requests, and its retries: every one 1 s after the
+// previous attempt's time, which is its end, and starts 12 ms (rt=0.012) before it: all
+// 42 gaps are 988 ms, in lockstep (testdata/incident-hour/EXPECTED.md).
 func TestIncidentLoops(t *testing.T) {
 	stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", scenario("incident-hour"))
 	if code != 0 {
@@ -292,14 +294,31 @@ func TestIncidentLoops(t *testing.T) {
 	}
 	var got struct {
 		Loops    map[string]float64 `json:"loops_429"`
-		Findings []any              `json:"findings"`
+		Findings []struct {
+			Kind            string
+			Count, Attempts int64
+		}
+		Backoff []struct {
+			Attempt    int
+			Count      int64
+			P50        float64 `json:"p50_ms"`
+			NearMedian int64   `json:"near_median"`
+		}
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]float64{"loops": 2, "max_length": 2, "premature_retries": 0, "blind_retries": 2, "retry_429_share": 0.5}
-	if diff := cmp.Diff(want, got.Loops); diff != "" || len(got.Findings) != 0 {
-		t.Errorf("loops_429 (-want +got):\n%s\nfindings: %v (want none: GETs only, at most 3 attempts)", diff, got.Findings)
+	if diff := cmp.Diff(want, got.Loops); diff != "" {
+		t.Errorf("loops_429 (-want +got):\n%s", diff)
+	}
+	// 27 requests retried once (10 + 8 + 7 + 2), 15 of them twice (8 + 7).
+	if len(got.Findings) != 1 || got.Findings[0].Kind != "synchronised" || got.Findings[0].Count != 27 || got.Findings[0].Attempts != 42 {
+		t.Errorf("findings: %+v; want only synchronised, 27 requests, 42 attempts", got.Findings)
+	}
+	if len(got.Backoff) != 2 || got.Backoff[0].Count != 27 || got.Backoff[1].Count != 15 ||
+		got.Backoff[0].P50 != 988 || got.Backoff[1].P50 != 988 || got.Backoff[0].NearMedian != 27 {
+		t.Errorf("backoff: %+v", got.Backoff)
 	}
 }
 

@@ -34,6 +34,8 @@ type reportOptions struct {
 	infer    bool
 	rules    string
 	section  string
+	polBase  time.Duration
+	polMax   int
 }
 
 func (e *env) reportCmd() *cobra.Command {
@@ -65,6 +67,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 		Example: `  retrylens report --window 1h
   retrylens report --window 1m --since '2026-11-29 10:00' --until '2026-11-29 10:30'
   retrylens report --by route --endpoint /api/orders/:id
+  retrylens report --policy-base 300ms --policy-max-retries 2
   retrylens report --window 1d --tz Europe/Paris
   retrylens report --format json -o report.json
   retrylens report --format csv --section endpoints > endpoints.csv
@@ -86,6 +89,8 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone, window starts and day boundaries")
 	f.DurationVar(&o.maxGap, "max-gap", query.DefaultMaxGap, "most time between two attempts of one request, for heuristic links and --infer-attempts")
 	f.BoolVar(&o.infer, "infer-attempts", false, "infer attempt numbers for lines without an attempt header")
+	f.DurationVar(&o.polBase, "policy-base", 0, "the declared retry policy's base delay (base·2^(n−1) + up to base of jitter before retry n), to compare the backoff profile with")
+	f.IntVar(&o.polMax, "policy-max-retries", 0, "the declared retry policy's number of retries")
 	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules' thresholds, sustain times or severities")
 	return c
 }
@@ -126,6 +131,9 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	}
 	if o.maxGap <= 0 {
 		return usagef("--max-gap must be positive")
+	}
+	if o.polBase < 0 || o.polMax < 0 {
+		return usagef("--policy-base and --policy-max-retries must not be negative")
 	}
 	if _, ok := query.Groupings[o.by]; o.by != "" && !ok {
 		return usagef("--by %q: want one of %s", o.by, strings.Join(groupings(), ", "))
@@ -182,6 +190,7 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 		func() (err error) { r.Loops, err = set.Loops(ctx); return },
 		func() (err error) { r.Findings, err = set.Findings(ctx, o.maxAtt); return },
 		func() (err error) { r.Linking, err = set.Linking(ctx); return },
+		func() (err error) { r.Backoff, err = set.Backoff(ctx, o.polBase, o.polMax); return },
 	}
 	if o.by != "" && o.by != "route" {
 		steps = append(steps, func() (err error) { r.Groups, err = set.Groups(ctx, o.by); return })
