@@ -157,6 +157,9 @@ func TestLab(t *testing.T) {
 							if f.Kind == "synchronised" {
 								// The naive client sleeps a fixed 20 ms; the good one jitters.
 								t.Logf("%s via %s: synchronised retries: %d requests, %d attempts", sc.Name, format, f.Count, f.Attempts)
+								if sc.Policy.Exponential {
+									t.Errorf("the good policy jitters its delays, yet retries were found synchronised")
+								}
 							}
 						}
 						t.Logf("%s via %s:\ntruth     %+v\nretrylens %+v", sc.Name, format, want, got)
