@@ -34,6 +34,9 @@ type Options struct {
 	Now func() time.Time
 	// Router turns URIs into routes; nil applies the built-in rules only.
 	Router *Router
+	// MaxRoutes is the number of distinct routes past which the result names hotspots
+	// (default 500): routes are what endpoint tables group by.
+	MaxRoutes int64
 }
 
 // Reject is a malformed line.
@@ -65,6 +68,18 @@ type File struct {
 type Result struct {
 	Files   []File
 	Elapsed time.Duration
+	// Routes is the number of distinct routes in the database after the load; when it
+	// passes Options.MaxRoutes, Hotspots names the path prefixes that produced most.
+	Routes   int64
+	Hotspots []Hotspot
+}
+
+// Hotspot is a path prefix (its first two segments) with many distinct routes: ids the
+// built-in rules did not recognise, a case for --route.
+type Hotspot struct {
+	Prefix  string
+	Routes  int64
+	Example string
 }
 
 // Totals adds up the loaded (not skipped) files.
@@ -122,8 +137,40 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 		}
 		res.Files = append(res.Files, f)
 	}
+	if err := routeCheck(ctx, db, &res, opt.MaxRoutes); err != nil {
+		errs = append(errs, err)
+	}
 	res.Elapsed = time.Since(start)
 	return res, errors.Join(errs...)
+}
+
+// routeCheck counts distinct routes and, past max, finds the prefixes behind them.
+func routeCheck(ctx context.Context, db *sql.DB, res *Result, max int64) error {
+	if max <= 0 {
+		max = 500
+	}
+	if err := db.QueryRowContext(ctx, "SELECT count(DISTINCT route) FROM requests").Scan(&res.Routes); err != nil {
+		return fmt.Errorf("count routes: %w", err)
+	}
+	if res.Routes <= max {
+		return nil
+	}
+	rows, err := db.QueryContext(ctx, `
+		SELECT regexp_extract(route, '^(/[^/]*(/[^/]*)?)', 1) AS prefix, count(DISTINCT route) AS n, min(route)
+		FROM requests WHERE route IS NOT NULL
+		GROUP BY prefix ORDER BY n DESC, prefix LIMIT 5`)
+	if err != nil {
+		return fmt.Errorf("route hotspots: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h Hotspot
+		if err := rows.Scan(&h.Prefix, &h.Routes, &h.Example); err != nil {
+			return err
+		}
+		res.Hotspots = append(res.Hotspots, h)
+	}
+	return rows.Err()
 }
 
 func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, error) {

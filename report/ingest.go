@@ -44,6 +44,12 @@ func Ingest(w io.Writer, res *ingest.Result) error {
 	if !t.First.IsZero() {
 		fmt.Fprintf(&b, "time range %s to %s (UTC)\n", t.First.UTC().Format(time.RFC3339), t.Last.UTC().Format(time.RFC3339))
 	}
+	if len(res.Hotspots) > 0 {
+		fmt.Fprintf(&b, "warning: %d distinct routes: endpoint tables will be long; these path prefixes make most of them (add --route templates):\n", res.Routes)
+		for _, h := range res.Hotspots {
+			fmt.Fprintf(&b, "  %s: %d routes, e.g. %s\n", Clean(h.Prefix), h.Routes, Clean(h.Example))
+		}
+	}
 	if t.Rejected > 0 {
 		reasons := make([]string, 0, len(t.Reasons))
 		for r := range t.Reasons {

@@ -10,10 +10,11 @@ import (
 )
 
 type ingestOptions struct {
-	db      string
-	formats formatFlags
-	samples int
-	quiet   bool
+	db        string
+	formats   formatFlags
+	samples   int
+	quiet     bool
+	maxRoutes int64
 }
 
 func (e *env) ingestCmd() *cobra.Command {
@@ -47,6 +48,7 @@ lines.`,
 	o.formats.register(c)
 	c.Flags().IntVar(&o.samples, "samples", 20, "rejected lines kept in full per file (all are counted)")
 	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print nothing but errors")
+	c.Flags().Int64Var(&o.maxRoutes, "max-routes", 500, "warn, naming the path prefixes behind them, past this many distinct routes")
 	return c
 }
 
@@ -69,7 +71,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, files []string) erro
 		return err
 	}
 	defer db.Close()
-	res, loadErr := ingest.Load(ctx, db, files, ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router})
+	res, loadErr := ingest.Load(ctx, db, files, ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router, MaxRoutes: o.maxRoutes})
 	if !o.quiet {
 		if err := report.Ingest(e.stderr, &res); err != nil {
 			return err

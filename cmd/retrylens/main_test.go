@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -419,5 +420,25 @@ func TestRotationBoundary(t *testing.T) {
 	}
 	if r.Summary.Requests != 125 || r.Summary.Recovered != 18 || r.Summary.Exhausted != 9 {
 		t.Errorf("split set: %d requests, %d recovered, %d exhausted; want 125, 18, 9", r.Summary.Requests, r.Summary.Recovered, r.Summary.Exhausted)
+	}
+}
+
+// Past --max-routes, ingest names the path prefixes behind the routes.
+func TestRouteHotspots(t *testing.T) {
+	var b strings.Builder
+	for i := range 30 {
+		// "sku-alpha-3" style names: not ids for the built-in rules, so each is a route.
+		fmt.Fprintf(&b, "10.0.0.1 - - [29/Nov/2026:10:00:%02d +0000] \"GET /shop/items/sku-%c%c HTTP/1.1\" 200 2 \"-\" \"t\"\n", i, 'a'+i%26, 'a'+i/26)
+	}
+	b.WriteString("10.0.0.1 - - [29/Nov/2026:10:00:59 +0000] \"GET /health HTTP/1.1\" 200 2 \"-\" \"t\"\n")
+	db := filepath.Join(t.TempDir(), "r.duckdb")
+	_, stderr, code := retrylens(t, strings.NewReader(b.String()), "ingest", "--db", db, "--max-routes", "10", "--log-format", "combined", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"warning: 31 distinct routes", "  /shop/items: 30 routes, e.g. /shop/items/sku-aa", "  /health: 1 routes"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stderr)
+		}
 	}
 }
