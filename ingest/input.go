@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 
 	"github.com/retrylens/retrylens/parse"
 )
@@ -66,6 +67,11 @@ func openInput(name string, stdin io.Reader) (*input, error) {
 	return in, nil
 }
 
+// limit makes the input end n bytes from where it is now.
+func (in *input) limit(n int64) {
+	in.r = bufio.NewReaderSize(io.LimitReader(in.r, n), 256<<10)
+}
+
 func (in *input) Close() error {
 	if in.gz != nil {
 		in.gz.Close()
@@ -76,19 +82,81 @@ func (in *input) Close() error {
 	return nil
 }
 
-// fileDigest returns the sha256 of a file's decompressed content and its size.
-func fileDigest(name string) (string, int64, error) {
+// prefix is a loaded prefix of some file's content: its length, hash, and the number
+// of lines in it.
+type prefix struct {
+	bytes int64
+	sum   string
+	lines int64
+	path  string
+}
+
+// scan is what one pass over a file's content found.
+type scan struct {
+	size    int64  // decompressed bytes
+	end     int64  // just past the last newline: what can be loaded now
+	matched prefix // the longest registered prefix this content starts with; bytes 0 if none
+}
+
+// scanFile hashes a file's decompressed content in one pass, checking at each length in
+// known whether the content so far is that registered prefix.
+func scanFile(name string, known []prefix) (scan, error) {
+	var sc scan
 	in, err := openInput(name, nil)
 	if err != nil {
-		return "", 0, err
+		return sc, err
 	}
 	defer in.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, in.r)
-	if err != nil {
-		return "", 0, err
+	byLen := map[int64][]prefix{}
+	var cuts []int64
+	for _, p := range known {
+		if _, ok := byLen[p.bytes]; !ok {
+			cuts = append(cuts, p.bytes)
+		}
+		byLen[p.bytes] = append(byLen[p.bytes], p)
 	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
+	sort.Slice(cuts, func(i, j int) bool { return cuts[i] < cuts[j] })
+	h := sha256.New()
+	check := func() {
+		sum := hex.EncodeToString(h.Sum(nil))
+		for _, p := range byLen[sc.size] {
+			if p.sum == sum {
+				sc.matched = p
+			}
+		}
+	}
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := in.r.Read(buf)
+		chunk := buf[:n]
+		for len(chunk) > 0 {
+			// Cut the chunk at the next registered length, so the hash can be read there.
+			take := int64(len(chunk))
+			for len(cuts) > 0 && cuts[0] <= sc.size {
+				cuts = cuts[1:]
+			}
+			if len(cuts) > 0 && cuts[0]-sc.size < take {
+				take = cuts[0] - sc.size
+			}
+			part := chunk[:take]
+			h.Write(part)
+			if i := bytes.LastIndexByte(part, '\n'); i >= 0 {
+				sc.end = sc.size + int64(i) + 1
+			}
+			sc.size += take
+			chunk = chunk[take:]
+			if _, ok := byLen[sc.size]; ok {
+				check()
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return sc, err
+		}
+	}
+	return sc, nil
 }
 
 // detectLines is how many non-blank lines format detection looks at.

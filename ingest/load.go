@@ -53,7 +53,8 @@ type File struct {
 	Path     string
 	Format   string
 	Skipped  bool   // its content was loaded before (maybe under another name)
-	SameAs   string // the path it was loaded under, when Skipped
+	SameAs   string // the path its known part was loaded under, when Skipped or From > 0
+	From     int64  // lines loaded before: this load is the file's tail after line From
 	Bytes    int64
 	Lines    int64 // physical lines, blank ones included
 	Rows     int64
@@ -175,21 +176,46 @@ func routeCheck(ctx context.Context, db *sql.DB, res *Result, max int64) error {
 
 func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, error) {
 	out := File{Path: path, Reasons: map[string]int64{}}
+	// What to load: for a file, only what no load has covered yet, up to its last
+	// newline (a last line still being written is left for the next run). stdin is
+	// read whole, its last line too, and skipped afterwards if its content is known.
+	var from prefix
+	end := int64(-1)
 	if path != "-" {
-		sum, size, err := fileDigest(path)
+		known, err := registered(ctx, db)
 		if err != nil {
 			return out, err
 		}
-		if prev, err := loadedAs(ctx, db, sum); err != nil || prev != "" {
-			out.Skipped, out.SameAs, out.Bytes = prev != "", prev, size
+		sc, err := scanFile(path, known)
+		if err != nil {
 			return out, err
 		}
+		from, end = sc.matched, sc.end
+		if from.bytes >= end {
+			// Nothing new: the content, up to its last newline, was loaded before.
+			out.Skipped, out.SameAs, out.Bytes = true, from.path, sc.size
+			if from.bytes == 0 {
+				out.Skipped, out.SameAs = false, "" // an empty file, or one without a newline yet
+			}
+			return out, nil
+		}
+		out.From, out.SameAs = from.lines, from.path
 	}
 	in, err := openInput(path, opt.Stdin)
 	if err != nil {
 		return out, err
 	}
 	defer in.Close()
+	h := &countingHash{Hash: sha256.New()}
+	if from.bytes > 0 {
+		// The loaded prefix still goes into the hash of [0, end).
+		if _, err := io.CopyN(h, in.r, from.bytes); err != nil {
+			return out, fmt.Errorf("skip the %d bytes loaded before: %w", from.bytes, err)
+		}
+	}
+	if end >= 0 {
+		in.limit(end - from.bytes)
+	}
 	format := opt.Format
 	if format == nil {
 		if format, err = Detect(in.r); err != nil {
@@ -199,7 +225,6 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 		return out, err
 	}
 	out.Format = format.Name
-	h := sha256.New()
 
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -224,7 +249,7 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 		if err != nil {
 			return err
 		}
-		err = appendAll(ctx, a, in, h, format, id, &out, opt)
+		err = appendAll(ctx, a, in, h, format, id, from.lines, &out, opt)
 		if cerr := a.Close(); err == nil {
 			err = cerr
 		}
@@ -233,16 +258,20 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 	if err != nil {
 		return out, err
 	}
-	out.Bytes = in.size
+	// What was hashed is exactly what was loaded, [0, end): the readers ahead of the
+	// parser may have buffered more.
+	endBytes := h.n
+	out.Bytes = endBytes - from.bytes
 	sum := hex.EncodeToString(h.Sum(nil))
 	if path == "-" {
 		if prev, err := loadedAs(ctx, conn, sum); err != nil || prev != "" {
-			out = File{Path: path, Format: format.Name, Skipped: prev != "", SameAs: prev, Bytes: in.size}
+			out = File{Path: path, Format: format.Name, Skipped: prev != "", SameAs: prev, Bytes: out.Bytes}
 			return out, err
 		}
 	}
-	_, err = conn.ExecContext(ctx, `INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, path, sum, out.Bytes, format.Name, out.Lines, out.Rows, out.Rejected,
+	_, err = conn.ExecContext(ctx, `INSERT INTO files (file_id, path, sha256, offset_bytes, bytes, first_line, lines_end,
+			format, lines, rows, rejected, first_ts, last_ts, loaded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, path, sum, from.bytes, endBytes, from.lines+1, from.lines+out.Lines, format.Name, out.Lines, out.Rows, out.Rejected,
 		nullTime(out.First), nullTime(out.Last), opt.Now().UTC())
 	if err != nil {
 		return out, err
@@ -273,6 +302,35 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// countingHash is a hash that counts the bytes written to it.
+type countingHash struct {
+	hash.Hash
+	n int64
+}
+
+func (c *countingHash) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.Hash.Write(p)
+}
+
+// registered returns every loaded prefix.
+func registered(ctx context.Context, db *sql.DB) ([]prefix, error) {
+	rows, err := db.QueryContext(ctx, "SELECT bytes, sha256, lines_end, path FROM files WHERE bytes > 0")
+	if err != nil {
+		return nil, fmt.Errorf("read the registry: %w", err)
+	}
+	defer rows.Close()
+	var ps []prefix
+	for rows.Next() {
+		var p prefix
+		if err := rows.Scan(&p.bytes, &p.sum, &p.lines, &p.path); err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return ps, rows.Err()
+}
+
 // loadedAs returns the path under which content with this digest was loaded, or "".
 func loadedAs(ctx context.Context, q querier, sum string) (string, error) {
 	var path string
@@ -295,13 +353,13 @@ type batch struct {
 // appendAll reads every line of in, appending good records and counting bad ones. The
 // parser runs in its own goroutine, a batch ahead of the appender, so that parsing and
 // DuckDB's work overlap.
-func appendAll(ctx context.Context, a *duckdb.Appender, in *input, h hash.Hash, format *parse.Format, id int64, out *File, opt Options) error {
+func appendAll(ctx context.Context, a *duckdb.Appender, in *input, h hash.Hash, format *parse.Format, id, firstLine int64, out *File, opt Options) error {
 	g, ctx := errgroup.WithContext(ctx)
 	batches := make(chan *batch, 4)
 	free := make(chan *batch, 6)
 	g.Go(func() error {
 		defer close(batches)
-		return readAll(ctx, in, h, format, out, opt, batches, free)
+		return readAll(ctx, in, h, format, firstLine, out, opt, batches, free)
 	})
 	g.Go(func() error {
 		row := make([]driver.Value, 26)
@@ -325,8 +383,9 @@ func appendAll(ctx context.Context, a *duckdb.Appender, in *input, h hash.Hash, 
 }
 
 // readAll parses in into batches. It owns every field of out but Rows.
-func readAll(ctx context.Context, in *input, h hash.Hash, format *parse.Format, out *File, opt Options, batches chan<- *batch, free <-chan *batch) error {
+func readAll(ctx context.Context, in *input, h hash.Hash, format *parse.Format, firstLine int64, out *File, opt Options, batches chan<- *batch, free <-chan *batch) error {
 	r := parse.NewReader(io.TeeReader(in.r, h), format)
+	r.StartAt(int(firstLine))
 	next := func() *batch {
 		select {
 		case b := <-free:
@@ -385,7 +444,7 @@ func readAll(ctx context.Context, in *input, h hash.Hash, format *parse.Format, 
 			}
 		}
 	}
-	out.Lines = int64(r.Line())
+	out.Lines = int64(r.Line()) - firstLine
 	if len(b.recs) > 0 {
 		return send()
 	}

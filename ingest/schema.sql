@@ -1,16 +1,23 @@
 -- The retrylens database. Timestamps are UTC (TIMESTAMP without zone, by convention).
+-- The registry: one row per load. A load covers bytes [offset_bytes, bytes) of a file's
+-- decompressed content, which ends on a newline; sha256 is the hash of the whole prefix
+-- [0, bytes), so that a file which grew, was renamed or was compressed since is
+-- recognised by its content and only its new tail is loaded.
 CREATE TABLE IF NOT EXISTS files (
-    file_id   INTEGER PRIMARY KEY,
-    path      VARCHAR NOT NULL,      -- as given on the command line; "-" for stdin
-    sha256    VARCHAR NOT NULL,      -- of the decompressed content: a rotated or gzipped copy is the same file
-    bytes     BIGINT  NOT NULL,      -- decompressed
-    format    VARCHAR NOT NULL,
-    lines     BIGINT  NOT NULL,
-    rows      BIGINT  NOT NULL,
-    rejected  BIGINT  NOT NULL,
-    first_ts  TIMESTAMP,
-    last_ts   TIMESTAMP,
-    loaded_at TIMESTAMP NOT NULL
+    file_id      INTEGER PRIMARY KEY,
+    path         VARCHAR NOT NULL,      -- as given on the command line; "-" for stdin
+    sha256       VARCHAR NOT NULL,      -- of the decompressed content [0, bytes)
+    offset_bytes BIGINT  NOT NULL,      -- where this load started
+    bytes        BIGINT  NOT NULL,      -- where it ended
+    first_line   BIGINT  NOT NULL,      -- line number of the first line of this load
+    lines_end    BIGINT  NOT NULL,      -- line number of its last line
+    format       VARCHAR NOT NULL,
+    lines        BIGINT  NOT NULL,
+    rows         BIGINT  NOT NULL,
+    rejected     BIGINT  NOT NULL,
+    first_ts     TIMESTAMP,
+    last_ts      TIMESTAMP,
+    loaded_at    TIMESTAMP NOT NULL
 );
 
 -- One row per access-log line: one physical attempt.

@@ -23,6 +23,9 @@ func NewReader(r io.Reader, f *Format) *Reader {
 	return &Reader{f: f, br: bufio.NewReaderSize(r, 256<<10)}
 }
 
+// StartAt numbers the next line n+1: for reading a file's tail after n lines.
+func (r *Reader) StartAt(n int) { r.line = n }
+
 // Line returns the 1-based number of the line last read.
 func (r *Reader) Line() int { return r.line }
 

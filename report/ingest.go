@@ -27,6 +27,11 @@ func Ingest(w io.Writer, res *ingest.Result) error {
 			fmt.Fprintf(&b, "%s: skipped, already loaded%s\n", Clean(f.Path), same)
 			continue
 		}
+		if f.From > 0 {
+			fmt.Fprintf(&b, "%s: %s format, %d new lines after line %d (loaded before as %s), %d rows, %d rejected\n",
+				Clean(f.Path), f.Format, f.Lines, f.From, Clean(f.SameAs), f.Rows, f.Rejected)
+			continue
+		}
 		fmt.Fprintf(&b, "%s: %s format, %d lines, %d rows, %d rejected\n", Clean(f.Path), f.Format, f.Lines, f.Rows, f.Rejected)
 	}
 	t := res.Totals()
