@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -37,6 +38,9 @@ type Options struct {
 	// MaxRoutes is the number of distinct routes past which the result names hotspots
 	// (default 500): routes are what endpoint tables group by.
 	MaxRoutes int64
+	// Progress, when set, is given each file's path and the bytes about to be loaded
+	// (-1: unknown) and returns a writer that is sent those bytes as they are read.
+	Progress func(path string, size int64) io.WriteCloser
 }
 
 // Reject is a malformed line.
@@ -215,6 +219,15 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 	}
 	if end >= 0 {
 		in.limit(end - from.bytes)
+	}
+	if opt.Progress != nil {
+		size := int64(-1)
+		if end >= 0 {
+			size = end - from.bytes
+		}
+		bar := opt.Progress(path, size)
+		defer bar.Close()
+		in.r = bufio.NewReaderSize(io.TeeReader(in.r, bar), 256<<10)
 	}
 	format := opt.Format
 	if format == nil {

@@ -2,6 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +20,7 @@ type ingestOptions struct {
 	samples   int
 	quiet     bool
 	maxRoutes int64
+	maxReject float64
 }
 
 func (e *env) ingestCmd() *cobra.Command {
@@ -31,7 +37,10 @@ before, under any name, adds nothing, so running ingest again is safe.
 Malformed lines never stop a load: they are counted by reason, the first ones are kept
 with file and line number in the rejects table, and the summary shows them. When no
 --log-format or --nginx-format is given, each file's format is detected from its first
-lines.`,
+lines. On a terminal a progress bar shows on stderr (not with --quiet or in a pipe).
+
+Exit codes: 0 loaded, 1 an input could not be read (the others were loaded), 2 bad
+flags, 4 more lines rejected than --max-reject-ratio allows.`,
 		Example: `  retrylens ingest /var/log/nginx/access.log /var/log/nginx/access.log.1
   retrylens ingest --log-format retry --db incident.duckdb access.log.2.gz
   retrylens ingest --nginx-format '$remote_addr [$time_local] "$request" $status $http_x_retry_attempt' app.log
@@ -48,6 +57,7 @@ lines.`,
 	o.formats.register(c)
 	c.Flags().IntVar(&o.samples, "samples", 20, "rejected lines kept in full per file (all are counted)")
 	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print nothing but errors")
+	c.Flags().Float64Var(&o.maxReject, "max-reject-ratio", 1, "exit 4 when more than this share of lines (0..1) was rejected, for CI")
 	c.Flags().Int64Var(&o.maxRoutes, "max-routes", 500, "warn, naming the path prefixes behind them, past this many distinct routes")
 	return c
 }
@@ -60,6 +70,9 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, files []string) erro
 	if o.samples < 0 {
 		return usagef("--samples must be 0 or more")
 	}
+	if o.maxReject < 0 || o.maxReject > 1 {
+		return usagef("--max-reject-ratio must be between 0 and 1")
+	}
 	router, err := o.formats.router()
 	if err != nil {
 		return err
@@ -71,7 +84,20 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, files []string) erro
 		return err
 	}
 	defer db.Close()
-	res, loadErr := ingest.Load(ctx, db, files, ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router, MaxRoutes: o.maxRoutes})
+	opts := ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router, MaxRoutes: o.maxRoutes}
+	if !o.quiet && terminal(e.stderr) {
+		opts.Progress = func(path string, size int64) io.WriteCloser {
+			return progressbar.NewOptions64(size,
+				progressbar.OptionSetWriter(e.stderr),
+				progressbar.OptionSetDescription(report.Clean(filepath.Base(path))),
+				progressbar.OptionShowBytes(true),
+				progressbar.OptionSetPredictTime(true),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionClearOnFinish(),
+			)
+		}
+	}
+	res, loadErr := ingest.Load(ctx, db, files, opts)
 	if !o.quiet {
 		if err := report.Ingest(e.stderr, &res); err != nil {
 			return err
@@ -80,5 +106,16 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, files []string) erro
 	if loadErr != nil {
 		return fmt.Errorf("some input was not loaded:\n%w", loadErr)
 	}
-	return db.Close()
+	if err := db.Close(); err != nil {
+		return err
+	}
+	if t := res.Totals(); t.Lines > 0 && float64(t.Rejected)/float64(t.Lines) > o.maxReject {
+		fmt.Fprintf(e.stderr, "retrylens: %d of %d lines (%.2f%%) rejected, more than --max-reject-ratio %g\n",
+			t.Rejected, t.Lines, 100*float64(t.Rejected)/float64(t.Lines), o.maxReject)
+		return exitCode(exitRejects)
+	}
+	return nil
 }
+
+// exitRejects is ingest's exit code when the rejected share passed --max-reject-ratio.
+const exitRejects = 4

@@ -507,3 +507,17 @@ func TestIngestGrowingAndRotating(t *testing.T) {
 	os.WriteFile(log, []byte(strings.Join(lines[:3], "")), 0o644)
 	ingest("3 lines, 3 rows", log)
 }
+
+// --max-reject-ratio turns a high share of rejected lines into exit 4, after loading.
+func TestMaxRejectRatio(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "r.duckdb")
+	// The incident hour has 1 bad line in 126: 0.79 %.
+	_, stderr, code := retrylens(t, nil, "ingest", "--db", db, "--max-reject-ratio", "0.005", scenario("incident-hour"))
+	if code != exitRejects || !strings.Contains(stderr, "1 of 126 lines (0.79%) rejected") {
+		t.Errorf("exit %d, want %d: %s", code, exitRejects, stderr)
+	}
+	_, stderr, code = retrylens(t, nil, "ingest", "--db", filepath.Join(t.TempDir(), "s.duckdb"), "--max-reject-ratio", "0.01", scenario("incident-hour"))
+	if code != 0 {
+		t.Errorf("under the ratio: exit %d: %s", code, stderr)
+	}
+}
