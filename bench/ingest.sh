@@ -1,28 +1,48 @@
 #!/usr/bin/env bash
-# Times, in one run, reading a 1M-line retry-format log (cat, wc -l: the baselines) and
-# retrylens ingest into a fresh DuckDB file, and prints each as lines/s and as a ratio
-# to cat. Absolute times on a shared machine mean little; the ratios are the figure.
+# Times, in one run on one generated log of the retry format: cat (the floor), GoAccess
+# (Debian's package, the matching --log-format, JSON output) and retrylens ingest into a
+# fresh DuckDB file; prints lines/s, each time as a ratio to cat, retrylens's speed as a
+# ratio to GoAccess's, and peak memory (GNU time). Absolute times on a shared machine
+# mean little; the ratios are the figures.
 #
-#   bash bench/ingest.sh [LINES]
+#   bash bench/ingest.sh [LINES]        # default 1000000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000000}
+if ! command -v goaccess >/dev/null || [ ! -x /usr/bin/time ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get install -y -qq goaccess time >/dev/null
+  else
+    echo "bench: needs goaccess and GNU time (apt-get install goaccess time)" >&2
+    exit 1
+  fi
+fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 go build -o "$dir/retrylens" ./cmd/retrylens
-go run ./bench/genlog -n "$n" > "$dir/access.log"
-echo "input: $n lines, $(du -h "$dir/access.log" | cut -f1)"
-
-secs() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); awk -v d=$((e - s)) 'BEGIN { printf "%.3f", d / 1e9 }'; }
+go run ./bench/genlog --lines "$n" --seed 1 --format retry > "$dir/access.log"
+echo "input: $n lines, $(du -h "$dir/access.log" | cut -f1), retry format (bench/genlog --seed 1)"
 cat "$dir/access.log" > /dev/null # warm the page cache
-t_cat=$(secs cat "$dir/access.log")
-t_wc=$(secs wc -l "$dir/access.log")
-t_ingest=$(secs "$dir/retrylens" ingest --quiet --db "$dir/bench.duckdb" "$dir/access.log")
-rows=$("$dir/retrylens" report --db "$dir/bench.duckdb" --format json | grep -m1 '"requests"' | tr -dc 0-9)
-[ "$rows" = "$n" ] || { echo "ingest loaded $rows rows, want $n" >&2; exit 1; }
-printf '%-18s %8s s %12s lines/s %10s x cat\n' command time rate ratio
-for k in cat wc ingest; do
-  v=t_$k
-  t=${!v}
-  printf '%-18s %8s s %12.0f lines/s %10.1f x cat\n' "$k" "$t" "$(awk -v a="$n" -v b="$t" 'BEGIN { print a / b }')" "$(awk -v a="$t" -v b="$t_cat" 'BEGIN { print a / b }')"
+
+# run NAME CMD...: seconds and peak RSS (KiB) of one run.
+run() {
+  local name=$1; shift
+  /usr/bin/time -f "%e %M" -o "$dir/$name.time" "$@" > /dev/null 2> "$dir/$name.err" || { cat "$dir/$name.err" >&2; exit 1; }
+  read -r secs kib < "$dir/$name.time"
+  eval "t_$name=$secs m_$name=$kib"
+}
+run cat cat "$dir/access.log"
+run goaccess goaccess "$dir/access.log" --log-format='%h %^[%d:%t %^] "%r" %s %b "%R" "%u" %^' \
+  --date-format=%d/%b/%Y --time-format=%T --no-global-config -o "$dir/goaccess.json"
+run retrylens "$dir/retrylens" ingest --quiet --db "$dir/bench.duckdb" --log-format retry "$dir/access.log"
+
+"$dir/retrylens" report --db "$dir/bench.duckdb" --format json -o "$dir/report.json"
+rows=$(grep -m1 '"requests"' "$dir/report.json" | tr -dc 0-9)
+[ "$rows" = "$n" ] || { echo "bench: ingest loaded $rows rows, want $n" >&2; exit 1; }
+printf '%-10s %9s %14s %10s %12s\n' command seconds lines/s "x cat" "peak MiB"
+for k in cat goaccess retrylens; do
+  t=t_$k m=m_$k
+  awk -v name="$k" -v t="${!t}" -v n="$n" -v c="$t_cat" -v m="${!m}" \
+    'BEGIN { if (t == 0) t = 0.01; if (c == 0) c = 0.01; printf "%-10s %9.2f %14.0f %10.1f %12.1f\n", name, t, n / t, t / c, m / 1024 }'
 done
+awk -v g="$t_goaccess" -v r="$t_retrylens" 'BEGIN { printf "retrylens/GoAccess speed: %.2fx\n", g / r }'
