@@ -67,11 +67,6 @@ func openInput(name string, stdin io.Reader) (*input, error) {
 	return in, nil
 }
 
-// limit makes the input end n bytes from where it is now.
-func (in *input) limit(n int64) {
-	in.r = bufio.NewReaderSize(io.LimitReader(in.r, n), 256<<10)
-}
-
 func (in *input) Close() error {
 	if in.gz != nil {
 		in.gz.Close()
@@ -93,14 +88,15 @@ type prefix struct {
 
 // scan is what one pass over a file's content found.
 type scan struct {
-	size    int64  // decompressed bytes
-	end     int64  // just past the last newline: what can be loaded now
-	matched prefix // the longest registered prefix this content starts with; bytes 0 if none
+	size    int64   // decompressed bytes
+	end     int64   // just past the last newline: what can be loaded now
+	matched prefix  // the longest registered prefix this content starts with; bytes 0 if none
+	cuts    []int64 // line ends about every chunk bytes apart, the last one end
 }
 
 // scanFile hashes a file's decompressed content in one pass, checking at each length in
 // known whether the content so far is that registered prefix.
-func scanFile(name string, known []prefix) (scan, error) {
+func scanFile(name string, known []prefix, chunk int64) (scan, error) {
 	var sc scan
 	in, err := openInput(name, nil)
 	if err != nil {
@@ -125,6 +121,7 @@ func scanFile(name string, known []prefix) (scan, error) {
 			}
 		}
 	}
+	chunkBytes := chunk
 	buf := make([]byte, 256<<10)
 	for {
 		n, err := in.r.Read(buf)
@@ -142,6 +139,16 @@ func scanFile(name string, known []prefix) (scan, error) {
 			h.Write(part)
 			if i := bytes.LastIndexByte(part, '\n'); i >= 0 {
 				sc.end = sc.size + int64(i) + 1
+				// A cut at the first line end past each chunk's worth of bytes.
+				last := int64(0)
+				if len(sc.cuts) > 0 {
+					last = sc.cuts[len(sc.cuts)-1]
+				}
+				if sc.size+take-last >= chunkBytes {
+					if j := bytes.IndexByte(part[max(0, last+chunkBytes-sc.size-1):], '\n'); j >= 0 {
+						sc.cuts = append(sc.cuts, max(0, last+chunkBytes-sc.size-1)+sc.size+int64(j)+1)
+					}
+				}
 			}
 			sc.size += take
 			chunk = chunk[take:]
@@ -155,6 +162,9 @@ func scanFile(name string, known []prefix) (scan, error) {
 		if err != nil {
 			return sc, err
 		}
+	}
+	if len(sc.cuts) == 0 || sc.cuts[len(sc.cuts)-1] != sc.end {
+		sc.cuts = append(sc.cuts, sc.end)
 	}
 	return sc, nil
 }

@@ -38,6 +38,9 @@ type Options struct {
 	// MaxRoutes is the number of distinct routes past which the result names hotspots
 	// (default 500): routes are what endpoint tables group by.
 	MaxRoutes int64
+	// ChunkBytes is about how much of a file each transaction loads (default 64 MiB): it
+	// bounds memory, and a load killed half way resumes after the last chunk.
+	ChunkBytes int64
 	// Progress, when set, is given each file's path and the bytes about to be loaded
 	// (-1: unknown) and returns a writer that is sent those bytes as they are read.
 	Progress func(path string, size int64) io.WriteCloser
@@ -126,6 +129,9 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 	if opt.Samples == 0 {
 		opt.Samples = 20
 	}
+	if opt.ChunkBytes <= 0 {
+		opt.ChunkBytes = 64 << 20
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -181,29 +187,32 @@ func routeCheck(ctx context.Context, db *sql.DB, res *Result, max int64) error {
 func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, error) {
 	out := File{Path: path, Reasons: map[string]int64{}}
 	// What to load: for a file, only what no load has covered yet, up to its last
-	// newline (a last line still being written is left for the next run). stdin is
-	// read whole, its last line too, and skipped afterwards if its content is known.
+	// newline (a last line still being written is left for the next run), in chunks
+	// that each commit with their registry entry. stdin is read whole, its last line
+	// too, in one transaction, skipped at the end if its content is known.
 	var from prefix
-	end := int64(-1)
+	var cuts []int64
 	if path != "-" {
 		known, err := registered(ctx, db)
 		if err != nil {
 			return out, err
 		}
-		sc, err := scanFile(path, known)
+		sc, err := scanFile(path, known, opt.ChunkBytes)
 		if err != nil {
 			return out, err
 		}
-		from, end = sc.matched, sc.end
-		if from.bytes >= end {
+		from = sc.matched
+		if from.bytes >= sc.end {
 			// Nothing new: the content, up to its last newline, was loaded before.
-			out.Skipped, out.SameAs, out.Bytes = true, from.path, sc.size
-			if from.bytes == 0 {
-				out.Skipped, out.SameAs = false, "" // an empty file, or one without a newline yet
-			}
+			out.Skipped, out.SameAs, out.Bytes = from.bytes > 0, from.path, sc.size
 			return out, nil
 		}
 		out.From, out.SameAs = from.lines, from.path
+		for _, c := range sc.cuts {
+			if c > from.bytes {
+				cuts = append(cuts, c)
+			}
+		}
 	}
 	in, err := openInput(path, opt.Stdin)
 	if err != nil {
@@ -217,13 +226,10 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 			return out, fmt.Errorf("skip the %d bytes loaded before: %w", from.bytes, err)
 		}
 	}
-	if end >= 0 {
-		in.limit(end - from.bytes)
-	}
 	if opt.Progress != nil {
 		size := int64(-1)
-		if end >= 0 {
-			size = end - from.bytes
+		if len(cuts) > 0 {
+			size = cuts[len(cuts)-1] - from.bytes
 		}
 		bar := opt.Progress(path, size)
 		defer bar.Close()
@@ -238,14 +244,54 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 		return out, err
 	}
 	out.Format = format.Name
+	if path == "-" {
+		cuts = []int64{-1} // one chunk: all of it
+	}
+	pos, line := from.bytes, from.lines
+	for _, cut := range cuts {
+		var r io.Reader = in.r
+		if cut >= 0 {
+			r = io.LimitReader(in.r, cut-pos)
+		}
+		c := File{Path: path, Reasons: map[string]int64{}}
+		if err := loadChunk(ctx, db, r, h, format, pos, line, &c, opt); err != nil {
+			return out, err
+		}
+		if c.Skipped {
+			return c, nil
+		}
+		out.Lines += c.Lines
+		out.Rows += c.Rows
+		out.Rejected += c.Rejected
+		out.Bytes += c.Bytes
+		for k, v := range c.Reasons {
+			out.Reasons[k] += v
+		}
+		if room := opt.Samples - len(out.Samples); room > 0 {
+			out.Samples = append(out.Samples, c.Samples[:min(room, len(c.Samples))]...)
+		}
+		if !c.First.IsZero() && (out.First.IsZero() || c.First.Before(out.First)) {
+			out.First = c.First
+		}
+		if c.Last.After(out.Last) {
+			out.Last = c.Last
+		}
+		pos, line = h.n, line+c.Lines
+	}
+	return out, nil
+}
 
+// loadChunk loads the lines of r, which start at byte offset and after line line of the
+// file, in one transaction with their registry entry: the hash h, which has seen every
+// byte of the file before r, then covers the prefix the entry records.
+func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, format *parse.Format, offset, line int64, out *File, opt Options) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return out, err
+		return err
 	}
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
-		return out, err
+		return err
 	}
 	committed := false
 	defer func() {
@@ -255,39 +301,38 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 	}()
 	var id int64
 	if err := conn.QueryRowContext(ctx, "SELECT coalesce(max(file_id), 0) + 1 FROM files").Scan(&id); err != nil {
-		return out, err
+		return err
 	}
 	err = conn.Raw(func(dc any) error {
 		a, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", "requests")
 		if err != nil {
 			return err
 		}
-		err = appendAll(ctx, a, in, h, format, id, from.lines, &out, opt)
+		err = appendAll(ctx, a, r, h, format, id, line, out, opt)
 		if cerr := a.Close(); err == nil {
 			err = cerr
 		}
 		return err
 	})
 	if err != nil {
-		return out, err
+		return err
 	}
-	// What was hashed is exactly what was loaded, [0, end): the readers ahead of the
-	// parser may have buffered more.
-	endBytes := h.n
-	out.Bytes = endBytes - from.bytes
+	// What was hashed is exactly what was read, up to the chunk's end: the readers ahead
+	// of the parser may have buffered more of the file, but not of the chunk.
+	out.Bytes = h.n - offset
 	sum := hex.EncodeToString(h.Sum(nil))
-	if path == "-" {
+	if out.Path == "-" {
 		if prev, err := loadedAs(ctx, conn, sum); err != nil || prev != "" {
-			out = File{Path: path, Format: format.Name, Skipped: prev != "", SameAs: prev, Bytes: out.Bytes}
-			return out, err
+			*out = File{Path: out.Path, Format: format.Name, Skipped: prev != "", SameAs: prev, Bytes: out.Bytes}
+			return err
 		}
 	}
 	_, err = conn.ExecContext(ctx, `INSERT INTO files (file_id, path, sha256, offset_bytes, bytes, first_line, lines_end,
 			format, lines, rows, rejected, first_ts, last_ts, loaded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, path, sum, from.bytes, endBytes, from.lines+1, from.lines+out.Lines, format.Name, out.Lines, out.Rows, out.Rejected,
+		id, out.Path, sum, offset, h.n, line+1, line+out.Lines, format.Name, out.Lines, out.Rows, out.Rejected,
 		nullTime(out.First), nullTime(out.Last), opt.Now().UTC())
 	if err != nil {
-		return out, err
+		return err
 	}
 	reasons := make([]string, 0, len(out.Reasons))
 	for r := range out.Reasons {
@@ -296,19 +341,19 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 	sort.Strings(reasons)
 	for _, r := range reasons {
 		if _, err := conn.ExecContext(ctx, `INSERT INTO reject_counts VALUES (?, ?, ?)`, id, r, out.Reasons[r]); err != nil {
-			return out, err
+			return err
 		}
 	}
 	for _, s := range out.Samples {
 		if _, err := conn.ExecContext(ctx, `INSERT INTO rejects VALUES (?, ?, ?, ?, ?)`, id, s.Line, s.Reason, s.Message, s.Excerpt); err != nil {
-			return out, err
+			return err
 		}
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return out, err
+		return err
 	}
 	committed = true
-	return out, nil
+	return nil
 }
 
 type querier interface {
@@ -366,7 +411,7 @@ type batch struct {
 // appendAll reads every line of in, appending good records and counting bad ones. The
 // parser runs in its own goroutine, a batch ahead of the appender, so that parsing and
 // DuckDB's work overlap.
-func appendAll(ctx context.Context, a *duckdb.Appender, in *input, h hash.Hash, format *parse.Format, id, firstLine int64, out *File, opt Options) error {
+func appendAll(ctx context.Context, a *duckdb.Appender, in io.Reader, h hash.Hash, format *parse.Format, id, firstLine int64, out *File, opt Options) error {
 	g, ctx := errgroup.WithContext(ctx)
 	batches := make(chan *batch, 4)
 	free := make(chan *batch, 6)
@@ -396,8 +441,8 @@ func appendAll(ctx context.Context, a *duckdb.Appender, in *input, h hash.Hash, 
 }
 
 // readAll parses in into batches. It owns every field of out but Rows.
-func readAll(ctx context.Context, in *input, h hash.Hash, format *parse.Format, firstLine int64, out *File, opt Options, batches chan<- *batch, free <-chan *batch) error {
-	r := parse.NewReader(io.TeeReader(in.r, h), format)
+func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Format, firstLine int64, out *File, opt Options, batches chan<- *batch, free <-chan *batch) error {
+	r := parse.NewReader(io.TeeReader(in, h), format)
 	r.StartAt(int(firstLine))
 	next := func() *batch {
 		select {

@@ -21,6 +21,7 @@ type ingestOptions struct {
 	quiet     bool
 	maxRoutes int64
 	maxReject float64
+	chunkMiB  int64
 }
 
 func (e *env) ingestCmd() *cobra.Command {
@@ -30,9 +31,12 @@ func (e *env) ingestCmd() *cobra.Command {
 		Short: "Parse access logs and load them into the database",
 		Long: `Parse access logs and load them into the database, one row per line.
 
-FILE may be plain text, gzip (recognised by content, not name) or - for stdin. Each file
-is loaded in one transaction: wholly or not at all. A file whose content was loaded
-before, under any name, adds nothing, so running ingest again is safe.
+FILE may be plain text, gzip (recognised by content, not name) or - for stdin. A file is
+loaded in chunks (--chunk-mib), each in one transaction with its entry in the registry of
+loaded content: content loaded before, under any name or compression, adds nothing; a
+file that grew adds its new lines only; a last line without its newline waits for the
+next run; a load killed half way resumes after its last chunk. Running ingest again and
+again while logs rotate is safe.
 
 Malformed lines never stop a load: they are counted by reason, the first ones are kept
 with file and line number in the rejects table, and the summary shows them. When no
@@ -57,6 +61,7 @@ flags, 4 more lines rejected than --max-reject-ratio allows.`,
 	o.formats.register(c)
 	c.Flags().IntVar(&o.samples, "samples", 20, "rejected lines kept in full per file (all are counted)")
 	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print nothing but errors")
+	c.Flags().Int64Var(&o.chunkMiB, "chunk-mib", 64, "MiB of a file loaded per transaction: bounds memory; a killed load resumes after the last one")
 	c.Flags().Float64Var(&o.maxReject, "max-reject-ratio", 1, "exit 4 when more than this share of lines (0..1) was rejected, for CI")
 	c.Flags().Int64Var(&o.maxRoutes, "max-routes", 500, "warn, naming the path prefixes behind them, past this many distinct routes")
 	return c
@@ -84,7 +89,11 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, files []string) erro
 		return err
 	}
 	defer db.Close()
-	opts := ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router, MaxRoutes: o.maxRoutes}
+	if o.chunkMiB < 1 {
+		return usagef("--chunk-mib must be at least 1")
+	}
+	opts := ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router,
+		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20}
 	if !o.quiet && terminal(e.stderr) {
 		opts.Progress = func(path string, size int64) io.WriteCloser {
 			return progressbar.NewOptions64(size,
