@@ -89,6 +89,10 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, files []string) erro
 		return err
 	}
 	defer db.Close()
+	// Keep DuckDB's buffers small: a load needs little cache, and chunks bound the rest.
+	if _, err := db.ExecContext(ctx, "SET memory_limit = '256MB'"); err != nil {
+		return err
+	}
 	if o.chunkMiB < 1 {
 		return usagef("--chunk-mib must be at least 1")
 	}
