@@ -3,16 +3,12 @@ package lab
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"text/template"
-	"time"
 
 	"github.com/retrylens/retrylens/parse"
 )
@@ -28,17 +24,14 @@ const JSONFormat = `{"time_iso8601":"$time_iso8601","msec":"$msec","remote_addr"
 	`"http_x_retry_attempt":"$http_x_retry_attempt","http_x_retry_reason":"$http_x_retry_reason","http_x_request_id":"$http_x_request_id",` +
 	`"http_idempotency_key":"$http_idempotency_key","upstream_http_retry_after":"$upstream_http_retry_after"}`
 
-// Nginx is a running nginx process with a private prefix directory.
+// Nginx is a running nginx process with a private prefix directory. Stop it with Stop,
+// which also flushes its logs.
 type Nginx struct {
+	*server
 	Addr    string // host:port it listens on
 	Dir     string
 	TextLog string // access log in the "retry" format
 	JSONLog string // access log in JSONFormat
-	cmd     *exec.Cmd
-	done    chan error
-
-	stopOnce sync.Once
-	stopErr  error
 }
 
 var confTmpl = template.Must(template.New("nginx.conf").Parse(`daemon off;
@@ -96,7 +89,6 @@ func StartNginx(dir, upstream string) (*Nginx, error) {
 		Dir:     dir,
 		TextLog: filepath.Join(dir, "access.log"),
 		JSONLog: filepath.Join(dir, "access.json"),
-		done:    make(chan error, 1),
 	}
 	var conf bytes.Buffer
 	err = confTmpl.Execute(&conf, map[string]string{
@@ -110,48 +102,13 @@ func StartNginx(dir, upstream string) (*Nginx, error) {
 	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
 		return nil, err
 	}
-	var stderr bytes.Buffer
-	n.cmd = exec.Command(bin, "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log"))
-	n.cmd.Stderr = &stderr
-	n.cmd.Stdout = &stderr
-	if err := n.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start nginx: %w", err)
+	cmd := exec.Command(bin, "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log"))
+	// SIGQUIT: nginx's graceful shutdown.
+	if n.server, err = startServer("nginx", cmd, addr, syscall.SIGQUIT); err != nil {
+		return nil, err
 	}
-	go func() { n.done <- n.cmd.Wait() }()
-	for range 100 {
-		select {
-		case err := <-n.done:
-			return nil, fmt.Errorf("nginx exited at start: %v: %s", err, strings.TrimSpace(stderr.String()))
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-			c.Close()
-			return n, nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	n.Stop()
-	return nil, fmt.Errorf("nginx did not listen on %s within 5s: %s", addr, stderr.String())
+	return n, nil
 }
-
-// Stop shuts nginx down gracefully (SIGQUIT: in-flight requests finish and are logged) and
-// waits for it, killing it after 10 s. Calling it again returns the first result.
-func (n *Nginx) Stop() error {
-	n.stopOnce.Do(func() {
-		n.cmd.Process.Signal(syscall.SIGQUIT)
-		select {
-		case <-n.done:
-		case <-time.After(10 * time.Second):
-			n.cmd.Process.Kill()
-			<-n.done
-			n.stopErr = errors.New("nginx did not stop within 10s; killed")
-		}
-	})
-	return n.stopErr
-}
-
-// URL returns the base URL of the nginx front.
-func (n *Nginx) URL() string { return "http://" + n.Addr }
 
 func freeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -71,17 +71,11 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	if err != nil {
 		return err
 	}
-	loc, err := time.LoadLocation(o.tz)
+	qo, loc, err := parseRange(o.since, o.until, o.tz)
 	if err != nil {
-		return usagef("--tz: %v", err)
+		return err
 	}
-	qo := query.Options{Route: o.endpoint}
-	if qo.Since, err = parseTime(o.since, loc); err != nil {
-		return usagef("--since: %v", err)
-	}
-	if qo.Until, err = parseTime(o.until, loc); err != nil {
-		return usagef("--until: %v", err)
-	}
+	qo.Route = o.endpoint
 	ctx := c.Context()
 	db, err := e.openOrLoad(c, o.db, &o.formats, files)
 	if err != nil {

@@ -142,24 +142,15 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	if err != nil {
 		return err
 	}
-	loc, err := time.LoadLocation(o.tz)
-	if err != nil {
-		return usagef("--tz: %v", err)
-	}
 	width, err := parseWindow(o.window)
 	if err != nil {
 		return usagef("--window: %v", err)
 	}
-	qo := query.Options{Route: o.endpoint, MaxGap: o.maxGap, InferAttempts: o.infer}
-	if qo.Since, err = parseTime(o.since, loc); err != nil {
-		return usagef("--since: %v", err)
+	qo, loc, err := parseRange(o.since, o.until, o.tz)
+	if err != nil {
+		return err
 	}
-	if qo.Until, err = parseTime(o.until, loc); err != nil {
-		return usagef("--until: %v", err)
-	}
-	if !qo.Since.IsZero() && !qo.Until.IsZero() && !qo.Since.Before(qo.Until) {
-		return usagef("--since %s is not before --until %s", o.since, o.until)
-	}
+	qo.Route, qo.MaxGap, qo.InferAttempts = o.endpoint, o.maxGap, o.infer
 	ctx := c.Context()
 	db, err := e.openOrLoad(c, o.db, &o.formats, files)
 	if err != nil {
@@ -292,6 +283,25 @@ func parseWindow(s string) (time.Duration, error) {
 // dates and times (in the report's zone).
 var timeLayouts = []string{time.RFC3339Nano, "02/Jan/2006:15:04:05 -0700", "02/Jan/2006:15:04:05",
 	"2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"}
+
+// parseRange reads --since, --until and --tz into the rows a report or check selects.
+func parseRange(since, until, tz string) (query.Options, *time.Location, error) {
+	var o query.Options
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return o, nil, usagef("--tz: %v", err)
+	}
+	if o.Since, err = parseTime(since, loc); err != nil {
+		return o, nil, usagef("--since: %v", err)
+	}
+	if o.Until, err = parseTime(until, loc); err != nil {
+		return o, nil, usagef("--until: %v", err)
+	}
+	if !o.Since.IsZero() && !o.Until.IsZero() && !o.Since.Before(o.Until) {
+		return o, nil, usagef("--since %s is not before --until %s", since, until)
+	}
+	return o, loc, nil
+}
 
 // parseTime reads --since/--until; "" is an open bound.
 func parseTime(s string, loc *time.Location) (time.Time, error) {
