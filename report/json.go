@@ -27,6 +27,15 @@ type jsonReport struct {
 	Linking     jsonLinking    `json:"linking"`
 	Alerts      []jsonAlert    `json:"alerts"`
 	Backoff     []jsonBackoff  `json:"backoff"`
+	Incidents   []jsonIncident `json:"incidents"`
+}
+
+type jsonIncident struct {
+	Start  string      `json:"start"`
+	End    string      `json:"end"`
+	Before jsonMetrics `json:"before"`
+	During jsonMetrics `json:"during"`
+	After  jsonMetrics `json:"after"`
 }
 
 type jsonBackoff struct {
@@ -163,11 +172,16 @@ func JSON(w io.Writer, r *Report) error {
 		Endpoints: make([]jsonEndpoint, 0, len(r.Endpoints)),
 		Alerts:    toJSONAlerts(r.Alerts),
 		Backoff:   make([]jsonBackoff, 0, len(r.Backoff)),
+		Incidents: make([]jsonIncident, 0, len(r.Incidents)),
 		Linking: jsonLinking{Strong: r.Linking.Strong(), IdempotencyKey: r.Linking.IdempotencyKey, InvocationID: r.Linking.InvocationID,
 			RequestID: r.Linking.RequestID, Heuristic: r.Linking.Heuristic, Inferred: r.Linking.Inferred},
 	}
 	if r.Endpoint != "" {
 		out.Endpoint = &r.Endpoint
+	}
+	for _, in := range r.Incidents {
+		out.Incidents = append(out.Incidents, jsonIncident{Start: *rfc3339(in.Start), End: *rfc3339(in.End),
+			Before: toJSONMetrics(in.Before), During: toJSONMetrics(in.During), After: toJSONMetrics(in.After)})
 	}
 	for _, b := range r.Backoff {
 		jb := jsonBackoff{Attempt: b.Attempt, Count: b.Count, P10ms: b.P10, P50ms: b.P50, P90ms: b.P90,

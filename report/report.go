@@ -27,6 +27,7 @@ type Report struct {
 	Linking     query.Linking
 	Alerts      []query.Alert
 	Backoff     []query.Backoff
+	Incidents   []query.Incident
 	Section     string // for csv: which table (see Sections)
 	Color       bool   // colour verdicts (a terminal that wants colour)
 }

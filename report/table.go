@@ -123,6 +123,15 @@ var findingText = map[string]string{
 // log-derived text (the examples) safe for the output format.
 func (r *Report) notes(esc func(string) string) []string {
 	var out []string
+	for _, in := range r.Incidents {
+		b, d, a := in.Before, in.During, in.After
+		out = append(out, fmt.Sprintf("incident %s to %s, before → during → after: amplification %s → %s → %s, retry rate %s → %s → %s, retry success %s → %s → %s, effective success %s → %s → %s",
+			in.Start.In(r.loc()).Format("2006-01-02 15:04"), in.End.In(r.loc()).Format("15:04"),
+			ratio(b.Amplification), ratio(d.Amplification), ratio(a.Amplification),
+			pct(b.RetryRate), pct(d.RetryRate), pct(a.RetryRate),
+			pct(b.RetrySuccessRate), pct(d.RetrySuccessRate), pct(a.RetrySuccessRate),
+			pct(b.EffectiveSuccess), pct(d.EffectiveSuccess), pct(a.EffectiveSuccess)))
+	}
 	for _, a := range r.Alerts {
 		out = append(out, fmt.Sprintf("alert %s (%s): %s to %s, peak %s", a.Rule, a.Severity,
 			a.Start.In(r.loc()).Format("2006-01-02 15:04"), a.End.In(r.loc()).Format("15:04"), alertValue(a)))

@@ -521,3 +521,40 @@ func TestMaxRejectRatio(t *testing.T) {
 		t.Errorf("under the ratio: exit %d: %s", code, stderr)
 	}
 }
+
+// The incident hour's incident window, found from its minutes, and the nine minutes
+// before and after it, worked out by hand: 14:20–14:29 holds the 27 logical requests of
+// those minutes (10 recover on retry 1, 8 on retry 2, 7 exhausted, 2 on 429s): 69 tagged
+// lines and a health check; 14:11–14:20 and 14:29–14:38 hold 9 and 11 single attempts
+// (14:29's three 200s and 14:30..14:37).
+func TestIncidentWindow(t *testing.T) {
+	stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", scenario("incident-hour"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Incidents []struct {
+			Start, End            string
+			Before, During, After metrics
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Incidents) != 1 {
+		t.Fatalf("%d incidents, want 1: %+v", len(got.Incidents), got.Incidents)
+	}
+	in := got.Incidents[0]
+	type fig struct {
+		Requests, First, Retries int64
+		Amplification, Effective float64
+	}
+	figs := func(m metrics) fig {
+		return fig{m.Requests, m.FirstAttempts, m.Retries, *m.Amplification, *m.EffectiveSuccess}
+	}
+	want := []fig{{9, 9, 0, 1, 1}, {70, 27, 42, 69.0 / 27, 18.0 / 27}, {11, 11, 0, 1, 1}}
+	gotFigs := []fig{figs(in.Before), figs(in.During), figs(in.After)}
+	if diff := cmp.Diff(want, gotFigs, approx); diff != "" || in.Start != "2026-11-29T14:20:00Z" || in.End != "2026-11-29T14:29:00Z" {
+		t.Errorf("incident %s to %s; before, during, after (-want +got):\n%s", in.Start, in.End, diff)
+	}
+}

@@ -199,6 +199,16 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 		return err
 	}
 	r.Alerts = query.Alerts(minutes, rules)
+	for i, span := range query.Incidents(minutes) {
+		if i == 5 {
+			break // the five first are plenty for a postmortem; the windows show the rest
+		}
+		in, err := query.Compare(ctx, db, qo, span)
+		if err != nil {
+			return err
+		}
+		r.Incidents = append(r.Incidents, in)
+	}
 	query.MarkFuelling(r.Windows, width, r.Alerts)
 	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
 	return e.writeOutput(o.output, func(w io.Writer) error { return report.Write(w, o.format, &r) })

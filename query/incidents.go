@@ -1,0 +1,94 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"sort"
+	"time"
+)
+
+// Span is a stretch of time, [Start, End).
+type Span struct {
+	Start, End time.Time
+}
+
+// Incidents finds the stretches of one-minute windows (oldest first) where amplification,
+// retry rate or the share of 5xx and 429 answers rose well above the range's baseline,
+// its median minute: amplification above max(1.2, baseline + 0.3), or a rate above
+// max(5 %, 3 × baseline). Hot minutes at most one quiet minute apart make one incident.
+func Incidents(minutes []Window) []Span {
+	if len(minutes) == 0 {
+		return nil
+	}
+	var amps, rates, fails []float64
+	for _, m := range minutes {
+		amps = append(amps, val(m.Amplification))
+		rates = append(rates, val(m.RetryRate))
+		fails = append(fails, failShare(m.Metrics))
+	}
+	ampLimit := max(1.2, median(amps)+0.3)
+	rateLimit := max(0.05, 3*median(rates))
+	failLimit := max(0.05, 3*median(fails))
+	var out []Span
+	for _, m := range minutes {
+		hot := val(m.Amplification) > ampLimit || val(m.RetryRate) > rateLimit || failShare(m.Metrics) > failLimit
+		if !hot {
+			continue
+		}
+		end := m.Start.Add(time.Minute)
+		if n := len(out); n > 0 && !m.Start.After(out[n-1].End.Add(time.Minute)) {
+			out[n-1].End = end
+			continue
+		}
+		out = append(out, Span{Start: m.Start, End: end})
+	}
+	return out
+}
+
+// failShare is the share of lines answered 5xx or 429.
+func failShare(m Metrics) float64 {
+	if m.Requests == 0 {
+		return 0
+	}
+	return float64(m.Status5xx.Total()+m.Status429.Total()) / float64(m.Requests)
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Incident is an incident window with the metrics of the same length of time before it,
+// during it and after it.
+type Incident struct {
+	Span
+	Before, During, After Metrics
+}
+
+// Compare computes an incident's before / during / after metrics over the rows that o
+// selects (its own Since and Until are replaced).
+func Compare(ctx context.Context, db *sql.DB, o Options, s Span) (Incident, error) {
+	in := Incident{Span: s}
+	d := s.End.Sub(s.Start)
+	for _, part := range []struct {
+		from, to time.Time
+		m        *Metrics
+	}{{s.Start.Add(-d), s.Start, &in.Before}, {s.Start, s.End, &in.During}, {s.End, s.End.Add(d), &in.After}} {
+		o.Since, o.Until = part.from, part.to
+		set, err := Open(ctx, db, o)
+		if err != nil {
+			return in, err
+		}
+		*part.m, err = set.Summary(ctx)
+		set.Close()
+		if err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}

@@ -1,0 +1,32 @@
+package query
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestIncidents(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	f := func(x float64) *float64 { return &x }
+	calm := func(i int) Window {
+		return Window{Start: t0.Add(time.Duration(i) * time.Minute), Metrics: Metrics{Requests: 10, Amplification: f(1), RetryRate: f(0)}}
+	}
+	var ms []Window
+	for i := range 30 {
+		ms = append(ms, calm(i))
+	}
+	ms[5].Amplification = f(2)                                // hot: 2 > 1.3
+	ms[6].RetryRate = f(0.5)                                  // hot: 0.5 > 0.05
+	ms[8].Status5xx = Split{First: 3}                         // hot: 3/10 > 0.05, one quiet minute after 6: same incident
+	ms[20].Amplification, ms[20].RetryRate = f(1.25), f(0.04) // not hot
+	ms[25].Status429 = Split{Retry: 1}                        // hot: 1/10 > 0.05, alone
+	want := []Span{
+		{Start: t0.Add(5 * time.Minute), End: t0.Add(9 * time.Minute)},
+		{Start: t0.Add(25 * time.Minute), End: t0.Add(26 * time.Minute)},
+	}
+	if diff := cmp.Diff(want, Incidents(ms)); diff != "" {
+		t.Errorf("Incidents (-want +got):\n%s", diff)
+	}
+}
