@@ -13,6 +13,7 @@ import (
 	"embed"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"text/template"
 	"time"
@@ -204,14 +205,30 @@ func (s *Set) Windows(ctx context.Context, width, offset time.Duration) ([]Windo
 	return ws, err
 }
 
-// Groups returns the metrics per value of a grouping in Groupings, the most retries first.
+// GroupingKey returns the row expression for a grouping: one name of Groupings, or
+// several joined by commas ("route,status,attempt"), whose values are then joined by
+// spaces.
+func GroupingKey(by string) (string, error) {
+	var parts []string
+	for _, name := range strings.Split(by, ",") {
+		key, ok := Groupings[strings.TrimSpace(name)]
+		if !ok {
+			return "", fmt.Errorf("unknown grouping %q", name)
+		}
+		parts = append(parts, key)
+	}
+	return strings.Join(parts, " || ' ' || "), nil
+}
+
+// Groups returns the metrics per value of a grouping (see GroupingKey), the most retries
+// first.
 func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
-	key, ok := Groupings[by]
-	if !ok {
-		return nil, fmt.Errorf("unknown grouping %q", by)
+	key, err := GroupingKey(by)
+	if err != nil {
+		return nil, err
 	}
 	var gs []Group
-	err := s.grouped(ctx, key, func(k any, m Metrics) {
+	err = s.grouped(ctx, key, func(k any, m Metrics) {
 		m.Verdict = Verdict(m)
 		gs = append(gs, Group{Key: k.(*sql.NullString).String, Metrics: m})
 	}, func() any { return new(sql.NullString) })

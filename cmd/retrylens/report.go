@@ -67,6 +67,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 		Example: `  retrylens report --window 1h
   retrylens report --window 1m --since '2026-11-29 10:00' --until '2026-11-29 10:30'
   retrylens report --by route --endpoint /api/orders/:id
+  retrylens report --by route,status,attempt
   retrylens report --policy-base 300ms --policy-max-retries 2
   retrylens report --window 1d --tz Europe/Paris
   retrylens report --format json -o report.json
@@ -85,7 +86,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout")
 	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
 	f.StringVar(&o.endpoint, "endpoint", "", "only this route, e.g. /api/orders/:id")
-	f.StringVar(&o.by, "by", "", "also break the range down by route, status, attempt or host")
+	f.StringVar(&o.by, "by", "", "also break the range down by route, status, attempt or host, or several: route,status,attempt")
 	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone, window starts and day boundaries")
 	f.DurationVar(&o.maxGap, "max-gap", query.DefaultMaxGap, "most time between two attempts of one request, for heuristic links and --infer-attempts")
 	f.BoolVar(&o.infer, "infer-attempts", false, "infer attempt numbers for lines without an attempt header")
@@ -135,8 +136,8 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	if o.polBase < 0 || o.polMax < 0 {
 		return usagef("--policy-base and --policy-max-retries must not be negative")
 	}
-	if _, ok := query.Groupings[o.by]; o.by != "" && !ok {
-		return usagef("--by %q: want one of %s", o.by, strings.Join(groupings(), ", "))
+	if _, err := query.GroupingKey(o.by); o.by != "" && err != nil {
+		return usagef("--by %q: want one or more of %s, joined by commas", o.by, strings.Join(groupings(), ", "))
 	}
 	rules, err := loadRules(o.rules)
 	if err != nil {
