@@ -15,6 +15,16 @@ type Loops429 struct {
 	PrematureRetries int64 // retries started before the previous answer's Retry-After had passed
 	BlindRetries     int64 // retries after a 429 that carried no Retry-After
 	Retry429Share    *float64
+	Worst            []LoopOffender // the longest loops, longest first
+}
+
+// LoopOffender is one 429 loop: the logical request (its key as logged), its route, when
+// the loop started and its length.
+type LoopOffender struct {
+	Request string
+	Route   string
+	Start   time.Time
+	Length  int64
 }
 
 // Loops returns the 429 loop figures of the Set.
@@ -30,7 +40,16 @@ func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 		return l, fmt.Errorf("loops.sql: %w", err)
 	}
 	l.Retry429Share = ptr(share)
-	return l, nil
+	err = s.query(ctx, "loop_offenders.sql", "", []any{3}, func(rows *sql.Rows) error {
+		var o LoopOffender
+		if err := rows.Scan(&o.Request, &o.Route, &o.Start, &o.Length); err != nil {
+			return err
+		}
+		o.Start = o.Start.UTC()
+		l.Worst = append(l.Worst, o)
+		return nil
+	})
+	return l, err
 }
 
 // Finding is one kind of thing a good client never does (SPEC "Policy findings").

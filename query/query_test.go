@@ -143,7 +143,9 @@ func TestLoopsAndFindings(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 429 answers: q0, q1, q2; to retries: q1, q2.
-	wantLoops := query.Loops429{Loops: 1, MaxLength: 3, PrematureRetries: 2, BlindRetries: 2, Retry429Share: fp(2.0 / 3)}
+	// q's loop: three 429s from 10:00:00 (no route was given to these rows).
+	wantLoops := query.Loops429{Loops: 1, MaxLength: 3, PrematureRetries: 2, BlindRetries: 2, Retry429Share: fp(2.0 / 3),
+		Worst: []query.LoopOffender{{Request: "q", Start: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Length: 3}}}
 	if diff := cmp.Diff(wantLoops, loops); diff != "" {
 		t.Errorf("Loops (-want +got):\n%s", diff)
 	}

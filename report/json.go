@@ -89,11 +89,12 @@ type jsonLinking struct {
 }
 
 type jsonLoops struct {
-	Loops            int64    `json:"loops"`
-	MaxLength        int64    `json:"max_length"`
-	PrematureRetries int64    `json:"premature_retries"`
-	BlindRetries     int64    `json:"blind_retries"`
-	Retry429Share    *float64 `json:"retry_429_share"`
+	Loops            int64              `json:"loops"`
+	MaxLength        int64              `json:"max_length"`
+	PrematureRetries int64              `json:"premature_retries"`
+	BlindRetries     int64              `json:"blind_retries"`
+	Retry429Share    *float64           `json:"retry_429_share"`
+	Worst            []jsonLoopOffender `json:"worst"`
 }
 
 type jsonFinding struct {
@@ -167,7 +168,7 @@ func JSON(w io.Writer, r *Report) error {
 		Summary:     toJSONMetrics(r.Summary),
 		Windows:     make([]jsonWindow, 0, len(r.Windows)),
 		Loops429: jsonLoops{Loops: r.Loops.Loops, MaxLength: r.Loops.MaxLength, PrematureRetries: r.Loops.PrematureRetries,
-			BlindRetries: r.Loops.BlindRetries, Retry429Share: r.Loops.Retry429Share},
+			BlindRetries: r.Loops.BlindRetries, Retry429Share: r.Loops.Retry429Share, Worst: loopOffenders(r.Loops.Worst)},
 		Findings:  make([]jsonFinding, 0, len(r.Findings)),
 		Endpoints: make([]jsonEndpoint, 0, len(r.Endpoints)),
 		Alerts:    toJSONAlerts(r.Alerts),
@@ -219,3 +220,19 @@ func JSON(w io.Writer, r *Report) error {
 
 // AlertsJSON is the alerts as the JSON report writes them, for check --format json.
 func AlertsJSON(as []query.Alert) any { return toJSONAlerts(as) }
+
+// jsonLoopOffender is one of the longest 429 loops.
+type jsonLoopOffender struct {
+	Request string `json:"request"`
+	Route   string `json:"route"`
+	Start   string `json:"start"`
+	Length  int64  `json:"length"`
+}
+
+func loopOffenders(ws []query.LoopOffender) []jsonLoopOffender {
+	out := make([]jsonLoopOffender, len(ws))
+	for i, w := range ws {
+		out[i] = jsonLoopOffender{Request: w.Request, Route: w.Route, Start: *rfc3339(w.Start), Length: w.Length}
+	}
+	return out
+}

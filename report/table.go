@@ -138,8 +138,16 @@ func (r *Report) notes(esc func(string) string) []string {
 	}
 	l := r.Loops
 	if l.Loops > 0 || l.PrematureRetries > 0 || l.BlindRetries > 0 {
-		out = append(out, fmt.Sprintf("429 loops: %d (longest %d), premature retries: %d, blind retries after 429: %d, 429s answering retries: %s",
-			l.Loops, l.MaxLength, l.PrematureRetries, l.BlindRetries, pct(l.Retry429Share)))
+		line := fmt.Sprintf("429 loops: %d (longest %d), premature retries: %d, blind retries after 429: %d, 429s answering retries: %s",
+			l.Loops, l.MaxLength, l.PrematureRetries, l.BlindRetries, pct(l.Retry429Share))
+		if len(l.Worst) > 0 {
+			worst := make([]string, len(l.Worst))
+			for i, w := range l.Worst {
+				worst[i] = fmt.Sprintf("%s on %s at %s (%d)", esc(w.Request), esc(w.Route), w.Start.In(r.loc()).Format("15:04:05"), w.Length)
+			}
+			line += "; longest: " + strings.Join(worst, ", ")
+		}
+		out = append(out, line)
 	}
 	for _, f := range r.Findings {
 		ex := make([]string, len(f.Examples))

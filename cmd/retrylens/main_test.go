@@ -294,7 +294,7 @@ func TestIncidentLoops(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var got struct {
-		Loops    map[string]float64 `json:"loops_429"`
+		Loops    map[string]any `json:"loops_429"`
 		Findings []struct {
 			Kind            string
 			Count, Attempts int64
@@ -309,7 +309,12 @@ func TestIncidentLoops(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]float64{"loops": 2, "max_length": 2, "premature_retries": 0, "blind_retries": 2, "retry_429_share": 0.5}
+	// The two 429 loops are inc-0116 (14:28:15.5) and inc-0117 (14:28:45.5), two 429s each.
+	worst := []any{
+		map[string]any{"request": "inc-0116", "route": "/api/orders/:id", "start": "2026-11-29T14:28:15.5Z", "length": 2.0},
+		map[string]any{"request": "inc-0117", "route": "/api/orders/:id", "start": "2026-11-29T14:28:45.5Z", "length": 2.0},
+	}
+	want := map[string]any{"loops": 2.0, "max_length": 2.0, "premature_retries": 0.0, "blind_retries": 2.0, "retry_429_share": 0.5, "worst": worst}
 	if diff := cmp.Diff(want, got.Loops); diff != "" {
 		t.Errorf("loops_429 (-want +got):\n%s", diff)
 	}

@@ -1,0 +1,17 @@
+-- The longest 429 loops: the logical request, its route, when the loop started and how
+-- many consecutive 429s it got. $1 is how many to return.
+WITH r AS (
+    SELECT lkey, example, route, ts, attempt - row_number() OVER (PARTITION BY lkey ORDER BY attempt, ts) AS grp
+    FROM {{.Table}}_multi
+    WHERE status = 429
+),
+runs AS (
+    SELECT any_value(example) AS example, any_value(route) AS route, min(ts) AS start, count(*) AS len
+    FROM r
+    GROUP BY lkey, grp
+    HAVING count(*) >= 2
+)
+SELECT example, coalesce(route, ''), start, len
+FROM runs
+ORDER BY len DESC, start, example
+LIMIT $1
