@@ -85,29 +85,67 @@ func newTable(w io.Writer, opts ...tablewriter.Option) *tablewriter.Table {
 	return tablewriter.NewTable(w, append(base, opts...)...)
 }
 
-// Table writes the report as a terminal table: one row per window and the whole range
-// as the last row; with --by, a second table of the groups.
+// Table writes the report for a terminal, in the order a postmortem reads: the summary
+// and verdict, incident windows, the timeline (one row per window, the whole range last)
+// and its alerts, the endpoints with retries, the --by table, 429 loops, findings, the
+// backoff profile, notes. A section with nothing to say is left out.
 func Table(w io.Writer, r *Report) error {
-	if _, err := fmt.Fprintln(w, r.title()); err != nil {
+	p := r.parts(Clean)
+	var err error
+	line := func(s string) {
+		if err == nil {
+			_, err = fmt.Fprintln(w, s)
+		}
+	}
+	lines := func(ls []string) {
+		for _, s := range ls {
+			line(s)
+		}
+	}
+	line(r.title())
+	lines(p.summary)
+	lines(p.incidents)
+	if err != nil {
 		return err
 	}
 	if err := render(newTable(w), r); err != nil {
 		return err
 	}
+	lines(p.alerts)
+	if eps := r.retriedEndpoints(); len(eps) > 0 && r.By != "route" {
+		line("endpoints with retries, most first:")
+		if err != nil {
+			return err
+		}
+		if err := renderGroupTable(newTable(w), "endpoint", eps, Clean); err != nil {
+			return err
+		}
+	}
 	if r.By != "" {
-		if _, err := fmt.Fprintf(w, "by %s:\n", r.By); err != nil {
+		line("by " + r.By + ":")
+		if err != nil {
 			return err
 		}
 		if err := renderGroups(newTable(w), r, Clean); err != nil {
 			return err
 		}
 	}
-	for _, line := range r.notes(Clean) {
-		if _, err := fmt.Fprintln(w, line); err != nil {
-			return err
+	lines(p.loops)
+	lines(p.findings)
+	lines(p.backoff)
+	lines(p.notes)
+	return err
+}
+
+// retriedEndpoints are the ten endpoints whose retries added the most load.
+func (r *Report) retriedEndpoints() []query.Group {
+	var out []query.Group
+	for _, g := range r.Endpoints {
+		if g.Retries > 0 && len(out) < 10 {
+			out = append(out, g)
 		}
 	}
-	return nil
+	return out
 }
 
 // findingText says what each finding kind means, for people.
@@ -119,13 +157,23 @@ var findingText = map[string]string{
 	"synchronised":         "retries in lockstep, within 3 ms of the same gap: no jitter",
 }
 
-// notes are the lines under the table: 429 loops, policy findings, coverage. esc makes
-// log-derived text (the examples) safe for the output format.
-func (r *Report) notes(esc func(string) string) []string {
-	var out []string
+// parts are the report's sections besides its tables, in the order a postmortem reads
+// them.
+type parts struct {
+	summary, incidents, alerts, loops, findings, backoff, notes []string
+}
+
+// parts renders the sections; esc makes log-derived text (examples, routes) safe for the
+// output format.
+func (r *Report) parts(esc func(string) string) parts {
+	var p parts
+	m := r.Summary
+	l := r.Linking
+	p.summary = append(p.summary, fmt.Sprintf("verdict: %s. What the business saw: %d logical requests, effective success %s. What the gateway carried: %d requests, actual success %s, amplification %s, extra load %s.",
+		m.Verdict, l.Strong()+l.Heuristic+l.Inferred, pct(m.EffectiveSuccess), m.Requests, pct(m.ActualSuccess), ratio(m.Amplification), pct(m.ExtraLoad)))
 	for _, in := range r.Incidents {
 		b, d, a := in.Before, in.During, in.After
-		out = append(out, fmt.Sprintf("incident %s to %s, before → during → after: amplification %s → %s → %s, retry rate %s → %s → %s, retry success %s → %s → %s, effective success %s → %s → %s",
+		p.incidents = append(p.incidents, fmt.Sprintf("incident %s to %s, before → during → after: amplification %s → %s → %s, retry rate %s → %s → %s, retry success %s → %s → %s, effective success %s → %s → %s",
 			in.Start.In(r.loc()).Format("2006-01-02 15:04"), in.End.In(r.loc()).Format("15:04"),
 			ratio(b.Amplification), ratio(d.Amplification), ratio(a.Amplification),
 			pct(b.RetryRate), pct(d.RetryRate), pct(a.RetryRate),
@@ -133,28 +181,28 @@ func (r *Report) notes(esc func(string) string) []string {
 			pct(b.EffectiveSuccess), pct(d.EffectiveSuccess), pct(a.EffectiveSuccess)))
 	}
 	for _, a := range r.Alerts {
-		out = append(out, fmt.Sprintf("alert %s (%s): %s to %s, peak %s", a.Rule, a.Severity,
+		p.alerts = append(p.alerts, fmt.Sprintf("alert %s (%s): %s to %s, peak %s", a.Rule, a.Severity,
 			a.Start.In(r.loc()).Format("2006-01-02 15:04"), a.End.In(r.loc()).Format("15:04"), alertValue(a)))
 	}
-	l := r.Loops
-	if l.Loops > 0 || l.PrematureRetries > 0 || l.BlindRetries > 0 {
+	lp := r.Loops
+	if lp.Loops > 0 || lp.PrematureRetries > 0 || lp.BlindRetries > 0 {
 		line := fmt.Sprintf("429 loops: %d (longest %d), premature retries: %d, blind retries after 429: %d, 429s answering retries: %s",
-			l.Loops, l.MaxLength, l.PrematureRetries, l.BlindRetries, pct(l.Retry429Share))
-		if len(l.Worst) > 0 {
-			worst := make([]string, len(l.Worst))
-			for i, w := range l.Worst {
+			lp.Loops, lp.MaxLength, lp.PrematureRetries, lp.BlindRetries, pct(lp.Retry429Share))
+		if len(lp.Worst) > 0 {
+			worst := make([]string, len(lp.Worst))
+			for i, w := range lp.Worst {
 				worst[i] = fmt.Sprintf("%s on %s at %s (%d)", esc(w.Request), esc(w.Route), w.Start.In(r.loc()).Format("15:04:05"), w.Length)
 			}
 			line += "; longest: " + strings.Join(worst, ", ")
 		}
-		out = append(out, line)
+		p.loops = append(p.loops, line)
 	}
 	for _, f := range r.Findings {
 		ex := make([]string, len(f.Examples))
 		for i, e := range f.Examples {
 			ex[i] = esc(e)
 		}
-		out = append(out, fmt.Sprintf("finding %s: %d requests, %d attempts (%s), e.g. %s",
+		p.findings = append(p.findings, fmt.Sprintf("finding %s: %d requests, %d attempts (%s), e.g. %s",
 			f.Kind, f.Count, f.Attempts, findingText[f.Kind], strings.Join(ex, ", ")))
 	}
 	for _, b := range r.Backoff {
@@ -166,18 +214,28 @@ func (r *Report) notes(esc func(string) string) []string {
 		if b.BeyondRetry {
 			line += "; beyond the policy's retries"
 		}
-		out = append(out, line)
+		p.backoff = append(p.backoff, line)
 	}
-	if l := r.Linking; l.Strong()+l.Heuristic+l.Inferred > 0 {
+	if l.Strong()+l.Heuristic+l.Inferred > 0 {
 		line := fmt.Sprintf("logical requests: %d linked by a key the client sent (idempotency key %d, invocation id %d, request id %d), %d by client, method and URI",
 			l.Strong(), l.IdempotencyKey, l.InvocationID, l.RequestID, l.Heuristic)
 		if l.Inferred > 0 {
 			line += fmt.Sprintf(", %d with inferred attempt numbers", l.Inferred)
 		}
-		out = append(out, line)
+		p.notes = append(p.notes, line)
 	}
 	if note := r.coverage(); note != "" {
-		out = append(out, note)
+		p.notes = append(p.notes, note)
+	}
+	return p
+}
+
+// notes are every section's lines, in order, for formats without sections (tsv).
+func (r *Report) notes(esc func(string) string) []string {
+	p := r.parts(esc)
+	var out []string
+	for _, s := range [][]string{p.summary, p.incidents, p.alerts, p.loops, p.findings, p.backoff, p.notes} {
+		out = append(out, s...)
 	}
 	return out
 }
@@ -197,38 +255,64 @@ func (r *Report) coverage() string {
 		m.Untagged, m.Requests, 100*float64(m.Untagged)/float64(m.Requests))
 }
 
-// Markdown writes the report as a Markdown section with a GitHub table, for PR comments.
+// Markdown writes the report as a Markdown document for a postmortem or a PR comment, in
+// the order of Table, with a heading per section that has something to say.
 func Markdown(w io.Writer, r *Report) error {
-	if _, err := fmt.Fprintf(w, "## %s\n\n", r.title()); err != nil {
+	esc := func(s string) string { return markdownEscape(Clean(s)) }
+	p := r.parts(esc)
+	var b strings.Builder
+	flush := func() error {
+		_, err := io.WriteString(w, b.String())
+		b.Reset()
 		return err
 	}
-	t := newTable(w, tablewriter.WithRenderer(renderer.NewMarkdown()))
-	if err := render(t, r); err != nil {
+	list := func(title string, ls []string) {
+		if len(ls) == 0 {
+			return
+		}
+		if title != "" {
+			fmt.Fprintf(&b, "### %s\n\n", title)
+		}
+		for _, l := range ls {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "## %s\n\n", r.title())
+	list("", p.summary)
+	list("Incident windows", p.incidents)
+	b.WriteString("### Timeline\n\n")
+	if err := flush(); err != nil {
 		return err
 	}
-	if r.By != "" {
-		if _, err := fmt.Fprintf(w, "\n### By %s\n\n", r.By); err != nil {
-			return err
-		}
-		mdCell := func(s string) string { return markdownEscape(Clean(s)) }
-		if err := renderGroups(newTable(w, tablewriter.WithRenderer(renderer.NewMarkdown())), r, mdCell); err != nil {
-			return err
-		}
-	}
-	if _, err := fmt.Fprintf(w, "\nVerdict for the whole range: **%s**.\n", r.Summary.Verdict); err != nil {
+	if err := render(newTable(w, tablewriter.WithRenderer(renderer.NewMarkdown())), r); err != nil {
 		return err
 	}
-	if notes := r.notes(func(s string) string { return markdownEscape(Clean(s)) }); len(notes) > 0 {
-		if _, err := io.WriteString(w, "\n"); err != nil {
+	b.WriteString("\n")
+	list("", p.alerts)
+	tables := []struct {
+		title, label string
+		gs           []query.Group
+	}{{"Endpoints with retries", "endpoint", r.retriedEndpoints()}, {"By " + r.By, r.By, r.Groups}}
+	for i, t := range tables {
+		if len(t.gs) == 0 || (i == 0 && r.By == "route") {
+			continue
+		}
+		fmt.Fprintf(&b, "### %s\n\n", t.title)
+		if err := flush(); err != nil {
 			return err
 		}
-		for _, n := range notes {
-			if _, err := fmt.Fprintf(w, "- %s\n", n); err != nil {
-				return err
-			}
+		if err := renderGroupTable(newTable(w, tablewriter.WithRenderer(renderer.NewMarkdown())), t.label, t.gs, esc); err != nil {
+			return err
 		}
+		b.WriteString("\n")
 	}
-	return nil
+	list("429 feedback loops", p.loops)
+	list("Findings", p.findings)
+	list("Backoff profile", p.backoff)
+	list("Notes", p.notes)
+	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
+	return err
 }
 
 func render(t *tablewriter.Table, r *Report) error {
@@ -244,9 +328,12 @@ func render(t *tablewriter.Table, r *Report) error {
 
 // renderGroups writes the --by table; esc makes the log-derived group keys safe.
 func renderGroups(t *tablewriter.Table, r *Report, esc func(string) string) error {
-	h := append([]string{r.By}, header[1:]...)
-	t.Header(h)
-	for _, g := range r.Groups {
+	return renderGroupTable(t, r.By, r.Groups, esc)
+}
+
+func renderGroupTable(t *tablewriter.Table, label string, gs []query.Group, esc func(string) string) error {
+	t.Header(append([]string{label}, header[1:]...))
+	for _, g := range gs {
 		if err := t.Append(cells(esc(g.Key), g.Metrics)); err != nil {
 			return err
 		}
