@@ -19,20 +19,8 @@ import (
 type input struct {
 	name string
 	r    *bufio.Reader
-	size int64 // decompressed bytes read so far, counted by the reader
 	c    io.Closer
 	gz   *gzip.Reader
-}
-
-type countingReader struct {
-	r io.Reader
-	n *int64
-}
-
-func (c countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	*c.n += int64(n)
-	return n, err
 }
 
 // openInput opens a file, or stdin for "-", and undoes gzip when the content starts with
@@ -63,7 +51,7 @@ func openInput(name string, stdin io.Reader) (*input, error) {
 		in.gz = gz
 		br = bufio.NewReaderSize(gz, 256<<10)
 	}
-	in.r = bufio.NewReaderSize(countingReader{br, &in.size}, 256<<10)
+	in.r = br
 	return in, nil
 }
 
