@@ -328,3 +328,30 @@ func TestReader(t *testing.T) {
 		t.Errorf("Read sequence (-want +got):\n%s", diff)
 	}
 }
+
+func TestFromNginxConf(t *testing.T) {
+	f, err := FromNginxConf("testdata/nginxconf/nginx.conf", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" "$http_x_forwarded_for"`
+	if f.Source != want {
+		t.Errorf("main = %q, want %q", f.Source, want)
+	}
+	r, err := f.ParseLine([]byte(`10.0.0.1 - - [29/Nov/2026:10:00:00 +0000] "GET /a HTTP/1.1" 200 5 "-" "curl/8" "-"`))
+	if err != nil || r.Status != 200 || r.UserAgent != "curl/8" {
+		t.Errorf("parse with main: %+v, %v", r, err)
+	}
+	// From the included file, with escape=json.
+	j, err := FromNginxConf("testdata/nginxconf/nginx.conf", "retry_json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = j.ParseLine([]byte(`{"time_iso8601":"2026-11-29T10:00:00+00:00","status":"502","request":"GET /\"q\" HTTP/1.1","http_x_retry_attempt":"1"}`))
+	if err != nil || r.URI != `/"q"` || r.Attempt != 1 || j.escape != EscapeJSON {
+		t.Errorf("parse with retry_json: %+v, %v", r, err)
+	}
+	if _, err := FromNginxConf("testdata/nginxconf/nginx.conf", "nope"); err == nil || !strings.Contains(err.Error(), "there are: main, retry_json") {
+		t.Errorf("unknown name: %v", err)
+	}
+}

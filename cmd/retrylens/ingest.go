@@ -22,6 +22,7 @@ type ingestOptions struct {
 	maxRoutes int64
 	maxReject float64
 	chunkMiB  int64
+	dryRun    int
 }
 
 func (e *env) ingestCmd() *cobra.Command {
@@ -48,7 +49,9 @@ flags, 4 more lines rejected than --max-reject-ratio allows.`,
 		Example: `  retrylens ingest /var/log/nginx/access.log /var/log/nginx/access.log.1
   retrylens ingest --log-format retry --db incident.duckdb access.log.2.gz
   retrylens ingest --nginx-format '$remote_addr [$time_local] "$request" $status $http_x_retry_attempt' app.log
-  zcat access.log.*.gz | retrylens ingest -`,
+  zcat access.log.*.gz | retrylens ingest -
+  retrylens ingest --dry-run access.log          # how the first 5 lines parse, nothing loaded
+  retrylens ingest --nginx-conf /etc/nginx/nginx.conf --log-format-name main access.log`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("ingest needs at least one FILE (or - for stdin)")
@@ -61,6 +64,8 @@ flags, 4 more lines rejected than --max-reject-ratio allows.`,
 	o.formats.register(c)
 	c.Flags().IntVar(&o.samples, "samples", 20, "rejected lines kept in full per file (all are counted)")
 	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print nothing but errors")
+	c.Flags().IntVar(&o.dryRun, "dry-run", 0, "load nothing: show how the first N lines of each FILE parse, field by field")
+	c.Flags().Lookup("dry-run").NoOptDefVal = "5"
 	c.Flags().Int64Var(&o.chunkMiB, "chunk-mib", 64, "MiB of a file loaded per transaction: bounds memory; a killed load resumes after the last one")
 	c.Flags().Float64Var(&o.maxReject, "max-reject-ratio", 1, "exit 4 when more than this share of lines (0..1) was rejected, for CI")
 	c.Flags().Int64Var(&o.maxRoutes, "max-routes", 500, "warn, naming the path prefixes behind them, past this many distinct routes")
@@ -81,6 +86,18 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, files []string) erro
 	router, err := o.formats.router()
 	if err != nil {
 		return err
+	}
+	if o.dryRun > 0 {
+		for _, path := range files {
+			f, samples, err := ingest.DryRun(path, e.stdin, format, o.dryRun)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if err := report.DryRun(e.stdout, path, f, samples); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	ctx := c.Context()
 	path := e.dbPath(o.db)

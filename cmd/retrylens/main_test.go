@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/retrylens/retrylens/parse"
 )
 
 var fixedNow = time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC)
@@ -561,5 +563,47 @@ func TestIncidentWindow(t *testing.T) {
 	gotFigs := []fig{figs(in.Before), figs(in.During), figs(in.After)}
 	if diff := cmp.Diff(want, gotFigs, approx); diff != "" || in.Start != "2026-11-29T14:20:00Z" || in.End != "2026-11-29T14:29:00Z" {
 		t.Errorf("incident %s to %s; before, during, after (-want +got):\n%s", in.Start, in.End, diff)
+	}
+}
+
+// --dry-run loads nothing and shows fields, or the error with a caret at its column.
+func TestDryRunAndFormats(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "none.duckdb")
+	bad := "10.0.0.7 - - [29/Nov/2026:14:31:0\n"
+	stdout, stderr, code := retrylens(t, strings.NewReader(bad), "ingest", "--db", db, "--dry-run", "--log-format", "retry", "-")
+	// "line 1: " is 8 bytes; the time value starts at column 15: the caret is at byte 8+14.
+	wantCaret := strings.Repeat(" ", 8+14) + "^ line 1, column 15: literal text not found"
+	if code != 0 || !strings.Contains(stdout, wantCaret) {
+		t.Errorf("dry run of a bad line: exit %d, want %q in:\n%s%s", code, wantCaret, stdout, stderr)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("--dry-run created the database")
+	}
+	stdout, _, code = retrylens(t, nil, "ingest", "--dry-run=1", scenario("quiet-hour"))
+	for _, want := range []string{"format retry", "  attempt          0 (from x-retry-attempt)", "  request_id       quiet-0000"} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, stdout)
+		}
+	}
+	// Every preset's example line parses back with that preset.
+	stdout, _, code = retrylens(t, nil, "formats")
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if code != 0 || len(lines) != 12 {
+		t.Fatalf("formats: exit %d, %d lines:\n%s", code, len(lines), stdout)
+	}
+	for i := 0; i < len(lines); i += 3 {
+		f, err := parse.Preset(lines[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := f.ParseLine([]byte(strings.TrimSpace(lines[i+2]))); err != nil || r.Status != 502 {
+			t.Errorf("%s example does not parse back: %v", lines[i], err)
+		}
+	}
+	// --nginx-conf with a name from an included file.
+	stdout, stderr, code = retrylens(t, strings.NewReader(`{"time_iso8601":"2026-11-29T10:00:00+00:00","status":"502","request":"GET / HTTP/1.1","http_x_retry_attempt":"0"}`+"\n"),
+		"report", "--format", "json", "--nginx-conf", "../../parse/testdata/nginxconf/nginx.conf", "--log-format-name", "retry_json", "-")
+	if code != 0 || !strings.Contains(stdout, `"first_attempts": 1`) {
+		t.Errorf("--nginx-conf: exit %d: %s", code, stderr)
 	}
 }

@@ -110,7 +110,7 @@ more lines rejected than --max-reject-ratio allows.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(e.ingestCmd(), e.reportCmd(), e.checkCmd())
+	root.AddCommand(e.ingestCmd(), e.reportCmd(), e.checkCmd(), e.formatsCmd())
 	return root
 }
 
@@ -132,12 +132,16 @@ type formatFlags struct {
 	escape      string
 	routes      []string
 	routesFile  string
+	nginxConf   string
+	formatName  string
 }
 
 func (f *formatFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.logFormat, "log-format", "auto", "input format preset: auto, combined, retry, nginx-json, caddy")
 	c.Flags().StringVar(&f.nginxFormat, "nginx-format", "", "an nginx log_format string, verbatim (the quoted pieces from nginx.conf work too)")
 	c.Flags().StringVar(&f.escape, "escape", "default", "the escape= of --nginx-format: default, json or none")
+	c.Flags().StringVar(&f.nginxConf, "nginx-conf", "", "read the format from this nginx.conf (includes followed); with --log-format-name")
+	c.Flags().StringVar(&f.formatName, "log-format-name", "", "the name of the log_format in --nginx-conf")
 	c.Flags().StringArrayVar(&f.routes, "route", nil, "a route template such as '/api/users/{id}/orders'; wins over the built-in id rules (repeatable)")
 	c.Flags().StringVar(&f.routesFile, "routes", "", "a file of route templates, one per line (# comments)")
 }
@@ -166,6 +170,19 @@ func (f *formatFlags) router() (*ingest.Router, error) {
 
 // format returns the chosen format, nil for auto-detection.
 func (f *formatFlags) format(c *cobra.Command) (*parse.Format, error) {
+	if f.nginxConf != "" || f.formatName != "" {
+		if f.nginxConf == "" || f.formatName == "" {
+			return nil, usagef("--nginx-conf and --log-format-name go together")
+		}
+		if f.nginxFormat != "" || c.Flags().Changed("log-format") {
+			return nil, usagef("--nginx-conf, --nginx-format and --log-format are exclusive")
+		}
+		pf, err := parse.FromNginxConf(f.nginxConf, f.formatName)
+		if err != nil {
+			return nil, usagef("--nginx-conf: %v", err)
+		}
+		return pf, nil
+	}
 	if f.nginxFormat != "" {
 		if c.Flags().Changed("log-format") {
 			return nil, usagef("--log-format and --nginx-format are exclusive")

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylens/retrylens/parse"
+)
+
+// presetText says what each preset reads.
+var presetText = map[string]string{
+	"combined":   "nginx's default log_format (and Apache's Combined Log Format); no attempt numbers",
+	"retry":      "combined plus request time, upstream status, the retry headers and $msec",
+	"nginx-json": "one JSON object per line from a log_format with escape=json, keys named after the variables",
+	"caddy":      "Caddy's default JSON access log (log { format json })",
+}
+
+func (e *env) formatsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "formats",
+		Short: "List the input format presets, with an example line each",
+		Long: `List the input format presets (--log-format NAME), with an example line each.
+
+Any other nginx format works with --nginx-format '<log_format string>' or
+--nginx-conf /etc/nginx/nginx.conf --log-format-name NAME; 'retrylens ingest --dry-run
+FILE' shows how a file's first lines parse.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			example := parse.Record{
+				Time: time.Date(2026, 11, 29, 14, 20, 1, 512e6, time.UTC), RemoteAddr: "10.0.0.7", Method: "GET",
+				URI: "/api/orders/1042", Protocol: "HTTP/1.1", Status: 502, Bytes: 157, UserAgent: "checkout-web/2.3",
+				RequestTime: 0.012, UpstreamStatus: "502", UpstreamResponseTime: "0.011", Attempt: 1,
+				AttemptSource: "x-retry-attempt", RetryReason: "status_502", RequestID: "req-7f3a",
+			}
+			var b strings.Builder
+			for _, name := range parse.PresetNames() {
+				f, _ := parse.Preset(name)
+				fmt.Fprintf(&b, "%s\n  %s\n  %s\n", name, presetText[name], f.AppendRecord(nil, &example))
+			}
+			_, err := fmt.Fprint(e.stdout, b.String())
+			return err
+		},
+	}
+}
