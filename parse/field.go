@@ -235,7 +235,13 @@ func attemptValue(f field, v string) (n, max int, ok bool) {
 // countTries counts the upstream tries in nginx's "502, 200 : 200" lists: ", " separates
 // tries within one upstream group and " : " separates internal redirects.
 func countTries(v string) int {
-	return 1 + strings.Count(v, ",") + strings.Count(v, ":")
+	n := 1
+	for i := 0; i < len(v); i++ {
+		if v[i] == ',' || v[i] == ':' {
+			n++
+		}
+	}
+	return n
 }
 
 // atoi parses a small non-negative decimal; it refuses signs, spaces and overflow.
