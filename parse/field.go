@@ -195,9 +195,9 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 // finish folds the attempt headers into Attempt, first source in SPEC order wins. A header
 // whose value is not a number (it is client-controlled) leaves the line untagged rather
 // than rejecting it.
-func finish(r *Record, st *state) {
+func finish(r *Record, st *state, only int) {
 	for i, v := range st.attempt {
-		if v == "" {
+		if v == "" || (only > 0 && i != only-1) {
 			continue
 		}
 		f := firstAttemptField + field(i)

@@ -40,6 +40,23 @@ type Format struct {
 	caddy    bool             // JSON: written in Caddy's layout
 	lead     string           // literal text before the first variable
 	steps    []step
+	only     int // 1 + the index in attemptSources of the one attempt header to read; 0 for all
+}
+
+// AttemptSources are the attempt headers retrylens reads, in the SPEC's order.
+func AttemptSources() []string { return append([]string(nil), attemptSources[:]...) }
+
+// OnlyAttemptHeader returns a copy of f that takes attempt numbers from the named header
+// alone (--attempt-header), ignoring the others.
+func (f *Format) OnlyAttemptHeader(name string) (*Format, error) {
+	for i, s := range attemptSources {
+		if strings.EqualFold(s, name) {
+			g := *f
+			g.only = i + 1
+			return &g, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown attempt header %q: want one of %s", name, strings.Join(attemptSources[:], ", "))
 }
 
 type step struct {

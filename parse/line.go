@@ -32,7 +32,7 @@ func (f *Format) parse(r *Record, s string) *Error {
 	if err != nil {
 		return err
 	}
-	finish(r, &st)
+	finish(r, &st, f.only)
 	return nil
 }
 

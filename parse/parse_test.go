@@ -355,3 +355,26 @@ func TestFromNginxConf(t *testing.T) {
 		t.Errorf("unknown name: %v", err)
 	}
 }
+
+// --attempt-header: only the named header counts.
+func TestOnlyAttemptHeader(t *testing.T) {
+	f, err := Compile(`$status $http_x_envoy_attempt_count $http_x_retry_attempt`, EscapeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envoy, err := f.OnlyAttemptHeader("X-Envoy-Attempt-Count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := envoy.ParseLine([]byte(`200 5 1`))
+	if err != nil || r.Attempt != 4 || r.AttemptSource != "x-envoy-attempt-count" {
+		t.Errorf("envoy only: attempt %d from %q, %v; want 4 from x-envoy-attempt-count", r.Attempt, r.AttemptSource, err)
+	}
+	r, _ = envoy.ParseLine([]byte(`200 - 1`))
+	if r.Attempt != -1 {
+		t.Errorf("envoy only, header absent: attempt %d, want untagged", r.Attempt)
+	}
+	if _, err := f.OnlyAttemptHeader("x-nope"); err == nil {
+		t.Error("unknown header accepted")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -134,6 +135,7 @@ type formatFlags struct {
 	routesFile  string
 	nginxConf   string
 	formatName  string
+	attemptHdr  string
 }
 
 func (f *formatFlags) register(c *cobra.Command) {
@@ -142,6 +144,7 @@ func (f *formatFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.escape, "escape", "default", "the escape= of --nginx-format: default, json or none")
 	c.Flags().StringVar(&f.nginxConf, "nginx-conf", "", "read the format from this nginx.conf (includes followed); with --log-format-name")
 	c.Flags().StringVar(&f.formatName, "log-format-name", "", "the name of the log_format in --nginx-conf")
+	c.Flags().StringVar(&f.attemptHdr, "attempt-header", "", "take attempt numbers from this header only: "+strings.Join(parse.AttemptSources(), ", "))
 	c.Flags().StringArrayVar(&f.routes, "route", nil, "a route template such as '/api/users/{id}/orders'; wins over the built-in id rules (repeatable)")
 	c.Flags().StringVar(&f.routesFile, "routes", "", "a file of route templates, one per line (# comments)")
 }
@@ -170,6 +173,20 @@ func (f *formatFlags) router() (*ingest.Router, error) {
 
 // format returns the chosen format, nil for auto-detection.
 func (f *formatFlags) format(c *cobra.Command) (*parse.Format, error) {
+	pf, err := f.baseFormat(c)
+	if err != nil || f.attemptHdr == "" {
+		return pf, err
+	}
+	if pf == nil {
+		return nil, usagef("--attempt-header needs the format given: --log-format, --nginx-format or --nginx-conf")
+	}
+	if pf, err = pf.OnlyAttemptHeader(f.attemptHdr); err != nil {
+		return nil, usagef("--attempt-header: %v", err)
+	}
+	return pf, nil
+}
+
+func (f *formatFlags) baseFormat(c *cobra.Command) (*parse.Format, error) {
 	if f.nginxConf != "" || f.formatName != "" {
 		if f.nginxConf == "" || f.formatName == "" {
 			return nil, usagef("--nginx-conf and --log-format-name go together")
