@@ -260,9 +260,35 @@ func atoi(s string) (int, bool) {
 	return n, true
 }
 
-var months = map[string]time.Month{
-	"Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6,
-	"Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10, "Nov": 11, "Dec": 12,
+// month reads a three-letter English month abbreviation, as nginx writes it.
+func month(s string) (time.Month, bool) {
+	switch s {
+	case "Jan":
+		return time.January, true
+	case "Feb":
+		return time.February, true
+	case "Mar":
+		return time.March, true
+	case "Apr":
+		return time.April, true
+	case "May":
+		return time.May, true
+	case "Jun":
+		return time.June, true
+	case "Jul":
+		return time.July, true
+	case "Aug":
+		return time.August, true
+	case "Sep":
+		return time.September, true
+	case "Oct":
+		return time.October, true
+	case "Nov":
+		return time.November, true
+	case "Dec":
+		return time.December, true
+	}
+	return 0, false
 }
 
 // parseTimeLocal reads nginx's $time_local, "10/Oct/2026:13:55:36 -0700".
@@ -271,7 +297,7 @@ func parseTimeLocal(s string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	d, ok1 := atoi(s[0:2])
-	mon, ok2 := months[s[3:6]]
+	mon, ok2 := month(s[3:6])
 	y, ok3 := atoi(s[7:11])
 	hh, ok4 := atoi(s[12:14])
 	mm, ok5 := atoi(s[15:17])
