@@ -95,6 +95,9 @@ func orEmpty(s *string) *string {
 	return s
 }
 
+// SafeCell is safeCell for other CSV writers (retrylens query).
+func SafeCell(s string) string { return safeCell(s) }
+
 // safeCell defuses cells a spreadsheet would evaluate (=, +, -, @, tab, CR first) with a
 // leading quote, as OWASP advises, unless the cell is a plain number.
 func safeCell(s string) string {

@@ -397,3 +397,14 @@ func Alerts(w io.Writer, as []query.Alert, loc *time.Location) error {
 	}
 	return t.Render()
 }
+
+// Rows writes any result as a left-aligned table, for retrylens query. The cells must
+// already be safe to print.
+func Rows(w io.Writer, header []string, rows [][]string) error {
+	t := newTable(w, tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignLeft}))
+	t.Header(header)
+	if err := t.Bulk(rows); err != nil {
+		return err
+	}
+	return t.Render()
+}

@@ -607,3 +607,23 @@ func TestDryRunAndFormats(t *testing.T) {
 		t.Errorf("--nginx-conf: exit %d: %s", code, stderr)
 	}
 }
+
+// retrylens query runs SQL on the database: the rejects table names the cut line 60.
+func TestQueryCommand(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "q.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, scenario("incident-hour")); code != 0 {
+		t.Fatal(stderr)
+	}
+	stdout, stderr, code := retrylens(t, nil, "query", "--db", db, "SELECT file_id, line, reason FROM rejects")
+	if code != 0 || stdout != "file_id\tline\treason\n1\t60\tliteral\n" {
+		t.Errorf("exit %d, stdout %q: %s", code, stdout, stderr)
+	}
+	// A value a spreadsheet would run is defused in CSV.
+	stdout, _, _ = retrylens(t, nil, "query", "--db", db, "--format", "csv", "SELECT '=1+1' AS x")
+	if stdout != "x\n'=1+1\n" {
+		t.Errorf("csv: %q", stdout)
+	}
+	if _, stderr, code := retrylens(t, nil, "query", "--db", db, "SELEC 1"); code != exitError || !strings.Contains(stderr, "syntax error") {
+		t.Errorf("bad SQL: exit %d: %s", code, stderr)
+	}
+}

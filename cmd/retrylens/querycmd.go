@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/report"
+)
+
+type queryOptions struct {
+	db     string
+	format string
+}
+
+func (e *env) queryCmd() *cobra.Command {
+	var o queryOptions
+	c := &cobra.Command{
+		Use:   "query [flags] SQL",
+		Short: "Run SQL on the database, for everything the reports do not cover",
+		Long: `Run one SQL statement on the database and print its result.
+
+Tables: requests (one row per line: ts, method, uri, route, status, attempt, request_id,
+…), files (the registry of loaded content), reject_counts and rejects (malformed lines,
+with file_id and line number). Text from the logs is printed with control characters
+escaped.`,
+		Example: `  retrylens query 'SELECT * FROM rejects'
+  retrylens query 'SELECT route, count(*) FROM requests WHERE attempt >= 1 GROUP BY 1 ORDER BY 2 DESC LIMIT 10'
+  retrylens query --format csv 'SELECT * FROM requests WHERE status = 429' > throttled.csv`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("query takes one SQL statement, quoted")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error { return e.runQuery(c, &o, args[0]) },
+	}
+	c.Flags().StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
+	c.Flags().StringVarP(&o.format, "format", "f", "", "table, tsv, csv or json (default: table on a terminal, tsv in a pipe)")
+	return c
+}
+
+func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
+	if o.format == "" {
+		o.format = "tsv"
+		if terminal(e.stdout) {
+			o.format = "table"
+		}
+	}
+	switch o.format {
+	case "table", "tsv", "csv", "json":
+	default:
+		return usagef("--format %q: want table, tsv, csv or json", o.format)
+	}
+	path := e.dbPath(o.db)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no database at %s: run 'retrylens ingest FILE…' first", path)
+	}
+	ctx := c.Context()
+	db, err := ingest.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	var out [][]string
+	var objs []map[string]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		row := make([]string, len(cols))
+		obj := map[string]any{}
+		for i, v := range vals {
+			row[i] = cell(v)
+			obj[cols[i]] = v
+		}
+		out = append(out, row)
+		objs = append(objs, obj)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	switch o.format {
+	case "json":
+		if objs == nil {
+			objs = []map[string]any{}
+		}
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(objs)
+	case "csv":
+		w := csv.NewWriter(e.stdout)
+		w.Write(cols)
+		for _, r := range out {
+			for i := range r {
+				r[i] = report.SafeCell(r[i])
+			}
+			w.Write(r)
+		}
+		w.Flush()
+		return w.Error()
+	case "tsv":
+		var b strings.Builder
+		b.WriteString(strings.Join(cols, "\t") + "\n")
+		for _, r := range out {
+			for i := range r {
+				r[i] = report.Clean(r[i])
+			}
+			b.WriteString(strings.Join(r, "\t") + "\n")
+		}
+		_, err := io.WriteString(e.stdout, b.String())
+		return err
+	}
+	for _, r := range out {
+		for i := range r {
+			r[i] = report.Clean(r[i])
+		}
+	}
+	return report.Rows(e.stdout, cols, out)
+}
+
+// cell prints a value the way a person reads it.
+func cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	case []byte:
+		return string(x)
+	}
+	return fmt.Sprint(v)
+}
