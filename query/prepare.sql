@@ -40,7 +40,9 @@ SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.
        r.ts - to_microseconds(CAST(coalesce(r.request_time, 0) * 1000000 AS BIGINT)) AS started
 FROM requests r
 WHERE r.ts >= {{.Since}} AND r.ts < {{.Until}}
-  AND ((SELECT route FROM {{.Table}}_p) IS NULL OR r.route = (SELECT route FROM {{.Table}}_p))
+{{- if .HasRoute}}
+  AND r.route = (SELECT route FROM {{.Table}}_p)
+{{- end}}
 {{end}}
 
 {{define "prepare_chain"}}

@@ -60,10 +60,11 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		route = o.Route
 	}
 	lit := prepareLiterals{
-		Since:  timeLiteral(o.Since, "TIMESTAMP '0001-01-01'"),
-		Until:  timeLiteral(o.Until, "TIMESTAMP '9999-12-31'"),
-		MaxGap: strconv.FormatFloat(o.MaxGap.Seconds(), 'f', -1, 64),
-		Infer:  strconv.FormatBool(o.InferAttempts),
+		Since:    timeLiteral(o.Since, "TIMESTAMP '0001-01-01'"),
+		Until:    timeLiteral(o.Until, "TIMESTAMP '9999-12-31'"),
+		MaxGap:   strconv.FormatFloat(o.MaxGap.Seconds(), 'f', -1, 64),
+		Infer:    strconv.FormatBool(o.InferAttempts),
+		HasRoute: o.Route != "",
 	}
 	for i, name := range []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi"} {
 		var q bytes.Buffer
@@ -113,6 +114,7 @@ func (s *Set) statement(name, key string) (string, error) {
 // a number and a boolean, never text a user typed.
 type prepareLiterals struct {
 	Since, Until, MaxGap, Infer string
+	HasRoute                    bool // filter on the route in _p
 }
 
 // timeLiteral formats t as a DuckDB TIMESTAMP literal (UTC), or open when t is zero.
