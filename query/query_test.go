@@ -16,14 +16,32 @@ import (
 
 func fp(x float64) *float64 { return &x }
 
-// Rows inserted by hand; the expected metrics are counted from this list by hand.
-func TestMetrics(t *testing.T) {
-	ctx := context.Background()
-	db, err := ingest.Open(ctx, "")
+// memDB is a fresh in-memory database with retrylens's schema.
+func memDB(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := ingest.Open(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// openSet prepares the rows o selects, closed when the test ends.
+func openSet(t *testing.T, db *sql.DB, o query.Options) *query.Set {
+	t.Helper()
+	set, err := query.Open(context.Background(), db, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	return set
+}
+
+// Rows inserted by hand; the expected metrics are counted from this list by hand.
+func TestMetrics(t *testing.T) {
+	ctx := context.Background()
+	db := memDB(t)
 	rows := []struct {
 		ts      string
 		attempt any
@@ -45,11 +63,7 @@ func TestMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	set, err := query.Open(ctx, db, query.Options{Since: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Until: time.Date(2026, 11, 29, 10, 2, 0, 0, time.UTC)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
+	set := openSet(t, db, query.Options{Since: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Until: time.Date(2026, 11, 29, 10, 2, 0, 0, time.UTC)})
 	got, err := set.Summary(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -88,11 +102,7 @@ func TestMetrics(t *testing.T) {
 // counts are worked out in the comments.
 func TestLoopsAndFindings(t *testing.T) {
 	ctx := context.Background()
-	db, err := ingest.Open(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := memDB(t)
 	rows := []struct {
 		ts         string
 		rt         float64
@@ -133,11 +143,7 @@ func TestLoopsAndFindings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	set, err := query.Open(ctx, db, query.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
+	set := openSet(t, db, query.Options{})
 	loops, err := set.Loops(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -180,11 +186,7 @@ func insert(t *testing.T, db *sql.DB, rows [][]any) {
 // increase and attempts are at most --max-gap apart.
 func TestHeuristicLinking(t *testing.T) {
 	ctx := context.Background()
-	db, err := ingest.Open(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := memDB(t)
 	insert(t, db, [][]any{
 		{"2026-11-29 10:00:00", "10.0.0.1", "GET", "/a", 0, 502, nil}, // A1: 502 then 200: recovered
 		{"2026-11-29 10:00:01", "10.0.0.1", "GET", "/a", 1, 200, nil},
@@ -194,11 +196,7 @@ func TestHeuristicLinking(t *testing.T) {
 		{"2026-11-29 10:00:00", "10.0.0.3", "GET", "/b", 0, 503, "r"}, // R: linked by its request id
 		{"2026-11-29 10:00:09", "10.0.0.9", "GET", "/b", 1, 503, "r"}, //    even from another address
 	})
-	set, err := query.Open(ctx, db, query.Options{MaxGap: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
+	set := openSet(t, db, query.Options{MaxGap: time.Minute})
 	m, err := set.Summary(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -220,11 +218,7 @@ func TestHeuristicLinking(t *testing.T) {
 // --infer-attempts numbers the repeats of an untagged request after retryable failures.
 func TestInferAttempts(t *testing.T) {
 	ctx := context.Background()
-	db, err := ingest.Open(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := memDB(t)
 	insert(t, db, [][]any{
 		{"2026-11-29 10:00:00", "10.0.0.1", "GET", "/x", nil, 503, nil}, // C: 0
 		{"2026-11-29 10:00:02", "10.0.0.1", "GET", "/x", nil, 503, nil}, //    1
@@ -233,13 +227,9 @@ func TestInferAttempts(t *testing.T) {
 		{"2026-11-29 10:00:00", "10.0.0.2", "GET", "/y", nil, 200, nil}, // D: 0
 		{"2026-11-29 10:00:01", "10.0.0.2", "GET", "/y", nil, 200, nil}, //    0: the previous one succeeded
 	})
-	set, err := query.Open(ctx, db, query.Options{InferAttempts: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
+	set := openSet(t, db, query.Options{InferAttempts: true})
 	var got []int64
-	err = set.EachAttempt(ctx, func(_, line int64, a sql.NullInt64, inferred bool) {
+	err := set.EachAttempt(ctx, func(_, line int64, a sql.NullInt64, inferred bool) {
 		if !inferred || !a.Valid {
 			t.Errorf("line %d: attempt %v, inferred %v", line, a, inferred)
 		}
@@ -266,22 +256,14 @@ func TestInferAttempts(t *testing.T) {
 // Proxy tries (nginx's upstream lists) make their own amplification, apart from attempts.
 func TestProxyAmplification(t *testing.T) {
 	ctx := context.Background()
-	db, err := ingest.Open(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := memDB(t)
 	// "502, 200" is two tries; "200" one; a line without the column counts for neither.
 	for i, tries := range []any{2, 1, nil} {
 		if _, err := db.Exec("INSERT INTO requests (file_id, line, ts, attempt, status, upstream_tries) VALUES (1, ?, TIMESTAMP '2026-11-29 10:00:00', 0, 200, ?)", i+1, tries); err != nil {
 			t.Fatal(err)
 		}
 	}
-	set, err := query.Open(ctx, db, query.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
+	set := openSet(t, db, query.Options{})
 	m, err := set.Summary(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -294,11 +276,7 @@ func TestProxyAmplification(t *testing.T) {
 // Retries in lockstep are "synchronised"; the backoff profile shows the gaps per attempt.
 func TestBackoffAndSynchronised(t *testing.T) {
 	ctx := context.Background()
-	db, err := ingest.Open(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := memDB(t)
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	add := func(id string, attempt int, at time.Time, status int) {
 		// request_time 0: each attempt starts when it ends, so gaps are exact.
@@ -319,11 +297,7 @@ func TestBackoffAndSynchronised(t *testing.T) {
 		add(fmt.Sprintf("j-%d", k), 1, jb.Add(20*time.Millisecond), 502)
 		add(fmt.Sprintf("j-%d", k), 2, jb.Add(20*time.Millisecond+time.Duration(20+3*k)*time.Millisecond), 200)
 	}
-	set, err := query.Open(ctx, db, query.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
+	set := openSet(t, db, query.Options{})
 	profile, err := set.Backoff(ctx, 20*time.Millisecond, 1)
 	if err != nil {
 		t.Fatal(err)
