@@ -415,3 +415,33 @@ func (s *Set) EachAttempt(ctx context.Context, fn func(fileID, line int64, attem
 	}
 	return rows.Err()
 }
+
+// Attempt is one tagged row for a replay: which logical request, which attempt, when it
+// started and ended, and what it got.
+type Attempt struct {
+	Key        string
+	N          int
+	Start, End time.Time
+	Status     int // -1 when the line had none
+	RetryAfter string
+}
+
+// Attempts returns the Set's tagged rows ordered by start time, for replaying them.
+func (s *Set) Attempts(ctx context.Context) ([]Attempt, error) {
+	rows, err := s.conn.QueryContext(ctx, "SELECT lkey, attempt, started, ts, coalesce(status, -1), coalesce(retry_after, '') FROM "+
+		s.table+" WHERE attempt IS NOT NULL AND ts IS NOT NULL ORDER BY started, lkey, attempt")
+	if err != nil {
+		return nil, fmt.Errorf("attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []Attempt
+	for rows.Next() {
+		var a Attempt
+		if err := rows.Scan(&a.Key, &a.N, &a.Start, &a.End, &a.Status, &a.RetryAfter); err != nil {
+			return nil, err
+		}
+		a.Start, a.End = a.Start.UTC(), a.End.UTC()
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}

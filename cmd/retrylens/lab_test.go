@@ -143,6 +143,27 @@ func TestLab(t *testing.T) {
 						}
 					}
 				}
+				if sc.Name == "incident-naive" {
+					// The storm through Finagle's default budget: the whole run is shorter than the
+					// 10 s window, so at most 0.2 × 300 first attempts + 10/s × 10 s = 160 retries
+					// may go out, of the truth's retries.
+					for format, path := range logs {
+						stdout, stderr, code := retrylens(t, nil, "budget", "--model", "finagle", "--format", "json", "--log-format", format, path)
+						var rs []struct {
+							Retries, Allowed, Denied int
+							Amplification            float64
+							After                    float64 `json:"amplification_after"`
+						}
+						if code != 0 || json.Unmarshal([]byte(stdout), &rs) != nil || len(rs) != 1 {
+							t.Fatalf("budget on %s: exit %d: %s%s", format, code, stdout, stderr)
+						}
+						r := rs[0]
+						t.Logf("budget on the storm via %s: %d of %d retries allowed, amplification %.3f -> %.3f", format, r.Allowed, r.Retries, r.Amplification, r.After)
+						if r.Retries != c.Truth().Retries || r.Allowed > 160 || r.Allowed+r.Denied != r.Retries || r.After >= r.Amplification {
+							t.Errorf("budget on %s: %+v; want the truth's %d retries, at most 160 allowed", format, r, c.Truth().Retries)
+						}
+					}
+				}
 				if path, ok := logs["retry"]; ok {
 					// --infer-attempts on the same log with its headers forgotten: measured,
 					// not asserted (it depends on how the run interleaved; see the README).

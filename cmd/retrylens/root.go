@@ -111,7 +111,7 @@ more lines rejected than --max-reject-ratio allows.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(e.ingestCmd(), e.reportCmd(), e.checkCmd(), e.queryCmd(), e.formatsCmd())
+	root.AddCommand(e.ingestCmd(), e.reportCmd(), e.checkCmd(), e.budgetCmd(), e.queryCmd(), e.formatsCmd())
 	return root
 }
 

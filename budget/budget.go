@@ -1,0 +1,309 @@
+// Package budget replays recorded attempts through retry budgets and reports what each
+// would have changed: the retries it would have denied, the amplification that would
+// have followed, and the recoveries that would have been lost.
+//
+// Replay is in start-time order. First attempts always go out (budgets govern retries);
+// once a retry of a logical request is denied, its later attempts are not sent either.
+// Models that learn from answers (gRPC, AWS) see each answer at its end time.
+package budget
+
+import (
+	"container/heap"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/retrylens/retrylens/query"
+)
+
+// Model decides whether a retry may go out.
+type Model interface {
+	Name() string
+	// Allow is asked before retry a starts at its Start; prev is the request's previous
+	// attempt that was sent (nil when the first attempt is not in the data).
+	Allow(a, prev *query.Attempt) bool
+	// Sent is told of every attempt that goes out, first attempts included.
+	Sent(a *query.Attempt)
+	// Answered is told of every sent attempt's answer, at its End.
+	Answered(a *query.Attempt)
+}
+
+// Result is what a model would have changed.
+type Result struct {
+	Model              string
+	FirstAttempts      int
+	Retries            int // recorded
+	Allowed            int
+	Denied             int // retries that would not have been sent (denied, or after a denial)
+	AmplificationAfter float64
+	Amplification      float64 // recorded
+	Recovered          int     // recorded: first attempt not 2xx, a later one 2xx
+	LostRecoveries     int     // of those, the ones whose rescuing retry would not have been sent
+}
+
+func ok(a *query.Attempt) bool { return a.Status >= 200 && a.Status < 300 }
+
+type pending []*query.Attempt
+
+func (p pending) Len() int             { return len(p) }
+func (p pending) Less(i, j int) bool   { return p[i].End.Before(p[j].End) }
+func (p pending) Swap(i, j int)        { p[i], p[j] = p[j], p[i] }
+func (p *pending) Push(x any)          { *p = append(*p, x.(*query.Attempt)) }
+func (p *pending) Pop() any            { old := *p; x := old[len(old)-1]; *p = old[:len(old)-1]; return x }
+func (p pending) peek() *query.Attempt { return p[0] }
+
+// Replay runs the attempts (ordered by start, as query.Set.Attempts returns them)
+// through m.
+func Replay(attempts []query.Attempt, m Model) Result {
+	r := Result{Model: m.Name()}
+	type state struct {
+		denied     bool
+		prev       *query.Attempt
+		firstOK    bool
+		seenFirst  bool
+		anyOK      bool // recorded
+		anyOKAfter bool // in the replay
+	}
+	byKey := map[string]*state{}
+	var inflight pending
+	for i := range attempts {
+		a := &attempts[i]
+		for inflight.Len() > 0 && !inflight.peek().End.After(a.Start) {
+			m.Answered(heap.Pop(&inflight).(*query.Attempt))
+		}
+		st := byKey[a.Key]
+		if st == nil {
+			st = &state{}
+			byKey[a.Key] = st
+		}
+		if a.N == 0 {
+			r.FirstAttempts++
+			st.seenFirst, st.firstOK = true, ok(a)
+		} else {
+			r.Retries++
+		}
+		st.anyOK = st.anyOK || ok(a)
+		send := true
+		if a.N > 0 {
+			send = !st.denied && m.Allow(a, st.prev)
+			if send {
+				r.Allowed++
+			} else {
+				r.Denied++
+				st.denied = true
+			}
+		}
+		if send {
+			m.Sent(a)
+			heap.Push(&inflight, a)
+			st.prev = a
+			st.anyOKAfter = st.anyOKAfter || ok(a)
+		}
+	}
+	for inflight.Len() > 0 {
+		m.Answered(heap.Pop(&inflight).(*query.Attempt))
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		st := byKey[k]
+		if st.seenFirst && !st.firstOK && st.anyOK {
+			r.Recovered++
+			if !st.anyOKAfter {
+				r.LostRecoveries++
+			}
+		}
+	}
+	if r.FirstAttempts > 0 {
+		r.Amplification = float64(r.FirstAttempts+r.Retries) / float64(r.FirstAttempts)
+		r.AmplificationAfter = float64(r.FirstAttempts+r.Allowed) / float64(r.FirstAttempts)
+	}
+	return r
+}
+
+// failed reports whether an answer is a retryable failure (5xx, 429, 408, 499, none).
+func failed(a *query.Attempt) bool {
+	s := a.Status
+	return s >= 500 || s == 429 || s == 408 || s == 499 || s <= 0
+}
+
+// timedOut reports whether an answer looks like a timeout (no answer, 499, 504).
+func timedOut(a *query.Attempt) bool { return a.Status <= 0 || a.Status == 499 || a.Status == 504 }
+
+// Cap allows at most Max attempts per request, the first included.
+type Cap struct{ Max int }
+
+func (c *Cap) Name() string                   { return "cap " + strconv.Itoa(c.Max) + " attempts" }
+func (c *Cap) Allow(a, _ *query.Attempt) bool { return a.N < c.Max }
+func (c *Cap) Sent(*query.Attempt)            {}
+func (c *Cap) Answered(*query.Attempt)        {}
+
+// RetryAfter denies a retry that starts before the previous answer's Retry-After passed.
+type RetryAfter struct{}
+
+func (RetryAfter) Name() string { return "retry-after" }
+func (RetryAfter) Allow(a, prev *query.Attempt) bool {
+	if prev == nil || prev.RetryAfter == "" {
+		return true
+	}
+	if secs, err := strconv.ParseFloat(prev.RetryAfter, 64); err == nil {
+		return !a.Start.Before(prev.End.Add(time.Duration(secs * float64(time.Second))))
+	}
+	if t, err := time.Parse(time.RFC1123, prev.RetryAfter); err == nil {
+		return !a.Start.Before(t)
+	}
+	return true
+}
+func (RetryAfter) Sent(*query.Attempt)     {}
+func (RetryAfter) Answered(*query.Attempt) {}
+
+// Ratio is the budget of Finagle's RetryBudget and Linkerd's ServiceProfile: over the
+// last TTL, retries may number Ratio × first attempts plus MinPerSec × TTL.
+type Ratio struct {
+	Label     string
+	Ratio     float64
+	MinPerSec float64
+	TTL       time.Duration
+
+	requests, retries []time.Time
+}
+
+func (b *Ratio) Name() string { return b.Label }
+
+func (b *Ratio) expire(now time.Time) {
+	cut := now.Add(-b.TTL)
+	for len(b.requests) > 0 && !b.requests[0].After(cut) {
+		b.requests = b.requests[1:]
+	}
+	for len(b.retries) > 0 && !b.retries[0].After(cut) {
+		b.retries = b.retries[1:]
+	}
+}
+
+func (b *Ratio) Allow(a, _ *query.Attempt) bool {
+	b.expire(a.Start)
+	return float64(len(b.retries)) < b.Ratio*float64(len(b.requests))+b.MinPerSec*b.TTL.Seconds()
+}
+
+func (b *Ratio) Sent(a *query.Attempt) {
+	if a.N == 0 {
+		b.requests = append(b.requests, a.Start)
+	} else {
+		b.retries = append(b.retries, a.Start)
+	}
+}
+func (b *Ratio) Answered(*query.Attempt) {}
+
+// GRPC is gRPC's retry throttling: a token count starts at MaxTokens, loses 1 on every
+// failed answer and gains TokenRatio on every other one; retries go out only while it is
+// above MaxTokens / 2.
+type GRPC struct {
+	MaxTokens, TokenRatio float64
+	tokens                float64
+	started               bool
+}
+
+func (g *GRPC) Name() string { return "grpc" }
+func (g *GRPC) init() {
+	if !g.started {
+		g.tokens, g.started = g.MaxTokens, true
+	}
+}
+func (g *GRPC) Allow(*query.Attempt, *query.Attempt) bool { g.init(); return g.tokens > g.MaxTokens/2 }
+func (g *GRPC) Sent(*query.Attempt)                       { g.init() }
+func (g *GRPC) Answered(a *query.Attempt) {
+	g.init()
+	if failed(a) {
+		g.tokens = max(0, g.tokens-1)
+	} else {
+		g.tokens = min(g.MaxTokens, g.tokens+g.TokenRatio)
+	}
+}
+
+// AWS is the AWS SDKs' standard retry mode: a quota of Quota tokens; a retry costs Cost
+// (TimeoutCost after a timeout) and is refunded when it succeeds; a first attempt that
+// succeeds adds 1.
+type AWS struct {
+	Quota, Cost, TimeoutCost float64
+	tokens                   float64
+	started                  bool
+	paid                     map[*query.Attempt]float64
+	last                     map[string]*query.Attempt
+}
+
+func (w *AWS) Name() string { return "aws-standard" }
+func (w *AWS) init() {
+	if !w.started {
+		w.tokens, w.started = w.Quota, true
+		w.paid, w.last = map[*query.Attempt]float64{}, map[string]*query.Attempt{}
+	}
+}
+func (w *AWS) Allow(a, prev *query.Attempt) bool {
+	w.init()
+	cost := w.Cost
+	if prev != nil && timedOut(prev) {
+		cost = w.TimeoutCost
+	}
+	if w.tokens < cost {
+		return false
+	}
+	w.tokens -= cost
+	w.paid[a] = cost
+	return true
+}
+func (w *AWS) Sent(a *query.Attempt) { w.init() }
+func (w *AWS) Answered(a *query.Attempt) {
+	w.init()
+	if !ok(a) {
+		return
+	}
+	if c, ok := w.paid[a]; ok {
+		w.tokens = min(w.Quota, w.tokens+c)
+		delete(w.paid, a)
+		return
+	}
+	w.tokens = min(w.Quota, w.tokens+1)
+}
+
+// Envoy is Envoy's retry budget: retries in flight may number Percent of the requests in
+// flight, and at least MinConcurrent.
+type Envoy struct {
+	Percent       float64
+	MinConcurrent int
+	active        int
+	retries       int
+}
+
+func (e *Envoy) Name() string { return "envoy" }
+func (e *Envoy) Allow(a, _ *query.Attempt) bool {
+	limit := max(float64(e.MinConcurrent), e.Percent*float64(e.active))
+	return float64(e.retries) < limit
+}
+func (e *Envoy) Sent(a *query.Attempt) {
+	e.active++
+	if a.N > 0 {
+		e.retries++
+	}
+}
+func (e *Envoy) Answered(a *query.Attempt) {
+	e.active--
+	if a.N > 0 {
+		e.retries--
+	}
+}
+
+// Defaults are the published defaults of each model; maxAttempts is the per-request cap.
+func Defaults(maxAttempts int) []Model {
+	return []Model{
+		&Ratio{Label: "finagle", Ratio: 0.2, MinPerSec: 10, TTL: 10 * time.Second},
+		&Ratio{Label: "linkerd2", Ratio: 0.2, MinPerSec: 10, TTL: 10 * time.Second},
+		&GRPC{MaxTokens: 10, TokenRatio: 0.1},
+		&Envoy{Percent: 0.2, MinConcurrent: 3},
+		&AWS{Quota: 500, Cost: 5, TimeoutCost: 10},
+		&Cap{Max: maxAttempts},
+		RetryAfter{},
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylens/retrylens/budget"
+	"github.com/retrylens/retrylens/query"
+	"github.com/retrylens/retrylens/report"
+)
+
+type budgetOptions struct {
+	db          string
+	formats     formatFlags
+	since       string
+	until       string
+	tz          string
+	endpoint    string
+	model       string
+	compare     bool
+	format      string
+	ratio       float64
+	minPerSec   float64
+	ttl         time.Duration
+	maxTokens   float64
+	tokenRatio  float64
+	envoyPct    float64
+	envoyMin    int
+	awsQuota    float64
+	awsCost     float64
+	awsTimeout  float64
+	maxAttempts int
+}
+
+var budgetModels = []string{"finagle", "linkerd2", "grpc", "envoy", "aws-standard", "cap", "retry-after"}
+
+func (e *env) budgetCmd() *cobra.Command {
+	var o budgetOptions
+	c := &cobra.Command{
+		Use:   "budget [flags] [FILE...]",
+		Short: "Replay the recorded retries through a retry budget: what would it have denied?",
+		Long: `Replay the recorded attempts, in start order, through a retry budget and report the
+retries it would have denied, the amplification that would have followed, and the
+recovered requests that would have ended failed because their rescuing retry was denied.
+First attempts always go out; after a denied retry, that request sends nothing more.
+
+Models (defaults as published):
+  finagle      Finagle RetryBudget: over the last --ttl (10s), retries < --ratio (0.2) x
+               requests + --min-per-sec (10) x ttl
+  linkerd2     Linkerd ServiceProfile retryBudget: the same rule (retryRatio 0.2,
+               minRetriesPerSecond 10, ttl 10s)
+  grpc         gRPC retry throttling: tokens start at --max-tokens (10), -1 per failed
+               answer, +--token-ratio (0.1) per other answer; retry while tokens > max/2
+  envoy        Envoy retry budget: retries in flight < max(--envoy-min (3),
+               --envoy-percent (0.2) x requests in flight)
+  aws-standard AWS SDK standard mode: --aws-quota (500) tokens, a retry costs --aws-cost
+               (5), --aws-timeout-cost (10) after a timeout; refunded when it succeeds;
+               a successful first attempt adds 1
+  cap          at most --max-attempts (3) attempts per request
+  retry-after  no retry before the previous answer's Retry-After has passed
+
+--compare runs every model on the same traffic, side by side.`,
+		Example: `  retrylens budget --compare
+  retrylens budget --model finagle --ratio 0.1 --min-per-sec 5 incident.log
+  retrylens budget --model grpc --format json`,
+		RunE: func(c *cobra.Command, args []string) error { return e.runBudget(c, &o, args) },
+	}
+	f := c.Flags()
+	f.StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
+	o.formats.register(c)
+	f.StringVar(&o.since, "since", "", "first time included")
+	f.StringVar(&o.until, "until", "", "first time excluded")
+	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone")
+	f.StringVar(&o.endpoint, "endpoint", "", "only this route")
+	f.StringVar(&o.model, "model", "finagle", "the budget: "+strings.Join(budgetModels, ", "))
+	f.BoolVar(&o.compare, "compare", false, "run every model")
+	f.StringVarP(&o.format, "format", "f", "", "table, tsv or json (default: table on a terminal, tsv in a pipe)")
+	f.Float64Var(&o.ratio, "ratio", 0.2, "finagle/linkerd2: retries per request")
+	f.Float64Var(&o.minPerSec, "min-per-sec", 10, "finagle/linkerd2: retries per second allowed beyond the ratio")
+	f.DurationVar(&o.ttl, "ttl", 10*time.Second, "finagle/linkerd2: the window")
+	f.Float64Var(&o.maxTokens, "max-tokens", 10, "grpc: maxTokens")
+	f.Float64Var(&o.tokenRatio, "token-ratio", 0.1, "grpc: tokenRatio")
+	f.Float64Var(&o.envoyPct, "envoy-percent", 0.2, "envoy: budget_percent, as a fraction")
+	f.IntVar(&o.envoyMin, "envoy-min", 3, "envoy: min_retry_concurrency")
+	f.Float64Var(&o.awsQuota, "aws-quota", 500, "aws-standard: the token quota")
+	f.Float64Var(&o.awsCost, "aws-cost", 5, "aws-standard: a retry's cost")
+	f.Float64Var(&o.awsTimeout, "aws-timeout-cost", 10, "aws-standard: a retry's cost after a timeout")
+	f.IntVar(&o.maxAttempts, "max-attempts", 3, "cap: attempts per request, the first included")
+	return c
+}
+
+func (o *budgetOptions) models() []budget.Model {
+	return []budget.Model{
+		&budget.Ratio{Label: "finagle", Ratio: o.ratio, MinPerSec: o.minPerSec, TTL: o.ttl},
+		&budget.Ratio{Label: "linkerd2", Ratio: o.ratio, MinPerSec: o.minPerSec, TTL: o.ttl},
+		&budget.GRPC{MaxTokens: o.maxTokens, TokenRatio: o.tokenRatio},
+		&budget.Envoy{Percent: o.envoyPct, MinConcurrent: o.envoyMin},
+		&budget.AWS{Quota: o.awsQuota, Cost: o.awsCost, TimeoutCost: o.awsTimeout},
+		&budget.Cap{Max: o.maxAttempts},
+		budget.RetryAfter{},
+	}
+}
+
+func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) error {
+	if o.format == "" {
+		o.format = "tsv"
+		if terminal(e.stdout) {
+			o.format = "table"
+		}
+	}
+	if o.format != "table" && o.format != "tsv" && o.format != "json" {
+		return usagef("--format %q: want table, tsv or json", o.format)
+	}
+	models := o.models()
+	if !o.compare {
+		i := -1
+		for k, name := range budgetModels {
+			if name == o.model {
+				i = k
+			}
+		}
+		if i < 0 {
+			return usagef("--model %q: want one of %s", o.model, strings.Join(budgetModels, ", "))
+		}
+		models = models[i : i+1]
+	}
+	if o.ttl <= 0 || o.maxAttempts < 1 || o.maxTokens <= 0 {
+		return usagef("--ttl, --max-tokens and --max-attempts must be positive")
+	}
+	qo, _, err := parseRange(o.since, o.until, o.tz)
+	if err != nil {
+		return err
+	}
+	qo.Route = o.endpoint
+	ctx := c.Context()
+	db, err := e.openOrLoad(c, o.db, &o.formats, files)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	set, err := query.Open(ctx, db, qo)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	attempts, err := set.Attempts(ctx)
+	if err != nil {
+		return err
+	}
+	var results []budget.Result
+	for _, m := range models {
+		results = append(results, budget.Replay(attempts, m))
+	}
+	return e.writeBudget(o.format, results)
+}
+
+func (e *env) writeBudget(format string, rs []budget.Result) error {
+	if format == "json" {
+		type row struct {
+			Model              string  `json:"model"`
+			FirstAttempts      int     `json:"first_attempts"`
+			Retries            int     `json:"retries"`
+			Allowed            int     `json:"allowed"`
+			Denied             int     `json:"denied"`
+			Amplification      float64 `json:"amplification"`
+			AmplificationAfter float64 `json:"amplification_after"`
+			Recovered          int     `json:"recovered"`
+			LostRecoveries     int     `json:"lost_recoveries"`
+		}
+		out := make([]row, 0, len(rs))
+		for _, r := range rs {
+			out = append(out, row{r.Model, r.FirstAttempts, r.Retries, r.Allowed, r.Denied, r.Amplification, r.AmplificationAfter, r.Recovered, r.LostRecoveries})
+		}
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	header := []string{"model", "first attempts", "retries", "allowed", "denied", "amplification", "with budget", "recovered", "lost recoveries"}
+	var rows [][]string
+	for _, r := range rs {
+		rows = append(rows, []string{r.Model, strconv.Itoa(r.FirstAttempts), strconv.Itoa(r.Retries), strconv.Itoa(r.Allowed),
+			strconv.Itoa(r.Denied), fmt.Sprintf("%.2fx", r.Amplification), fmt.Sprintf("%.2fx", r.AmplificationAfter),
+			strconv.Itoa(r.Recovered), strconv.Itoa(r.LostRecoveries)})
+	}
+	if format == "tsv" {
+		var b strings.Builder
+		b.WriteString(strings.Join(header, "\t") + "\n")
+		for _, r := range rows {
+			b.WriteString(strings.Join(r, "\t") + "\n")
+		}
+		_, err := fmt.Fprint(e.stdout, b.String())
+		return err
+	}
+	return report.Rows(e.stdout, header, rows)
+}
