@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -625,5 +626,39 @@ func TestQueryCommand(t *testing.T) {
 	}
 	if _, stderr, code := retrylens(t, nil, "query", "--db", db, "SELEC 1"); code != exitError || !strings.Contains(stderr, "syntax error") {
 		t.Errorf("bad SQL: exit %d: %s", code, stderr)
+	}
+}
+
+// budget on the incident sample, worked out by hand (EXPECTED.md): a cap of 2 attempts
+// denies every attempt 2, those of the 8 `502, 502, 200` and 7 `502×3` requests: 15 of the
+// 42 retries; the 8 lose their recovery; amplification (80 + 27) / 80. Finagle's default
+// budget allows all: the sample's densest 10 s hold 3 retries, far under its 100 floor.
+func TestBudgetOnTheSample(t *testing.T) {
+	stdout, stderr, code := retrylens(t, nil, "budget", "--compare", "--max-attempts", "2", "--format", "json", scenario("incident-hour"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rs []struct {
+		Model                    string
+		FirstAttempts            int `json:"first_attempts"`
+		Retries, Allowed, Denied int
+		Amplification            float64
+		After                    float64 `json:"amplification_after"`
+		Recovered                int
+		Lost                     int `json:"lost_recoveries"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rs); err != nil || len(rs) != 7 {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	byModel := map[string]int{}
+	for i, r := range rs {
+		byModel[r.Model] = i
+	}
+	c := rs[byModel["cap 2 attempts"]]
+	if c.FirstAttempts != 80 || c.Retries != 42 || c.Allowed != 27 || c.Denied != 15 || c.Recovered != 18 || c.Lost != 8 || math.Abs(c.After-107.0/80) > 1e-9 {
+		t.Errorf("cap 2: %+v", c)
+	}
+	if f := rs[byModel["finagle"]]; f.Allowed != 42 || f.Denied != 0 || f.Lost != 0 {
+		t.Errorf("finagle: %+v", f)
 	}
 }
