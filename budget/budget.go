@@ -36,9 +36,16 @@ type Result struct {
 	Allowed            int
 	Denied             int // retries that would not have been sent (denied, or after a denial)
 	AmplificationAfter float64
-	Amplification      float64 // recorded
-	Recovered          int     // recorded: first attempt not 2xx, a later one 2xx
-	LostRecoveries     int     // of those, the ones whose rescuing retry would not have been sent
+	Amplification      float64  // recorded
+	Recovered          int      // recorded: first attempt not 2xx, a later one 2xx
+	LostRecoveries     int      // of those, the ones whose rescuing retry would not have been sent
+	Windows            []Window // per window of attempt start times, when Replay was given a width
+}
+
+// Window is a model's effect within one window of start times.
+type Window struct {
+	Start                                   time.Time
+	FirstAttempts, Retries, Allowed, Denied int
 }
 
 func ok(a *query.Attempt) bool { return a.Status >= 200 && a.Status < 300 }
@@ -53,9 +60,19 @@ func (p *pending) Pop() any            { old := *p; x := old[len(old)-1]; *p = o
 func (p pending) peek() *query.Attempt { return p[0] }
 
 // Replay runs the attempts (ordered by start, as query.Set.Attempts returns them)
-// through m.
-func Replay(attempts []query.Attempt, m Model) Result {
+// through m; a positive width also splits the figures by windows of start time.
+func Replay(attempts []query.Attempt, m Model, width time.Duration) Result {
 	r := Result{Model: m.Name()}
+	window := func(t time.Time) *Window {
+		if width <= 0 {
+			return &Window{}
+		}
+		start := t.Truncate(width)
+		if n := len(r.Windows); n == 0 || !r.Windows[n-1].Start.Equal(start) {
+			r.Windows = append(r.Windows, Window{Start: start})
+		}
+		return &r.Windows[len(r.Windows)-1]
+	}
 	type state struct {
 		denied     bool
 		prev       *query.Attempt
@@ -76,11 +93,14 @@ func Replay(attempts []query.Attempt, m Model) Result {
 			st = &state{}
 			byKey[a.Key] = st
 		}
+		w := window(a.Start)
 		if a.N == 0 {
 			r.FirstAttempts++
+			w.FirstAttempts++
 			st.seenFirst, st.firstOK = true, ok(a)
 		} else {
 			r.Retries++
+			w.Retries++
 		}
 		st.anyOK = st.anyOK || ok(a)
 		send := true
@@ -88,8 +108,10 @@ func Replay(attempts []query.Attempt, m Model) Result {
 			send = !st.denied && m.Allow(a, st.prev)
 			if send {
 				r.Allowed++
+				w.Allowed++
 			} else {
 				r.Denied++
+				w.Denied++
 				st.denied = true
 			}
 		}

@@ -87,7 +87,7 @@ func TestModels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := Replay(tt.attempts, tt.model)
+			r := Replay(tt.attempts, tt.model, 0)
 			if r.Allowed != tt.allow || r.Denied != tt.denied || r.LostRecoveries != tt.lost {
 				t.Errorf("allowed %d, denied %d, lost %d; want %d, %d, %d (%+v)", r.Allowed, r.Denied, r.LostRecoveries, tt.allow, tt.denied, tt.lost, r)
 			}
@@ -95,5 +95,31 @@ func TestModels(t *testing.T) {
 				t.Errorf("amplification after %v, want %v", r.AmplificationAfter, want)
 			}
 		})
+	}
+}
+
+// Windows split the figures by start time: the ratio trace in 2 s windows holds r1 and
+// r2 (two first attempts, two retries, one denied: r2's at 1.5 s) then r3 and r4 (the
+// same), then r5 alone (allowed).
+func TestWindows(t *testing.T) {
+	attempts := trace(
+		at("r1", 0, 0, 10, 502, ""), at("r1", 1, 500, 510, 200, ""),
+		at("r2", 0, 1000, 1010, 502, ""), at("r2", 1, 1500, 1510, 200, ""),
+		at("r3", 0, 2000, 2010, 502, ""), at("r3", 1, 2500, 2510, 200, ""),
+		at("r4", 0, 3000, 3010, 502, ""), at("r4", 1, 3500, 3510, 200, ""),
+		at("r5", 0, 20000, 20010, 502, ""), at("r5", 1, 20500, 20510, 200, ""))
+	r := Replay(attempts, &Ratio{Label: "ratio", Ratio: 0.5, TTL: 10 * time.Second}, 2*time.Second)
+	want := []Window{
+		{Start: ms(0), FirstAttempts: 2, Retries: 2, Allowed: 1, Denied: 1},
+		{Start: ms(2000), FirstAttempts: 2, Retries: 2, Allowed: 1, Denied: 1},
+		{Start: ms(20000), FirstAttempts: 1, Retries: 1, Allowed: 1},
+	}
+	if len(r.Windows) != len(want) {
+		t.Fatalf("windows %+v", r.Windows)
+	}
+	for i := range want {
+		if r.Windows[i] != want[i] {
+			t.Errorf("window %d: %+v, want %+v", i, r.Windows[i], want[i])
+		}
 	}
 }

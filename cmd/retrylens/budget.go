@@ -35,6 +35,7 @@ type budgetOptions struct {
 	awsCost     float64
 	awsTimeout  float64
 	maxAttempts int
+	window      time.Duration
 }
 
 var budgetModels = []string{"finagle", "linkerd2", "grpc", "envoy", "aws-standard", "cap", "retry-after"}
@@ -50,7 +51,8 @@ recovered requests that would have ended failed because their rescuing retry was
 First attempts always go out; after a denied retry, that request sends nothing more.
 
 Models (defaults as published):
-  finagle      Finagle RetryBudget: over the last --ttl (10s), retries < --ratio (0.2) x
+  finagle      Finagle's RetryBudget, as Linkerd 1 uses it: over the last --ttl (10s),
+               retries < --ratio (0.2) x
                requests + --min-per-sec (10) x ttl
   linkerd2     Linkerd ServiceProfile retryBudget: the same rule (retryRatio 0.2,
                minRetriesPerSecond 10, ttl 10s)
@@ -91,6 +93,7 @@ Models (defaults as published):
 	f.Float64Var(&o.awsCost, "aws-cost", 5, "aws-standard: a retry's cost")
 	f.Float64Var(&o.awsTimeout, "aws-timeout-cost", 10, "aws-standard: a retry's cost after a timeout")
 	f.IntVar(&o.maxAttempts, "max-attempts", 3, "cap: attempts per request, the first included")
+	f.DurationVar(&o.window, "window", 0, "also give the figures per window of this width (e.g. 1m), by attempt start")
 	return c
 }
 
@@ -154,13 +157,20 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 	}
 	var results []budget.Result
 	for _, m := range models {
-		results = append(results, budget.Replay(attempts, m))
+		results = append(results, budget.Replay(attempts, m, o.window))
 	}
 	return e.writeBudget(o.format, results)
 }
 
 func (e *env) writeBudget(format string, rs []budget.Result) error {
 	if format == "json" {
+		type win struct {
+			Start         string `json:"start"`
+			FirstAttempts int    `json:"first_attempts"`
+			Retries       int    `json:"retries"`
+			Allowed       int    `json:"allowed"`
+			Denied        int    `json:"denied"`
+		}
 		type row struct {
 			Model              string  `json:"model"`
 			FirstAttempts      int     `json:"first_attempts"`
@@ -171,10 +181,15 @@ func (e *env) writeBudget(format string, rs []budget.Result) error {
 			AmplificationAfter float64 `json:"amplification_after"`
 			Recovered          int     `json:"recovered"`
 			LostRecoveries     int     `json:"lost_recoveries"`
+			Windows            []win   `json:"windows,omitempty"`
 		}
 		out := make([]row, 0, len(rs))
 		for _, r := range rs {
-			out = append(out, row{r.Model, r.FirstAttempts, r.Retries, r.Allowed, r.Denied, r.Amplification, r.AmplificationAfter, r.Recovered, r.LostRecoveries})
+			var ws []win
+			for _, w := range r.Windows {
+				ws = append(ws, win{w.Start.UTC().Format(time.RFC3339), w.FirstAttempts, w.Retries, w.Allowed, w.Denied})
+			}
+			out = append(out, row{r.Model, r.FirstAttempts, r.Retries, r.Allowed, r.Denied, r.Amplification, r.AmplificationAfter, r.Recovered, r.LostRecoveries, ws})
 		}
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -187,14 +202,35 @@ func (e *env) writeBudget(format string, rs []budget.Result) error {
 			strconv.Itoa(r.Denied), fmt.Sprintf("%.2fx", r.Amplification), fmt.Sprintf("%.2fx", r.AmplificationAfter),
 			strconv.Itoa(r.Recovered), strconv.Itoa(r.LostRecoveries)})
 	}
+	// Per window, model by model, when asked for.
+	wheader := []string{"model", "window", "first attempts", "retries", "allowed", "denied"}
+	var wrows [][]string
+	for _, r := range rs {
+		for _, w := range r.Windows {
+			wrows = append(wrows, []string{r.Model, w.Start.UTC().Format("2006-01-02 15:04:05"), strconv.Itoa(w.FirstAttempts),
+				strconv.Itoa(w.Retries), strconv.Itoa(w.Allowed), strconv.Itoa(w.Denied)})
+		}
+	}
 	if format == "tsv" {
 		var b strings.Builder
-		b.WriteString(strings.Join(header, "\t") + "\n")
-		for _, r := range rows {
-			b.WriteString(strings.Join(r, "\t") + "\n")
+		for _, t := range []struct {
+			h    []string
+			rows [][]string
+		}{{header, rows}, {wheader, wrows}} {
+			if len(t.rows) == 0 {
+				continue
+			}
+			b.WriteString(strings.Join(t.h, "\t") + "\n")
+			for _, r := range t.rows {
+				b.WriteString(strings.Join(r, "\t") + "\n")
+			}
 		}
 		_, err := fmt.Fprint(e.stdout, b.String())
 		return err
 	}
-	return report.Rows(e.stdout, header, rows)
+	if err := report.Rows(e.stdout, header, rows); err != nil || len(wrows) == 0 {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "per window (UTC):")
+	return report.Rows(e.stdout, wheader, wrows)
 }

@@ -661,4 +661,12 @@ func TestBudgetOnTheSample(t *testing.T) {
 	if f := rs[byModel["finagle"]]; f.Allowed != 42 || f.Denied != 0 || f.Lost != 0 {
 		t.Errorf("finagle: %+v", f)
 	}
+	// gRPC throttling (10 tokens, +0.1 a success, retries while > 5): the incident opens
+	// with `502, 200` requests, each costing 1 and giving back 0.1, so the k-th first
+	// failure leaves 10 − 0.9(k−1) − 1 tokens: the retries of k = 1..5 go (9, 8.1, 7.2,
+	// 6.3, 5.4), the 6th (4.5) does not, and from then on only failures come back. 5 of
+	// 42 allowed; 18 − 5 = 13 recoveries lost.
+	if g := rs[byModel["grpc"]]; g.Allowed != 5 || g.Denied != 37 || g.Lost != 13 {
+		t.Errorf("grpc: %+v", g)
+	}
 }
