@@ -52,8 +52,7 @@ First attempts always go out; after a denied retry, that request sends nothing m
 
 Models (defaults as published):
   finagle      Finagle's RetryBudget, as Linkerd 1 uses it: over the last --ttl (10s),
-               retries < --ratio (0.2) x
-               requests + --min-per-sec (10) x ttl
+               retries < --ratio (0.2) x requests + --min-per-sec (10) x ttl
   linkerd2     Linkerd ServiceProfile retryBudget: the same rule (retryRatio 0.2,
                minRetriesPerSecond 10, ttl 10s)
   grpc         gRPC retry throttling: tokens start at --max-tokens (10), -1 per failed
