@@ -39,6 +39,9 @@ f AS (
 )
 SELECT kind, count(DISTINCT lkey) AS count, count(*) AS attempts,
        list_slice(list_sort(list(DISTINCT example)), 1, 3) AS examples
-FROM f
+FROM (
+    -- one example a logical request: its first retry involved
+    SELECT kind, lkey, min(example) OVER (PARTITION BY kind, lkey) AS example FROM f
+)
 GROUP BY kind
 ORDER BY kind

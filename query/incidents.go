@@ -15,7 +15,9 @@ type Span struct {
 // Incidents finds the stretches of one-minute windows (oldest first) where amplification,
 // retry rate or the share of 5xx and 429 answers rose well above the range's baseline,
 // its median minute: amplification above max(1.2, baseline + 0.3), or a rate above
-// max(5 %, 3 × baseline). Hot minutes at most one quiet minute apart make one incident.
+// max(5 %, 3 × baseline), with at least 3 retries or 3 failed answers in the minute (one
+// retry in a quiet minute is no incident). Hot minutes at most one quiet minute apart make
+// one incident.
 func Incidents(minutes []Window) []Span {
 	if len(minutes) == 0 {
 		return nil
@@ -32,7 +34,7 @@ func Incidents(minutes []Window) []Span {
 	var out []Span
 	for _, m := range minutes {
 		hot := val(m.Amplification) > ampLimit || val(m.RetryRate) > rateLimit || failShare(m.Metrics) > failLimit
-		if !hot {
+		if !hot || m.Retries < 3 && m.Status5xx.Total()+m.Status429.Total() < 3 {
 			continue
 		}
 		end := m.Start.Add(time.Minute)

@@ -17,11 +17,12 @@ func TestIncidents(t *testing.T) {
 	for i := range 30 {
 		ms = append(ms, calm(i))
 	}
-	ms[5].Amplification = f(2)                                // hot: 2 > 1.3
-	ms[6].RetryRate = f(0.5)                                  // hot: 0.5 > 0.05
-	ms[8].Status5xx = Split{First: 3}                         // hot: 3/10 > 0.05, one quiet minute after 6: same incident
-	ms[20].Amplification, ms[20].RetryRate = f(1.25), f(0.04) // not hot
-	ms[25].Status429 = Split{Retry: 1}                        // hot: 1/10 > 0.05, alone
+	ms[5].Amplification, ms[5].Retries = f(2), 5 // hot: 2 > 1.3
+	ms[6].RetryRate, ms[6].Retries = f(0.5), 5   // hot: 0.5 > 0.05
+	ms[8].Status5xx = Split{First: 3}            // hot: 3/10 > 0.05, one quiet minute after 6: same incident
+	ms[20].Amplification, ms[20].RetryRate = f(1.25), f(0.04)
+	ms[25].Status429 = Split{First: 2, Retry: 1}   // hot: 3/10 > 0.05, alone
+	ms[28].Amplification, ms[28].Retries = f(2), 1 // above the limits, but one retry: no incident
 	want := []Span{
 		{Start: t0.Add(5 * time.Minute), End: t0.Add(9 * time.Minute)},
 		{Start: t0.Add(25 * time.Minute), End: t0.Add(26 * time.Minute)},

@@ -1,7 +1,8 @@
 -- The longest 429 loops: the logical request, its route, when the loop started and how
 -- many consecutive 429s it got. $1 is how many to return.
 WITH r AS (
-    SELECT lkey, example, route, ts, attempt - row_number() OVER (PARTITION BY lkey ORDER BY attempt, ts) AS grp
+    SELECT lkey, coalesce(idempotency_key, invocation_id, request_id, coalesce(method, '-') || ' ' || coalesce(uri, '-')) AS example,
+           route, ts, attempt - row_number() OVER (PARTITION BY lkey ORDER BY attempt, ts) AS grp
     FROM {{.Table}}_multi
     WHERE status = 429
 ),

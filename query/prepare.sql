@@ -127,9 +127,10 @@ SELECT *,
     first_value(status)          OVER w AS first_status,
     first_value(upstream_status) OVER w AS first_upstream_status,
     first_value(attempt)         OVER w AS first_n,
-    -- how findings name a logical request: its key as logged, else where it was seen
-    coalesce(idempotency_key, invocation_id, request_id,
-             coalesce(method, '') || ' ' || coalesce(uri, '') || ' at ' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ')) AS example
+    -- how findings name a logical request: its key as logged, with what and when
+    coalesce(coalesce(idempotency_key, invocation_id, request_id) || ' (', '') ||
+        coalesce(method, '-') || ' ' || coalesce(route, uri, '-') || ' at ' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') ||
+        CASE WHEN coalesce(idempotency_key, invocation_id, request_id) IS NOT NULL THEN ')' ELSE '' END AS example
 FROM m
 WINDOW w AS (PARTITION BY lkey ORDER BY attempt, ts)
 {{end}}

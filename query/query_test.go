@@ -160,10 +160,12 @@ func TestLoopsAndFindings(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []query.Finding{
-		{Kind: "duplicate_write_risk", Count: 1, Attempts: 1, Examples: []string{"p"}},
-		{Kind: "false_success", Count: 1, Attempts: 1, Examples: []string{"p"}},
-		{Kind: "non_retryable_retry", Count: 1, Attempts: 1, Examples: []string{"r"}},
-		{Kind: "over_cap", Count: 1, Attempts: 1, Examples: []string{"q"}},
+		// Examples name the request, its method and route (none given here: "-") and the
+		// time of the retry involved.
+		{Kind: "duplicate_write_risk", Count: 1, Attempts: 1, Examples: []string{"p (POST - at 2026-11-29T10:00:01Z)"}},
+		{Kind: "false_success", Count: 1, Attempts: 1, Examples: []string{"p (POST - at 2026-11-29T10:00:01Z)"}},
+		{Kind: "non_retryable_retry", Count: 1, Attempts: 1, Examples: []string{"r (GET - at 2026-11-29T10:00:01Z)"}},
+		{Kind: "over_cap", Count: 1, Attempts: 1, Examples: []string{"q (GET - at 2026-11-29T10:00:05Z)"}},
 	}
 	if diff := cmp.Diff(want, findings); diff != "" {
 		t.Errorf("Findings (-want +got):\n%s", diff)

@@ -13,38 +13,45 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/*/golden (never the inputs)")
 
-// The incident sample's postmortem in every output format, against golden files. The
-// numbers in them are the ones the other tests check against EXPECTED.md; the goldens pin
-// the presentation.
-func TestGoldenIncident(t *testing.T) {
-	for _, tt := range []struct{ name, format string }{
-		{"report.table", "table"}, {"report.tsv", "tsv"}, {"report.md", "markdown"}, {"report.json", "json"},
-		{"windows.csv", "csv"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			stdout, stderr, code := retrylens(t, nil, "report", "--format", tt.format, "--window", "10m",
-				"--policy-base", "1s", "--policy-max-retries", "2", "--by", "route,status,attempt", scenario("incident-hour"))
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
-			}
-			path := filepath.Join("..", "..", "testdata", "incident-hour", "golden", tt.name)
-			if *update {
-				if err := os.WriteFile(path, []byte(stdout), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test ./cmd/retrylens -run Golden -update)", err)
-			}
-			if diff := cmp.Diff(string(want), stdout); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", tt.name, diff)
-			}
-			if tt.format == "markdown" {
-				checkMarkdownTables(t, stdout)
-			}
-		})
+// Each sample's postmortem in every output format, against golden files. The numbers in
+// them are the ones the other tests check against EXPECTED.md; the goldens pin the
+// presentation.
+func TestGolden(t *testing.T) {
+	for _, sc := range []string{"incident-hour", "quiet-hour"} {
+		for _, tt := range []struct{ name, format string }{
+			{"report.table", "table"}, {"report.tsv", "tsv"}, {"report.md", "markdown"}, {"report.json", "json"},
+			{"windows.csv", "csv"},
+		} {
+			t.Run(sc+"/"+tt.name, func(t *testing.T) { golden(t, sc, tt.name, tt.format) })
+		}
+	}
+}
+
+func golden(t *testing.T, sc, name, format string) {
+	stdout, stderr, code := retrylens(t, nil, "report", "--format", format, "--window", "10m",
+		"--policy-base", "1s", "--policy-max-retries", "2", "--by", "route,status,attempt", scenario(sc))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	path := filepath.Join("..", "..", "testdata", sc, "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./cmd/retrylens -run Golden -update)", err)
+	}
+	if diff := cmp.Diff(string(want), stdout); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", name, diff)
+	}
+	if format == "markdown" {
+		checkMarkdownTables(t, stdout)
 	}
 }
 
