@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylens/retrylens/budget"
-	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/report"
 )
 
@@ -109,12 +108,7 @@ func (o *budgetOptions) models() []budget.Model {
 }
 
 func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) error {
-	if o.format == "" {
-		o.format = "tsv"
-		if terminal(e.stdout) {
-			o.format = "table"
-		}
-	}
+	o.format = outputFormat(o.format, terminal(e.stdout))
 	if o.format != "table" && o.format != "tsv" && o.format != "json" {
 		return usagef("--format %q: want table, tsv or json", o.format)
 	}
@@ -140,16 +134,11 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 	}
 	qo.Route = o.endpoint
 	ctx := c.Context()
-	db, err := e.openOrLoad(c, o.db, &o.formats, files)
+	_, set, done, err := e.openSet(c, o.db, &o.formats, files, qo)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	set, err := query.Open(ctx, db, qo)
-	if err != nil {
-		return err
-	}
-	defer set.Close()
+	defer done()
 	attempts, err := set.Attempts(ctx)
 	if err != nil {
 		return err

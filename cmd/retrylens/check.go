@@ -77,16 +77,11 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	}
 	qo.Route = o.endpoint
 	ctx := c.Context()
-	db, err := e.openOrLoad(c, o.db, &o.formats, files)
+	_, set, done, err := e.openSet(c, o.db, &o.formats, files, qo)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	set, err := query.Open(ctx, db, qo)
-	if err != nil {
-		return err
-	}
-	defer set.Close()
+	defer done()
 	minutes, err := set.Windows(ctx, time.Minute, 0)
 	if err != nil {
 		return err

@@ -50,12 +50,7 @@ escaped.`,
 }
 
 func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
-	if o.format == "" {
-		o.format = "tsv"
-		if terminal(e.stdout) {
-			o.format = "table"
-		}
-	}
+	o.format = outputFormat(o.format, terminal(e.stdout))
 	switch o.format {
 	case "table", "tsv", "csv", "json":
 	default:

@@ -115,12 +115,7 @@ func loadRules(path string) ([]query.Rule, error) {
 
 func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) error {
 	toTerminal := o.output == "" && terminal(e.stdout)
-	if o.format == "" {
-		o.format = "tsv"
-		if toTerminal || o.output != "" {
-			o.format = "table"
-		}
-	}
+	o.format = outputFormat(o.format, toTerminal || o.output != "")
 	if err := report.CheckFormat(o.format); err != nil {
 		return usagef("--format: %v", err)
 	}
@@ -153,16 +148,11 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	}
 	qo.Route, qo.MaxGap, qo.InferAttempts = o.endpoint, o.maxGap, o.infer
 	ctx := c.Context()
-	db, err := e.openOrLoad(c, o.db, &o.formats, files)
+	db, set, done, err := e.openSet(c, o.db, &o.formats, files, qo)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	set, err := query.Open(ctx, db, qo)
-	if err != nil {
-		return err
-	}
-	defer set.Close()
+	defer done()
 
 	r := report.Report{GeneratedAt: e.now(), Window: o.window, Location: loc, Endpoint: o.endpoint, By: o.by,
 		Section: o.section, Color: toTerminal && e.getenv("NO_COLOR") == ""}
@@ -213,6 +203,33 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	query.MarkFuelling(r.Windows, width, r.Alerts)
 	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
 	return e.writeOutput(o.output, func(w io.Writer) error { return report.Write(w, o.format, &r) })
+}
+
+// openSet opens the database (or loads FILEs into a temporary one) and prepares the rows
+// qo selects; done closes both.
+func (e *env) openSet(c *cobra.Command, dbFlag string, formats *formatFlags, files []string, qo query.Options) (*sql.DB, *query.Set, func(), error) {
+	db, err := e.openOrLoad(c, dbFlag, formats, files)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	set, err := query.Open(c.Context(), db, qo)
+	if err != nil {
+		db.Close()
+		return nil, nil, nil, err
+	}
+	return db, set, func() { set.Close(); db.Close() }, nil
+}
+
+// outputFormat is the format asked for, or by default a table on a terminal and
+// tab-separated values in a pipe.
+func outputFormat(given string, toTerminal bool) string {
+	switch {
+	case given != "":
+		return given
+	case toTerminal:
+		return "table"
+	}
+	return "tsv"
 }
 
 // openOrLoad opens the database, or loads FILEs into a temporary one.
