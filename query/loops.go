@@ -132,3 +132,52 @@ func (s *Set) Backoff(ctx context.Context, base time.Duration, maxRetries int) (
 	})
 	return out, err
 }
+
+// GapEdges are the gap histogram's bucket edges in ms: bucket 0 holds gaps under 10 ms
+// (and overlaps, below 0), bucket i gaps in [GapEdges[i-1], GapEdges[i]), the last one
+// gaps of 30 s and more.
+var GapEdges = []float64{10, 50, 100, 250, 500, 1000, 2000, 5000, 10000, 30000}
+
+// GapHistogram counts, for one attempt number, the gaps before it per bucket of GapEdges.
+type GapHistogram struct {
+	Attempt int
+	Counts  []int64 // len(GapEdges)+1
+}
+
+// Gaps returns the gap histogram per attempt number, lowest first.
+func (s *Set) Gaps(ctx context.Context) ([]GapHistogram, error) {
+	var out []GapHistogram
+	err := s.query(ctx, "gaps.sql", "", []any{GapEdges}, func(rows *sql.Rows) error {
+		var attempt, bucket int
+		var n int64
+		if err := rows.Scan(&attempt, &bucket, &n); err != nil {
+			return err
+		}
+		if len(out) == 0 || out[len(out)-1].Attempt != attempt {
+			out = append(out, GapHistogram{Attempt: attempt, Counts: make([]int64, len(GapEdges)+1)})
+		}
+		out[len(out)-1].Counts[bucket] += n
+		return nil
+	})
+	return out, err
+}
+
+// AttemptCount is how many logical requests made a number of attempts.
+type AttemptCount struct {
+	Attempts int
+	Requests int64
+}
+
+// AttemptCounts returns the logical requests per number of attempts, fewest first.
+func (s *Set) AttemptCounts(ctx context.Context) ([]AttemptCount, error) {
+	var out []AttemptCount
+	err := s.query(ctx, "attempt_counts.sql", "", nil, func(rows *sql.Rows) error {
+		var c AttemptCount
+		if err := rows.Scan(&c.Attempts, &c.Requests); err != nil {
+			return err
+		}
+		out = append(out, c)
+		return nil
+	})
+	return out, err
+}

@@ -299,7 +299,35 @@ func TestBackoffAndSynchronised(t *testing.T) {
 		add(fmt.Sprintf("j-%d", k), 1, jb.Add(20*time.Millisecond), 502)
 		add(fmt.Sprintf("j-%d", k), 2, jb.Add(20*time.Millisecond+time.Duration(20+3*k)*time.Millisecond), 200)
 	}
+	// One single-attempt request with a request id, one linked by the heuristic.
+	add("single", 0, t0.Add(time.Minute), 200)
+	if _, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_time, remote_addr, method, uri, attempt, status)
+		VALUES (1, 0, ?, 0, '10.0.0.9', 'GET', '/x', 0, 200)`, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 	set := openSet(t, db, query.Options{})
+	// 12 s-k requests with 2 attempts, 12 j-k with 3, and the two singles.
+	counts, err := set.AttemptCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]query.AttemptCount{{1, 2}, {2, 12}, {3, 12}}, counts); diff != "" {
+		t.Errorf("AttemptCounts (-want +got):\n%s", diff)
+	}
+	// Gaps before attempt 1: 24 of 20 ms, in [10, 50). Before attempt 2: 20..47 ms (10) in
+	// [10, 50), 50 and 53 ms in [50, 100).
+	gaps, err := set.Gaps(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := func(n int, b1, b2 int64) query.GapHistogram {
+		c := make([]int64, len(query.GapEdges)+1)
+		c[1], c[2] = b1, b2
+		return query.GapHistogram{Attempt: n, Counts: c}
+	}
+	if diff := cmp.Diff([]query.GapHistogram{h(1, 24, 0), h(2, 10, 2)}, gaps); diff != "" {
+		t.Errorf("Gaps (-want +got):\n%s", diff)
+	}
 	profile, err := set.Backoff(ctx, 20*time.Millisecond, 1)
 	if err != nil {
 		t.Fatal(err)

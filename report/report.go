@@ -28,8 +28,14 @@ type Report struct {
 	Alerts      []query.Alert
 	Backoff     []query.Backoff
 	Incidents   []query.Incident
-	Section     string // for csv: which table (see Sections)
-	Color       bool   // colour verdicts (a terminal that wants colour)
+	// For html: the timeline's buckets (see ChartWidth), logical requests per number of
+	// attempts and the gap histograms.
+	Chart         []query.Window
+	ChartWidth    time.Duration
+	AttemptCounts []query.AttemptCount
+	Gaps          []query.GapHistogram
+	Section       string // for csv: which table (see Sections)
+	Color         bool   // colour verdicts (a terminal that wants colour)
 }
 
 func (r *Report) loc() *time.Location {
@@ -40,7 +46,7 @@ func (r *Report) loc() *time.Location {
 }
 
 // Formats are the output formats Write accepts.
-var Formats = []string{"table", "tsv", "markdown", "json", "csv"}
+var Formats = []string{"table", "tsv", "markdown", "json", "csv", "html"}
 
 // CheckFormat validates an output format name up front.
 func CheckFormat(name string) error {

@@ -348,6 +348,8 @@ func Write(w io.Writer, format string, r *Report) error {
 		return JSON(w, r)
 	case "markdown":
 		return Markdown(w, r)
+	case "html":
+		return HTML(w, r)
 	case "table":
 		return Table(w, r)
 	case "tsv":

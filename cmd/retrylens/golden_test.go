@@ -20,7 +20,7 @@ func TestGolden(t *testing.T) {
 	for _, sc := range []string{"incident-hour", "quiet-hour"} {
 		for _, tt := range []struct{ name, format string }{
 			{"report.table", "table"}, {"report.tsv", "tsv"}, {"report.md", "markdown"}, {"report.json", "json"},
-			{"windows.csv", "csv"},
+			{"windows.csv", "csv"}, {"report.html", "html"},
 		} {
 			t.Run(sc+"/"+tt.name, func(t *testing.T) { golden(t, sc, tt.name, tt.format) })
 		}

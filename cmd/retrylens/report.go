@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -71,6 +72,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
   retrylens report --policy-base 300ms --policy-max-retries 2
   retrylens report --window 1d --tz Europe/Paris
   retrylens report --format json -o report.json
+  retrylens report --window 5m --format html -o postmortem.html
   retrylens report --format csv --section endpoints > endpoints.csv
   retrylens report --format markdown --log-format retry access.log`,
 		RunE: func(c *cobra.Command, args []string) error { return e.runReport(c, &o, args) },
@@ -81,7 +83,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.StringVarP(&o.window, "window", "w", "1h", "window width: 1m, 5m, 1h, 1d or any Go duration such as 15m")
 	f.StringVar(&o.since, "since", "", "first time included")
 	f.StringVar(&o.until, "until", "", "first time excluded")
-	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, markdown, json or csv (default: table on a terminal, tsv in a pipe)")
+	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, markdown, json, csv or html (default: table on a terminal, tsv in a pipe)")
 	f.StringVar(&o.section, "section", "windows", "with --format csv, the table to write: "+strings.Join(report.Sections, ", "))
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout")
 	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
@@ -200,9 +202,31 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 		}
 		r.Incidents = append(r.Incidents, in)
 	}
+	if o.format == "html" {
+		if err := charts(ctx, set, &r, offset); err != nil {
+			return err
+		}
+	}
 	query.MarkFuelling(r.Windows, width, r.Alerts)
 	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
 	return e.writeOutput(o.output, func(w io.Writer) error { return report.Write(w, o.format, &r) })
+}
+
+// charts computes what only the html page draws: the timeline in buckets fine enough for
+// a chart, logical requests per number of attempts and the gap histograms.
+func charts(ctx context.Context, set *query.Set, r *report.Report, offset int) (err error) {
+	if r.From.IsZero() {
+		return nil
+	}
+	r.ChartWidth = report.ChartWidth(r.From, r.To)
+	if r.Chart, err = set.Windows(ctx, r.ChartWidth, time.Duration(offset)*time.Second); err != nil {
+		return err
+	}
+	if r.AttemptCounts, err = set.AttemptCounts(ctx); err != nil {
+		return err
+	}
+	r.Gaps, err = set.Gaps(ctx)
+	return err
 }
 
 // openSet opens the database (or loads FILEs into a temporary one) and prepares the rows

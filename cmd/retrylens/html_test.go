@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"golang.org/x/net/html"
+)
+
+// hostileLog is a retry-format log whose fields an attacker chose: a URI with a script
+// element, a user agent with an event handler, request ids that close an attribute and
+// carry a terminal escape (nginx writes '"' and ESC as \x22 and \x1B). Each request is
+// retried so that its fields reach the endpoint, 429-loop and findings tables.
+func hostileLog(t *testing.T) string {
+	t.Helper()
+	line := func(sec int, method, uri, ua string, status, attempt int, rid string) string {
+		ts := time.Date(2026, 11, 29, 14, 0, sec, 0, time.UTC)
+		return fmt.Sprintf(`10.6.6.6 - - [%s] "%s %s HTTP/1.1" %d 2 "-" "%s" rt=0.010 urt="0.010" us="%d" ra="%d" rr="-" rid="%s" ik="-" retry_after="-" msec=%d.000`,
+			ts.Format("02/Jan/2006:15:04:05 -0700"), method, uri, status, ua, status, attempt, rid, ts.Unix()) + "\n"
+	}
+	const uri = `/api/<script>window.pwned=1</script>/x`
+	const ua = `<svg onload=window.pwned=2>`
+	const rid1 = `\x22><img src=x onerror=window.pwned=3>\x1B[31m`
+	const rid2 = `'><b onmouseover=window.pwned=4>=HYPERLINK("x")`
+	var b strings.Builder
+	b.WriteString(line(0, "POST", uri, ua, 502, 0, rid1))
+	b.WriteString(line(2, "POST", uri, ua, 200, 1, rid1))
+	b.WriteString(line(10, "GET", uri, ua, 429, 0, rid2))
+	b.WriteString(line(12, "GET", uri, ua, 429, 1, rid2))
+	b.WriteString(line(14, "GET", uri, ua, 429, 2, rid2))
+	path := filepath.Join(t.TempDir(), "hostile.log")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestHTMLHostileFields proves that no log field becomes markup: the page's elements are
+// exactly those the template writes, no attribute is an event handler, the payloads are
+// there as text, and no control character survives.
+func TestHTMLHostileFields(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "page.html")
+	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "1m", "--format", "html", "-o", out, hostileLog(t)); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(strings.NewReader(string(page)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{}
+	for _, el := range strings.Fields(`html head meta title style body header h1 h2 h3 p span b small div section ul li
+		svg rect line polyline text br table thead tbody tr th td footer i`) {
+		allowed[el] = true
+	}
+	var text strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		switch n.Type {
+		case html.ElementNode:
+			if !allowed[n.Data] {
+				t.Errorf("element <%s> in the page: log text became markup", n.Data)
+			}
+			for _, a := range n.Attr {
+				if strings.HasPrefix(strings.ToLower(a.Key), "on") || strings.Contains(a.Val, "pwned") {
+					t.Errorf("attribute %s=%q on <%s>", a.Key, a.Val, n.Data)
+				}
+			}
+		case html.TextNode:
+			text.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	got := text.String()
+	// The payloads are shown as text: the route in the endpoint table, the request ids in
+	// the findings and the 429-loop tables.
+	for _, want := range []string{`<script>window.pwned=1</script>`, `"><img src=x onerror=window.pwned=3>`, `'><b onmouseover=window.pwned=4>=HYPERLINK("x")`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("payload %q not shown as text", want)
+		}
+	}
+	for _, c := range got {
+		if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
+			t.Errorf("control character %U in the page's text", c)
+			break
+		}
+	}
+	if strings.ContainsRune(string(page), 0x1b) {
+		t.Error("ESC in the page")
+	}
+}
+
+// chromium finds Debian's chromium; CI must have it (.ci/run installs it).
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium not found: .ci/run installs it")
+	}
+	t.Skip("chromium not installed (apt-get install chromium)")
+	return ""
+}
+
+// browserPage opens a file in headless Chromium and returns the counts of what the page
+// rendered, every console message and exception, and a full-page screenshot.
+type pageFacts struct {
+	Charts, Series, AlertBands, Incidents, Bars, Tables, Rows, Scripts int
+	Verdict                                                            string
+	Pwned                                                              bool
+	Width, Height                                                      float64
+}
+
+func openInBrowser(t *testing.T, path string) (pageFacts, []string, []byte) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelA()
+	bctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	var mu sync.Mutex // the listener runs on chromedp's goroutine
+	var problems []string
+	err := chromedp.Listen(bctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			var args []string
+			for _, a := range ev.Args {
+				args = append(args, string(a.Value))
+			}
+			problems = append(problems, fmt.Sprintf("console.%s %s", ev.Type, strings.Join(args, " ")))
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+ev.ExceptionDetails.Text)
+		case *log.EventEntryAdded:
+			problems = append(problems, fmt.Sprintf("log %s: %s %s", ev.Entry.Level, ev.Entry.Text, ev.Entry.URL))
+		}
+	})
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	// chromedp enables the Runtime and Log domains on every tab.
+	err = chromedp.Do(bctx, chromedp.Navigate("file://"+path), chromedp.WaitReady("footer"))
+	var facts pageFacts
+	var shot []byte
+	if err == nil {
+		facts, err = chromedp.Run(bctx, chromedp.Evaluate[pageFacts](`({
+			Charts: document.querySelectorAll("svg.chart").length,
+			Series: document.querySelectorAll("svg.timeline polyline.series").length,
+			AlertBands: document.querySelectorAll("svg.timeline rect[class^=alert-]").length,
+			Incidents: document.querySelectorAll("svg.timeline rect.incident").length,
+			Bars: document.querySelectorAll("svg rect.bar").length,
+			Tables: document.querySelectorAll("table").length,
+			Rows: document.querySelectorAll("tbody tr").length,
+			Scripts: document.scripts.length,
+			Verdict: document.getElementById("verdict").textContent,
+			Pwned: "pwned" in window,
+			Width: document.querySelector("svg.timeline").getBoundingClientRect().width,
+			Height: document.querySelector("svg.timeline").getBoundingClientRect().height,
+		})`))
+	}
+	if err == nil {
+		shot, err = chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
+	}
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	cancelB() // closes the tab: no more events
+	mu.Lock()
+	defer mu.Unlock()
+	return facts, append([]string(nil), problems...), shot
+}
+
+// TestHTMLInBrowser renders the incident sample's page, opens it from a file in headless
+// Chromium and checks what a reader would see. The expected counts come from
+// testdata/incident-hour/EXPECTED.md: the three alerts of TestCheck, one incident, 3 bars
+// for 1, 2 and 3 attempts, 2 gap histograms (retries 1 and 2) of 11 buckets each, the two
+// 429×2 loops, the synchronised finding.
+func TestHTMLInBrowser(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "postmortem.html")
+	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "10m", "--format", "html", "-o", page, scenario("incident-hour")); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	facts, problems, shot := openInBrowser(t, page)
+	want := pageFacts{
+		Charts:     4, // timeline, attempts, 2 gap histograms
+		Series:     4, // amplification, retry rate, 5xx and 429 share: each one unbroken line
+		AlertBands: 3, // retry_rate_high, retries_not_helping, retry_storm
+		Incidents:  1,
+		Bars:       3 + 2*11,
+		Tables:     4,                 // windows, endpoints, 429 loops, findings
+		Rows:       6 + 1 + 1 + 2 + 1, // six 10-minute windows + all, one endpoint, the two 429×2 loops, synchronised
+		Verdict:    "fuelling",
+	}
+	if facts.Width < 600 || facts.Height < 150 {
+		t.Errorf("timeline laid out %.0f×%.0f px: want at least 600×150", facts.Width, facts.Height)
+	}
+	facts.Width, facts.Height = 0, 0
+	if facts != want {
+		t.Errorf("page:\n got %+v\nwant %+v", facts, want)
+	}
+	for _, p := range problems {
+		t.Errorf("browser reported: %s", p)
+	}
+	shotPath := os.Getenv("RETRYLENS_SCREENSHOT")
+	if shotPath == "" {
+		shotPath = filepath.Join(dir, "postmortem.png")
+	}
+	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", shotPath, len(shot))
+
+	// The hostile page: no script ran, nothing was loaded, no console error.
+	hostile := filepath.Join(dir, "hostile.html")
+	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "1m", "--format", "html", "-o", hostile, hostileLog(t)); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	facts, problems, _ = openInBrowser(t, hostile)
+	if facts.Pwned || facts.Scripts != 0 {
+		t.Errorf("hostile page ran a script: %+v", facts)
+	}
+	for _, p := range problems {
+		t.Errorf("browser reported on the hostile page: %s", p)
+	}
+}

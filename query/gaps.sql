@@ -1,0 +1,13 @@
+-- The gap histogram: per attempt number n >= 1, how many gaps between an attempt's start
+-- and the previous attempt's end fall in each bucket of GapBuckets (query/loops.go). $1 is
+-- the bucket edges in ms, ascending; bucket i holds gaps in [edge i-1, edge i), the last
+-- one the gaps from the last edge on.
+WITH g AS (
+    SELECT attempt, (epoch_us(started) - epoch_us(prev_end)) / 1000.0 AS gap_ms
+    FROM {{.Table}}_multi
+    WHERE attempt >= 1 AND prev_end IS NOT NULL
+)
+SELECT attempt, len(list_filter($1::DOUBLE[], lambda e: e <= gap_ms)) AS bucket, count(*)
+FROM g
+GROUP BY ALL
+ORDER BY attempt, bucket

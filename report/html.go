@@ -1,0 +1,382 @@
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/retrylens/retrylens/query"
+)
+
+//go:embed html.tmpl
+var htmlSource string
+
+// htmlTmpl renders the page. Only html/template writes markup: every log-derived string
+// (routes, request keys, hosts) reaches the page as a text node or a <title>, escaped by
+// the template; the charts' geometry is numbers computed here.
+var htmlTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+	"pct":     pct,
+	"ratio":   ratio,
+	"split":   split,
+	"clean":   Clean,
+	"groups":  func(label string, gs []query.Group) groupTable { return groupTable{label, gs} },
+	"num":     func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"meaning": func(kind string) string { return findingText[kind] },
+	"clock":   func(t time.Time, loc *time.Location) string { return t.In(loc).Format("15:04:05") },
+}).Parse(htmlSource))
+
+// ChartWidth picks the timeline chart's bucket width for a range: the smallest of 1m, 2m,
+// 5m, 10m, 15m, 30m, 1h, 3h, 6h, 12h, 1d that gives at most 120 points (1d beyond).
+func ChartWidth(from, to time.Time) time.Duration {
+	span := to.Sub(from)
+	for _, w := range []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute,
+		30 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour} {
+		if span/w < 120 {
+			return w
+		}
+	}
+	return 24 * time.Hour
+}
+
+// Chart geometry, in SVG user units.
+const (
+	chartW, chartH         = 960.0, 300.0 // the timeline
+	padL, padR, padT, padB = 56.0, 56.0, 16.0, 36.0
+	timeTicks              = 6
+	barW, barH             = 460.0, 220.0 // attempts per logical request
+	barPadL, barPadT       = 48.0, 20.0
+	barPadB                = 40.0
+	gapW, gapH             = 460.0, 200.0 // one gap histogram
+	gapPadL, gapPadT       = 40.0, 20.0
+	gapPadB                = 52.0
+	maxGapCharts           = 4  // histograms for attempts 1..4
+	attemptBarsShown       = 10 // the tenth bar is "10+"
+)
+
+type svgText struct {
+	X, Y   float64
+	Text   string
+	Anchor string // start, middle, end
+}
+
+type svgRect struct {
+	X, Y, W, H float64
+	Class      string
+	Title      string
+	Label      string // a value printed on top of a bar
+}
+
+type svgLine struct{ X1, Y1, X2, Y2 float64 }
+
+type polyline struct {
+	Class  string
+	Points string
+}
+
+// timeline is the chart of amplification (left axis) and retry rate, 5xx and 429 share
+// (right axis) per bucket, with alert periods shaded and incident windows marked.
+type timeline struct {
+	W, H, Left, Right, Top, Bottom float64
+	Width                          string // the buckets' width, e.g. "1m"
+	Lines                          []polyline
+	Dots                           []svgRect // one invisible hover target per bucket, with its figures
+	Alerts, Incidents              []svgRect
+	Grid                           []svgLine
+	XLabels, LeftLabels, RightLabs []svgText
+}
+
+type barChart struct {
+	W, H, Bottom float64
+	Title        string
+	Bars         []svgRect
+	Labels       []svgText
+	Axis         svgLine
+}
+
+type htmlView struct {
+	*Report
+	Title     string
+	Verdict   string
+	Logical   int64
+	Facts     []fact
+	Incidents []string // before → during → after lines
+	Alerts    []string
+	Loops     []string
+	Backoff   []string
+	Notes     []string
+	Timeline  *timeline
+	Attempts  *barChart
+	Gaps      []barChart
+	Endpoints []query.Group
+	Windows   []windowRow
+	Generated string
+	Loc       *time.Location
+}
+
+type groupTable struct {
+	Label  string
+	Groups []query.Group
+}
+
+type fact struct{ Label, Value, Note string }
+
+type windowRow struct {
+	Label string
+	query.Metrics
+}
+
+// HTML writes the report as one self-contained page: inline CSS and SVG, no script, no
+// network (a Content-Security-Policy forbids both), readable when printed.
+func HTML(w io.Writer, r *Report) error {
+	p := r.parts(Clean) // html/template escapes markup; Clean takes control characters out
+	v := htmlView{Report: r, Title: r.title(), Loc: r.loc(), Generated: r.GeneratedAt.UTC().Format(time.RFC3339),
+		Incidents: p.incidents, Alerts: p.alerts, Loops: p.loops, Backoff: p.backoff, Notes: p.notes}
+	m, l := r.Summary, r.Linking
+	v.Verdict = m.Verdict
+	v.Logical = l.Strong() + l.Heuristic + l.Inferred
+	v.Facts = []fact{
+		{"logical requests", strconv.FormatInt(v.Logical, 10), "what the business sent"},
+		{"effective success", pct(m.EffectiveSuccess), "logical requests ending 2xx"},
+		{"requests", strconv.FormatInt(m.Requests, 10), "what the gateway carried"},
+		{"actual success", pct(m.ActualSuccess), "attempts answered 2xx"},
+		{"amplification", ratio(m.Amplification), "attempts per first attempt"},
+		{"extra load", pct(m.ExtraLoad), "attempts that were retries"},
+		{"retry rate", pct(m.RetryRate), "first attempts retried"},
+		{"retry success", pct(m.RetrySuccessRate), "retries answered 2xx"},
+		{"recovered", strconv.FormatInt(m.Recovered, 10), "failed first, then rescued"},
+		{"exhausted", strconv.FormatInt(m.Exhausted, 10), "retried and never 2xx"},
+	}
+	v.Endpoints = r.retriedEndpoints()
+	for _, win := range r.Windows {
+		v.Windows = append(v.Windows, windowRow{win.Start.In(r.loc()).Format("2006-01-02 15:04"), win.Metrics})
+	}
+	if len(r.Chart) > 0 {
+		v.Timeline = r.timeline()
+	}
+	if len(r.AttemptCounts) > 0 {
+		v.Attempts = attemptBars(r.AttemptCounts)
+	}
+	for i, g := range r.Gaps {
+		if i == maxGapCharts {
+			break
+		}
+		v.Gaps = append(v.Gaps, gapBars(g))
+	}
+	return htmlTmpl.Execute(w, v)
+}
+
+func share(n, of int64) *float64 {
+	if of == 0 {
+		return nil
+	}
+	x := float64(n) / float64(of)
+	return &x
+}
+
+func (r *Report) timeline() *timeline {
+	t := &timeline{W: chartW, H: chartH, Left: padL, Right: chartW - padR, Top: padT, Bottom: chartH - padB,
+		Width: shortDuration(r.ChartWidth)}
+	from := r.Chart[0].Start
+	to := r.Chart[len(r.Chart)-1].Start.Add(r.ChartWidth)
+	for _, a := range r.Alerts { // alerts and incidents may reach past the chart's buckets
+		from, to = minTime(from, a.Start), maxTime(to, a.End)
+	}
+	for _, in := range r.Incidents {
+		from, to = minTime(from, in.Start), maxTime(to, in.End)
+	}
+	span := to.Sub(from).Seconds()
+	x := func(at time.Time) float64 { return t.Left + (t.Right-t.Left)*at.Sub(from).Seconds()/span }
+	// The left axis runs from 1x in four steps of 0.25, 0.5, 1, 2, 5, … : round labels.
+	top := 1.0
+	for _, w := range r.Chart {
+		if w.Amplification != nil {
+			top = max(top, *w.Amplification)
+		}
+	}
+	step := 0.25
+	for i := 0; 1+4*step < top; i++ {
+		step *= []float64{2, 2, 2.5}[i%3]
+	}
+	maxAmp := 1 + 4*step
+	yAmp := func(a float64) float64 { return t.Bottom - (t.Bottom-t.Top)*(a-1)/(maxAmp-1) }
+	yPct := func(p float64) float64 { return t.Bottom - (t.Bottom-t.Top)*p }
+	for _, a := range r.Alerts {
+		t.Alerts = append(t.Alerts, svgRect{X: x(a.Start), Y: t.Top, W: math.Max(x(a.End)-x(a.Start), 1), H: t.Bottom - t.Top,
+			Class: "alert-" + a.Severity, Title: fmt.Sprintf("alert %s (%s) %s–%s, peak %s", a.Rule, a.Severity,
+				a.Start.In(r.loc()).Format("15:04"), a.End.In(r.loc()).Format("15:04"), alertValue(a))})
+	}
+	for _, in := range r.Incidents {
+		t.Incidents = append(t.Incidents, svgRect{X: x(in.Start), Y: t.Top, W: math.Max(x(in.End)-x(in.Start), 1), H: t.Bottom - t.Top,
+			Class: "incident", Title: fmt.Sprintf("incident %s–%s", in.Start.In(r.loc()).Format("15:04"), in.End.In(r.loc()).Format("15:04")),
+			Label: "incident"})
+	}
+	// One polyline per series and run of buckets that have a value; a gap in the data
+	// (no traffic, or no first attempts) breaks the line.
+	type serie struct {
+		class string
+		val   func(query.Metrics) *float64
+		y     func(float64) float64
+	}
+	all := []serie{
+		{"amp", func(m query.Metrics) *float64 { return m.Amplification }, yAmp},
+		{"retry", func(m query.Metrics) *float64 { return m.RetryRate }, yPct},
+		{"s5xx", func(m query.Metrics) *float64 { return share(m.Status5xx.Total(), m.Requests) }, yPct},
+		{"s429", func(m query.Metrics) *float64 { return share(m.Status429.Total(), m.Requests) }, yPct},
+	}
+	for _, s := range all {
+		var pts []byte
+		var prev time.Time
+		flush := func() {
+			if len(pts) > 0 {
+				t.Lines = append(t.Lines, polyline{Class: s.class, Points: string(pts)})
+			}
+			pts = nil
+		}
+		for _, w := range r.Chart {
+			v := s.val(w.Metrics)
+			if v == nil || (!prev.IsZero() && !w.Start.Equal(prev.Add(r.ChartWidth))) {
+				flush()
+			}
+			if v == nil {
+				continue
+			}
+			prev = w.Start
+			mid := x(w.Start.Add(r.ChartWidth / 2))
+			pts = fmt.Appendf(pts, "%.1f,%.1f ", mid, s.y(*v))
+		}
+		flush()
+	}
+	for _, w := range r.Chart {
+		x0, x1 := x(w.Start), x(w.Start.Add(r.ChartWidth))
+		m := w.Metrics
+		t.Dots = append(t.Dots, svgRect{X: x0, Y: t.Top, W: x1 - x0, H: t.Bottom - t.Top, Class: "hover",
+			Title: fmt.Sprintf("%s: %d requests, amplification %s, retry rate %s, 5xx %s, 429 %s", w.Start.In(r.loc()).Format("15:04"),
+				m.Requests, ratio(m.Amplification), pct(m.RetryRate), pct(share(m.Status5xx.Total(), m.Requests)), pct(share(m.Status429.Total(), m.Requests)))})
+	}
+	for i := range timeTicks + 1 {
+		at := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / timeTicks))
+		layout := "15:04"
+		if to.Sub(from) > 36*time.Hour {
+			layout = "01-02 15:04"
+		}
+		t.XLabels = append(t.XLabels, svgText{X: x(at), Y: t.Bottom + 18, Text: at.In(r.loc()).Format(layout), Anchor: "middle"})
+	}
+	for i := range 5 {
+		f := float64(i) / 4
+		y := t.Bottom - (t.Bottom-t.Top)*f
+		t.Grid = append(t.Grid, svgLine{t.Left, y, t.Right, y})
+		t.LeftLabels = append(t.LeftLabels, svgText{X: t.Left - 6, Y: y + 4, Text: fmt.Sprintf("%.2fx", 1+f*(maxAmp-1)), Anchor: "end"})
+		t.RightLabs = append(t.RightLabs, svgText{X: t.Right + 6, Y: y + 4, Text: fmt.Sprintf("%.0f%%", f*100), Anchor: "start"})
+	}
+	return t
+}
+
+// attemptBars is the chart of logical requests per number of attempts.
+func attemptBars(cs []query.AttemptCount) *barChart {
+	if len(cs) > attemptBarsShown { // a long tail folds into the last bar
+		tail := cs[attemptBarsShown-1]
+		for _, c := range cs[attemptBarsShown:] {
+			tail.Requests += c.Requests
+		}
+		cs = append(append([]query.AttemptCount(nil), cs[:attemptBarsShown-1]...), tail)
+	}
+	var total, most int64
+	for _, c := range cs {
+		total += c.Requests
+		most = max(most, c.Requests)
+	}
+	b := &barChart{W: barW, H: barH, Bottom: barH - barPadB}
+	b.Axis = svgLine{barPadL, b.Bottom, barW - 8, b.Bottom}
+	slot := (barW - barPadL - 8) / float64(len(cs))
+	for i, c := range cs {
+		h := (b.Bottom - barPadT) * float64(c.Requests) / float64(most)
+		x := barPadL + slot*float64(i) + slot*0.15
+		label := strconv.Itoa(c.Attempts)
+		if i == attemptBarsShown-1 && len(cs) == attemptBarsShown {
+			label += "+"
+		}
+		b.Bars = append(b.Bars, svgRect{X: x, Y: b.Bottom - h, W: slot * 0.7, H: h, Class: "bar",
+			Title: fmt.Sprintf("%d logical requests with %s attempts (%.1f%%)", c.Requests, label, 100*float64(c.Requests)/float64(total)),
+			Label: strconv.FormatInt(c.Requests, 10)})
+		b.Labels = append(b.Labels, svgText{X: x + slot*0.35, Y: b.Bottom + 16, Text: label, Anchor: "middle"})
+	}
+	b.Labels = append(b.Labels, svgText{X: barPadL + (barW-barPadL)/2, Y: b.Bottom + 34, Text: "attempts per logical request", Anchor: "middle"})
+	return b
+}
+
+// gapLabels name the buckets of query.GapEdges.
+// by where each starts (ms unless marked s).
+var gapLabels = func() []string {
+	e := query.GapEdges
+	out := []string{"<" + shortMS(e[0])}
+	for i := 1; i < len(e); i++ {
+		out = append(out, shortMS(e[i-1]))
+	}
+	return append(out, "≥"+shortMS(e[len(e)-1]))
+}()
+
+func shortMS(ms float64) string {
+	if ms >= 1000 {
+		return strconv.FormatFloat(ms/1000, 'f', -1, 64) + "s"
+	}
+	return strconv.FormatFloat(ms, 'f', -1, 64)
+}
+
+// gapBars is the histogram of the gaps before one attempt number.
+func gapBars(g query.GapHistogram) barChart {
+	var most, total int64
+	for _, n := range g.Counts {
+		most = max(most, n)
+		total += n
+	}
+	b := barChart{W: gapW, H: gapH, Bottom: gapH - gapPadB,
+		Title: fmt.Sprintf("before retry %d (logged attempt %d): %d gaps", g.Attempt, g.Attempt, total)}
+	b.Axis = svgLine{gapPadL, b.Bottom, gapW - 4, b.Bottom}
+	slot := (gapW - gapPadL - 4) / float64(len(g.Counts))
+	for i, n := range g.Counts {
+		x := gapPadL + slot*float64(i)
+		h := 0.0
+		if most > 0 {
+			h = (b.Bottom - gapPadT) * float64(n) / float64(most)
+		}
+		label := ""
+		if n > 0 {
+			label = strconv.FormatInt(n, 10)
+		}
+		b.Bars = append(b.Bars, svgRect{X: x + slot*0.1, Y: b.Bottom - h, W: slot * 0.8, H: h, Class: "bar gap",
+			Title: fmt.Sprintf("%d gaps in bucket %s", n, gapLabels[i]), Label: label})
+		b.Labels = append(b.Labels, svgText{X: x + slot/2, Y: b.Bottom + 14, Text: gapLabels[i], Anchor: "middle"})
+	}
+	b.Labels = append(b.Labels, svgText{X: gapPadL + (gapW-gapPadL)/2, Y: b.Bottom + 34, Text: "wait after the previous attempt ended, ms (bucket start)", Anchor: "middle"})
+	return b
+}
+
+func shortDuration(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
