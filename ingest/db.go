@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
+	"sync"
 
 	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
 )
@@ -31,7 +33,77 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 		db.Close()
 		return nil, openError(path, err)
 	}
+	if path != "" {
+		if err := checkSchema(ctx, db); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("database %s: %w", path, err)
+		}
+	}
 	return db, nil
+}
+
+// ErrOldSchema means the database was written by a retrylens whose tables differ.
+var ErrOldSchema = errors.New("written by another version of retrylens")
+
+var (
+	wantColumns     map[string]bool // "table.column" of schema.sql
+	wantColumnsErr  error
+	wantColumnsOnce sync.Once
+)
+
+// columns lists the "table.column"s of db's main schema.
+func columns(ctx context.Context, db *sql.DB) (map[string]bool, error) {
+	rows, err := db.QueryContext(ctx, "SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = 'main'")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, err
+		}
+		out[c] = true
+	}
+	return out, rows.Err()
+}
+
+// checkSchema refuses a database whose tables lack columns this version writes (CREATE
+// TABLE IF NOT EXISTS leaves an older table as it was), instead of failing later with
+// DuckDB's binder errors.
+func checkSchema(ctx context.Context, db *sql.DB) error {
+	wantColumnsOnce.Do(func() {
+		mem, err := sql.Open("duckdb", "")
+		if err != nil {
+			wantColumnsErr = err
+			return
+		}
+		defer mem.Close()
+		if _, err := mem.ExecContext(ctx, schema); err != nil {
+			wantColumnsErr = err
+			return
+		}
+		wantColumns, wantColumnsErr = columns(ctx, mem)
+	})
+	if wantColumnsErr != nil {
+		return wantColumnsErr
+	}
+	have, err := columns(ctx, db)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for c := range wantColumns {
+		if !have[c] {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("%w: it lacks %s; load the logs into a new --db file", ErrOldSchema, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 var lockHolder = regexp.MustCompile(`\(PID (\d+)\)`)

@@ -3,11 +3,14 @@ package ingest
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/retrylens/retrylens/parse"
 )
@@ -18,6 +21,11 @@ func TestDetect(t *testing.T) {
 	}{
 		{"../parse/testdata/nginx-retry.log", "retry"},
 		{"../parse/testdata/nginx-retry.jsonl", "nginx-json"},
+		{"../parse/testdata/caddy.jsonl", "caddy"},
+		{"../parse/testdata/gateways/envoy.jsonl", "envoy"},
+		{"../parse/testdata/gateways/traefik.jsonl", "traefik"},
+		{"../parse/testdata/gateways/kong.json", "kong"},
+		{"../parse/testdata/gateways/haproxy.log", "haproxy"},
 		{"../testdata/incident-hour/access.log", "retry"}, // one bad line among the first 20 does not matter
 	}
 	for _, tt := range tests {
@@ -99,4 +107,65 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n -= n
 	return n, err
+}
+
+func TestInputs(t *testing.T) {
+	dir := t.TempDir()
+	touch := func(names ...string) {
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	touch("access.log", "access.log.1", "access.log.2.gz", "access.log.10.gz", "error.log",
+		"api.log", "api.log-20261128.gz", "api.log-20261127.gz")
+	in := func(names ...string) []string {
+		for i, n := range names {
+			if n != "-" {
+				names[i] = filepath.Join(dir, n)
+			}
+		}
+		return names
+	}
+	tests := []struct {
+		args, want []string
+	}{
+		// As the shell expands access.log*: lexical order, newest first.
+		{in("access.log", "access.log.1", "access.log.10.gz", "access.log.2.gz"), in("access.log.10.gz", "access.log.2.gz", "access.log.1", "access.log")},
+		// A quoted glob, expanded here; dateext names, earliest first.
+		{in("api.log*"), in("api.log-20261127.gz", "api.log-20261128.gz", "api.log")},
+		// Sets keep their place; stdin stays where it was; a repeated name loads once.
+		{in("error.log", "access.log", "-", "access.log.1", "error.log"), in("error.log", "access.log.1", "access.log", "-")},
+	}
+	for _, tt := range tests {
+		got, err := Inputs(tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Inputs(%q) (-want +got):\n%s", tt.args, diff)
+		}
+	}
+	if _, err := Inputs(in("nothing*.log")); err == nil || !strings.Contains(err.Error(), "no file matches") {
+		t.Errorf("a glob matching nothing: %v", err)
+	}
+}
+
+// A database an older retrylens wrote (here: files without lines_end) is refused with a
+// message that says so, not DuckDB's binder error halfway through a load.
+func TestOldSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.duckdb")
+	old, err := sql.Open("duckdb", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(`CREATE TABLE files (file_id BIGINT, path VARCHAR, bytes BIGINT, sha256 VARCHAR)`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	_, err = Open(context.Background(), path)
+	if !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), "files.lines_end") {
+		t.Errorf("Open(old database) = %v; want ErrOldSchema naming files.lines_end", err)
+	}
 }

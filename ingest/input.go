@@ -10,7 +10,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/retrylens/retrylens/parse"
 )
@@ -218,12 +222,22 @@ func Detect(r *bufio.Reader) (*parse.Format, error) {
 	var best *parse.Format
 	bestOK := -1
 	var bestErr error
-	for _, name := range []string{"retry", "nginx-json", "combined"} {
+	// Text formats first, most specific first; a JSON preset reads any JSON object, so a
+	// line counts for it only when it found the line's time there.
+	candidates := []string{"retry", "haproxy", "combined", "nginx-json", "caddy", "envoy", "traefik", "kong"}
+	if t := bytes.TrimSpace(lines[0]); len(t) > 0 && t[0] == '{' {
+		candidates = append(candidates[3:], candidates[:3]...) // the closest to JSON is JSON
+	}
+	for _, name := range candidates {
 		f, _ := parse.Preset(name)
 		ok := 0
 		var first error
 		for _, l := range lines {
-			if _, err := f.ParseLine(l); err == nil {
+			r, err := f.ParseLine(l)
+			if err == nil && r.Time.IsZero() {
+				err = fmt.Errorf("no time found under the %s keys", name)
+			}
+			if err == nil {
 				ok++
 			} else if first == nil {
 				first = err
@@ -234,8 +248,76 @@ func Detect(r *bufio.Reader) (*parse.Format, error) {
 		}
 	}
 	if bestOK*2 < len(lines) {
-		return nil, fmt.Errorf("%w: closest is %q, which parsed %d of the first %d lines; its first error: %v; give the format with --nginx-format '<log_format string>'",
-			ErrUnknownFormat, best.Name, bestOK, len(lines), bestErr)
+		how := "give the format with --nginx-format '<log_format string>' (or --nginx-conf FILE --log-format-name NAME)"
+		if t := bytes.TrimSpace(lines[0]); len(t) > 0 && t[0] == '{' {
+			how = "this is JSON: name its keys with --field NAME=KEY.PATH, e.g. --field time=ts --field status=status --field attempt=headers.x-retry-attempt"
+		}
+		return nil, fmt.Errorf("%w: closest is %q, which parsed %d of the first %d lines; its first error: %v; %s",
+			ErrUnknownFormat, best.Name, bestOK, len(lines), bestErr, how)
 	}
 	return best, nil
+}
+
+// rotated splits a log file name into its base and rotation suffix: access.log.1 and
+// access.log.2.gz (logrotate's numbers: higher is older), access.log-20261129[.gz]
+// (dateext: earlier is older).
+var rotated = regexp.MustCompile(`^(.*?)(?:\.(\d{1,6})|-(\d{8,10}))?(?:\.gz)?$`)
+
+// Inputs expands the FILE arguments: a name that does not exist but holds a glob
+// pattern ('/var/log/nginx/access.log*', quoted so that the shell left it alone) is
+// replaced by the files it matches, and every rotated set (access.log access.log.1
+// access.log.2.gz) is put oldest first, where its first appearance was. "-" is stdin.
+func Inputs(args []string) ([]string, error) {
+	var files []string
+	seen := map[string]bool{}
+	for _, a := range args {
+		matches := []string{a}
+		if _, err := os.Stat(a); err != nil && a != "-" && strings.ContainsAny(a, "*?[") {
+			m, gerr := filepath.Glob(a)
+			if gerr != nil {
+				return nil, fmt.Errorf("%s: %w", a, gerr)
+			}
+			if len(m) == 0 {
+				return nil, fmt.Errorf("%s: no file matches", a)
+			}
+			matches = m
+		}
+		for _, m := range matches {
+			if !seen[m] || m == "-" {
+				seen[m] = true
+				files = append(files, m)
+			}
+		}
+	}
+	// Sets keep the place of their first file; within a set, oldest first.
+	var order []string
+	sets := map[string][]string{}
+	for k, f := range files {
+		base := rotated.FindStringSubmatch(f)[1]
+		if f == "-" {
+			base = "-" + strconv.Itoa(k) // stdin is a set of its own
+		}
+		if _, ok := sets[base]; !ok {
+			order = append(order, base)
+		}
+		sets[base] = append(sets[base], f)
+	}
+	files = files[:0]
+	for _, base := range order {
+		set := sets[base]
+		sort.SliceStable(set, func(i, j int) bool { return rotation(set[i]) > rotation(set[j]) })
+		files = append(files, set...)
+	}
+	return files, nil
+}
+
+// rotation is how old a file of a rotated set is: 0 for the live file, higher older.
+func rotation(name string) int {
+	m := rotated.FindStringSubmatch(name)
+	if m[3] != "" {
+		d, _ := strconv.Atoi(m[3])
+		return 1e11 - d
+	}
+	n, _ := strconv.Atoi(m[2])
+	return n
 }

@@ -6,6 +6,12 @@ import (
 	"unicode/utf8"
 )
 
+// HasFormatter reports whether AppendRecord writes lines of f: nginx text formats,
+// nginx-json and caddy. The other gateways' formats are read only.
+func (f *Format) HasFormatter() bool {
+	return f.caddy || (!f.json && !f.haproxy) || (f.json && f.Name == "nginx-json")
+}
+
 // AppendRecord appends r to dst as a line of format f, with nginx's escaping, without a
 // newline. Variables retrylens does not keep are written as "-". Parsing the result gives
 // r back; tests and the lab use it to write logs whose content they know.

@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,15 @@ const (
 	fieldIdempotencyKey
 	fieldInvocationID
 	fieldRetryAfter
+	// Fields of other gateways' logs.
+	fieldTimeAny        // RFC 3339, or a number since the epoch (s, ms, µs or ns by size): when the request ended
+	fieldTimeStart      // the same, when the request started: the end is start + request time
+	fieldDurationMS     // request time in milliseconds (Envoy, Kong, HAProxy)
+	fieldDurationNS     // request time in nanoseconds (Traefik)
+	fieldProxyTries     // the proxy's own tries (Envoy's UPSTREAM_REQUEST_ATTEMPT_COUNT)
+	fieldProxyRetries   // the proxy's own retries: tries - 1 (Traefik RetryAttempts, HAProxy %rc)
+	fieldProxyTryList   // a JSON array with one element per try (Kong's tries)
+	fieldRemoteAddrPort // "ip:port" or "[ip6]:port": the port is dropped
 	// Attempt sources, in the SPEC's order of precedence.
 	fieldAttemptRetry
 	fieldAttemptStainless
@@ -92,6 +102,8 @@ var variables = map[string]field{
 type state struct {
 	attempt           [numFields - firstAttemptField]string
 	haveMsec, haveISO bool
+	start             time.Time // fieldTimeStart
+	tries             int       // the proxy's tries from fieldProxyTries/Retries/TryList; 0 when absent
 }
 
 // set stores one decoded value. An empty value or "-" means absent and never reaches set.
@@ -106,7 +118,11 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 		}
 		t, ok := parseTimeLocal(v)
 		if !ok {
-			return errAt(pos, ErrBadTime, "want $time_local like 10/Oct/2026:13:55:36 +0000, found %s", excerpt(v, 0, 32))
+			hint := ""
+			if _, iso := parseTimeISO(v); iso {
+				hint = ": this looks like $time_iso8601, put that in the format instead"
+			}
+			return errAt(pos, ErrBadTime, "want $time_local like 10/Oct/2026:13:55:36 +0000, found %s%s", excerpt(v, 0, 32), hint)
 		}
 		r.Time = t
 	case fieldTimeISO:
@@ -184,6 +200,42 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 		r.InvocationID = v
 	case fieldRetryAfter:
 		r.RetryAfter = v
+	case fieldTimeAny:
+		if st.haveMsec {
+			return nil
+		}
+		t, ok := parseTimeAny(v)
+		if !ok {
+			return errAt(pos, ErrBadTime, "want an RFC 3339 time or seconds since the epoch, found %s", excerpt(v, 0, 32))
+		}
+		r.Time, st.haveMsec = t, true
+	case fieldTimeStart:
+		t, ok := parseTimeAny(v)
+		if !ok {
+			return errAt(pos, ErrBadTime, "want an RFC 3339 start time or seconds since the epoch, found %s", excerpt(v, 0, 32))
+		}
+		st.start = t
+	case fieldDurationMS, fieldDurationNS:
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x < 0 || math.IsInf(x, 0) {
+			return errAt(pos, ErrBadNumber, "want a duration, found %s", excerpt(v, 0, 16))
+		}
+		if f == fieldDurationMS {
+			r.RequestTime = x / 1e3
+		} else {
+			r.RequestTime = x / 1e9
+		}
+	case fieldProxyTries, fieldProxyRetries:
+		n, ok := atoi(v)
+		if !ok {
+			return errAt(pos, ErrBadNumber, "want a count of tries, found %s", excerpt(v, 0, 16))
+		}
+		if f == fieldProxyRetries {
+			n++
+		}
+		st.tries = n
+	case fieldRemoteAddrPort:
+		r.RemoteAddr = stripPort(v)
 	default:
 		if f >= firstAttemptField && f < numFields {
 			st.attempt[f-firstAttemptField] = v
@@ -196,6 +248,15 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 // whose value is not a number (it is client-controlled) leaves the line untagged rather
 // than rejecting it.
 func finish(r *Record, st *state, only int) {
+	if !st.start.IsZero() && r.Time.IsZero() {
+		r.Time = st.start
+		if r.RequestTime > 0 {
+			r.Time = r.Time.Add(time.Duration(r.RequestTime * float64(time.Second)))
+		}
+	}
+	if st.tries > 0 {
+		r.UpstreamTries = st.tries
+	}
 	for i, v := range st.attempt {
 		if v == "" || (only > 0 && i != only-1) {
 			continue
@@ -354,6 +415,43 @@ func plausible(t time.Time) bool {
 
 // maxUnix is 9999-12-31T23:59:59Z: later times are not log times.
 const maxUnix = 253402300799
+
+// parseTimeAny reads an RFC 3339 time, or a number since the epoch whose size says its
+// unit: seconds below 1e11 (year 5138), then milliseconds, microseconds, nanoseconds.
+func parseTimeAny(s string) (time.Time, bool) {
+	if len(s) > 0 && s[0] >= '0' && s[0] <= '9' && strings.IndexByte(s, '-') < 0 {
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil || x < 0 {
+			return time.Time{}, false
+		}
+		switch {
+		case x >= 1e17:
+			x /= 1e9
+		case x >= 1e14:
+			x /= 1e6
+		case x >= 1e11:
+			x /= 1e3
+		}
+		sec, frac := math.Modf(x)
+		t := time.Unix(int64(sec), int64(math.Round(frac*1e6))*1e3).UTC()
+		return t, plausible(t)
+	}
+	return parseTimeISO(s)
+}
+
+// stripPort drops the port of "ip:port" or "[ip6]:port"; a bare address is kept.
+func stripPort(v string) string {
+	if strings.HasPrefix(v, "[") {
+		if end := strings.IndexByte(v, ']'); end > 0 {
+			return v[1:end]
+		}
+		return v
+	}
+	if i := strings.LastIndexByte(v, ':'); i >= 0 && strings.IndexByte(v, ':') == i {
+		return v[:i]
+	}
+	return v
+}
 
 // parseMsec reads $msec, seconds since the epoch with millisecond resolution.
 func parseMsec(s string) (time.Time, bool) {

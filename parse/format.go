@@ -38,6 +38,8 @@ type Format struct {
 	keys     map[string]field // JSON: key path -> field
 	foldKeys bool             // JSON: match keys case-insensitively (header names)
 	caddy    bool             // JSON: written in Caddy's layout
+	haproxy  bool             // HAProxy's httplog (see HAProxy)
+	captures []field          // HAProxy: the captured request headers, in order
 	lead     string           // literal text before the first variable
 	steps    []step
 	only     int // 1 + the index in attemptSources of the one attempt header to read; 0 for all
@@ -81,6 +83,10 @@ var presets = map[string]func() *Format{
 	"caddy": func() *Format {
 		return &Format{Name: "caddy", json: true, keys: caddyKeys, foldKeys: true, caddy: true}
 	},
+	"envoy":   func() *Format { return &Format{Name: "envoy", json: true, keys: envoyKeys, foldKeys: true} },
+	"traefik": func() *Format { return &Format{Name: "traefik", json: true, keys: traefikKeys, foldKeys: true} },
+	"kong":    func() *Format { return &Format{Name: "kong", json: true, keys: kongKeys, foldKeys: true} },
+	"haproxy": func() *Format { f, _ := HAProxy(nil); return f },
 }
 
 // caddyKeys maps the paths of Caddy's default JSON access log (http.log.access) to fields.
@@ -97,18 +103,6 @@ var caddyKeys = map[string]field{
 	"request.host":             fieldHost,
 	"request.uri":              fieldURI,
 	"resp_headers.retry-after": fieldRetryAfter,
-}
-
-func init() {
-	for header, f := range map[string]field{
-		"user-agent": fieldUserAgent, "referer": fieldReferer, "x-retry-reason": fieldRetryReason,
-		"x-request-id": fieldRequestID, "idempotency-key": fieldIdempotencyKey,
-		"amz-sdk-invocation-id": fieldInvocationID, "x-retry-attempt": fieldAttemptRetry,
-		"x-stainless-retry-count": fieldAttemptStainless, "x-envoy-attempt-count": fieldAttemptEnvoy,
-		"amz-sdk-request": fieldAttemptAmz, "grpc-previous-rpc-attempts": fieldAttemptGRPC,
-	} {
-		caddyKeys["request.headers."+header] = f
-	}
 }
 
 // PresetNames returns the preset names, sorted.

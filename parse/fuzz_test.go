@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -78,4 +79,54 @@ func FuzzCaddy(f *testing.F) {
 	seeds(f, "caddy.jsonl")
 	format, _ := Preset("caddy")
 	f.Fuzz(func(t *testing.T, line []byte) { roundTrip(t, format, line) })
+}
+
+// sane checks what every parsed Record must hold, for the formats without a formatter
+// to round-trip through: valid UTF-8, a plausible time, values in their ranges.
+func sane(t *testing.T, format *Format, line []byte) {
+	r, err := format.ParseLine(line)
+	if err != nil {
+		return
+	}
+	for _, s := range []string{r.RemoteAddr, r.Method, r.URI, r.Protocol, r.Referer, r.UserAgent, r.Host, r.UpstreamAddr,
+		r.UpstreamStatus, r.RetryReason, r.RequestID, r.IdempotencyKey, r.InvocationID, r.RetryAfter} {
+		if !utf8.ValidString(s) {
+			t.Fatalf("invalid UTF-8 %q from %q", s, line)
+		}
+	}
+	if !r.Time.IsZero() && !plausible(r.Time) {
+		t.Fatalf("time %v from %q", r.Time, line)
+	}
+	if r.Status < -1 || r.Status > 999 || r.Attempt < -1 || r.UpstreamTries < 0 || (r.RequestTime < 0 && r.RequestTime != -1) || r.Bytes < -1 {
+		t.Fatalf("out of range: %+v from %q", r, line)
+	}
+}
+
+// go test ./parse -run '^$' -fuzz FuzzHAProxy -fuzztime 5m
+func FuzzHAProxy(f *testing.F) {
+	seeds(f, "gateways/haproxy.log")
+	f.Add([]byte(`Feb  6 12:14:14 localhost haproxy[14389]: 10.0.1.2:33317 [06/Feb/2009:12:14:14.655] http-in static/srv1 10/0/30/69/109 200 2750 - - ---- 1/1/1/1/0 0/0 {1wt.eu} {} "GET /index.html HTTP/1.1"`))
+	format, _ := Preset("haproxy")
+	f.Fuzz(func(t *testing.T, line []byte) { sane(t, format, line) })
+}
+
+// go test ./parse -run '^$' -fuzz FuzzGatewayJSON -fuzztime 5m (Envoy, Traefik, Kong and
+// a --field mapping read the same bytes)
+func FuzzGatewayJSON(f *testing.F) {
+	seeds(f, "gateways/envoy.jsonl", "gateways/traefik.jsonl", "gateways/kong.json")
+	var formats []*Format
+	for _, name := range []string{"envoy", "traefik", "kong"} {
+		p, _ := Preset(name)
+		formats = append(formats, p)
+	}
+	mapped, err := WithFields(nil, []string{"time=start_time", "start_time=startutc", "duration_ns=duration", "attempt=x_retry_attempt", "proxy_tries=tries"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	formats = append(formats, mapped)
+	f.Fuzz(func(t *testing.T, line []byte) {
+		for _, format := range formats {
+			sane(t, format, line)
+		}
+	})
 }

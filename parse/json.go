@@ -100,7 +100,11 @@ func (f *Format) jsonValue(r *Record, st *state, s string, i int, path []byte, f
 		// Take the first element for a wanted path; walk the rest only to skip it.
 		i = skipSpace(s, i+1)
 		first := fl
-		for k := 0; i < len(s) && s[i] != ']'; k++ {
+		if fl == fieldProxyTryList {
+			first = fieldIgnore // counted, not read
+		}
+		k := 0
+		for ; i < len(s) && s[i] != ']'; k++ {
 			var err *Error
 			if i, err = f.jsonValue(r, st, s, i, path, first, depth+1); err != nil {
 				return i, err
@@ -115,6 +119,9 @@ func (f *Format) jsonValue(r *Record, st *state, s string, i int, path []byte, f
 		}
 		if i >= len(s) {
 			return i, errAt(vstart, ErrBadJSON, "unterminated array for %q", path)
+		}
+		if fl == fieldProxyTryList && k > 0 {
+			st.tries = k
 		}
 		return i + 1, nil
 	case '"':

@@ -24,9 +24,12 @@ func (f *Format) parse(r *Record, s string) *Error {
 	}
 	var st state
 	var err *Error
-	if f.json {
+	switch {
+	case f.json:
 		err = f.parseJSON(r, &st, s)
-	} else {
+	case f.haproxy:
+		err = f.parseHAProxy(r, &st, s)
+	default:
 		err = f.parseText(r, &st, s)
 	}
 	if err != nil {

@@ -32,7 +32,10 @@ func (e *env) ingestCmd() *cobra.Command {
 		Short: "Parse access logs and load them into the database",
 		Long: `Parse access logs and load them into the database, one row per line.
 
-FILE may be plain text, gzip (recognised by content, not name) or - for stdin. A file is
+FILE may be plain text, gzip (recognised by content, not name) or - for stdin; a quoted
+glob ('/var/log/nginx/access.log*') is expanded here, and a rotated set (access.log
+access.log.1 access.log.2.gz, or dateext's access.log-20261129.gz) is read oldest first
+whatever the order given. A file is
 loaded in chunks (--chunk-mib), each in one transaction with its entry in the registry of
 loaded content: content loaded before, under any name or compression, adds nothing; a
 file that grew adds its new lines only; a last line without its newline waits for the
@@ -51,7 +54,11 @@ flags, 4 more lines rejected than --max-reject-ratio allows.`,
   retrylens ingest --nginx-format '$remote_addr [$time_local] "$request" $status $http_x_retry_attempt' app.log
   zcat access.log.*.gz | retrylens ingest -
   retrylens ingest --dry-run access.log          # how the first 5 lines parse, nothing loaded
-  retrylens ingest --nginx-conf /etc/nginx/nginx.conf --log-format-name main access.log`,
+  retrylens ingest --nginx-conf /etc/nginx/nginx.conf --log-format-name main access.log
+  retrylens ingest '/var/log/nginx/access.log*'   # the rotated set, oldest first
+  retrylens ingest --log-format envoy envoy-access.jsonl
+  retrylens ingest --log-format haproxy --haproxy-captures x-request-id,x-retry-attempt haproxy.log
+  retrylens ingest --log-format json --field time=ts --field status=code --field attempt=hdr.x-retry-attempt app.jsonl`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("ingest needs at least one FILE (or - for stdin)")
@@ -72,8 +79,12 @@ flags, 4 more lines rejected than --max-reject-ratio allows.`,
 	return c
 }
 
-func (e *env) runIngest(c *cobra.Command, o *ingestOptions, files []string) error {
+func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error {
 	format, err := o.formats.format(c)
+	if err != nil {
+		return err
+	}
+	files, err := ingest.Inputs(args)
 	if err != nil {
 		return err
 	}

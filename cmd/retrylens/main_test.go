@@ -589,16 +589,20 @@ func TestDryRunAndFormats(t *testing.T) {
 	// Every preset's example line parses back with that preset.
 	stdout, _, code = retrylens(t, nil, "formats")
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if code != 0 || len(lines) != 12 {
+	if code != 0 || len(lines) != 3*len(parse.PresetNames()) {
 		t.Fatalf("formats: exit %d, %d lines:\n%s", code, len(lines), stdout)
 	}
+	// The example is one request: 502 to attempt 1, ended 14:20:01.512 (the seconds in
+	// formats that have no milliseconds; combined carries no attempt).
+	end := time.Date(2026, 11, 29, 14, 20, 1, 512e6, time.UTC)
 	for i := 0; i < len(lines); i += 3 {
 		f, err := parse.Preset(lines[i])
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r, err := f.ParseLine([]byte(strings.TrimSpace(lines[i+2]))); err != nil || r.Status != 502 {
-			t.Errorf("%s example does not parse back: %v", lines[i], err)
+		r, err := f.ParseLine([]byte(strings.TrimSpace(lines[i+2])))
+		if err != nil || r.Status != 502 || (r.Attempt != 1 && lines[i] != "combined") || !(r.Time.Equal(end) || r.Time.Equal(end.Truncate(time.Second))) {
+			t.Errorf("%s example does not parse back: %v, %+v", lines[i], err, r)
 		}
 	}
 	// --nginx-conf with a name from an included file.
@@ -668,5 +672,52 @@ func TestBudgetOnTheSample(t *testing.T) {
 	// 42 allowed; 18 − 5 = 13 recoveries lost.
 	if g := rs[byModel["grpc"]]; g.Allowed != 5 || g.Denied != 37 || g.Lost != 13 {
 		t.Errorf("grpc: %+v", g)
+	}
+}
+
+// The other gateways' samples, detected and reported end to end. Counted by hand from
+// the lines in parse/testdata/gateways: haproxy.log (real HAProxy 2.6) has attempts 0, 0,
+// 1, untagged, 2 and tries 1, 3, 3, 1, 1 (%rc + 1); envoy.jsonl attempts 0 and 1 of r-1
+// with tries 2 and 1.
+func TestGatewaysEndToEnd(t *testing.T) {
+	type summary struct {
+		Requests           int64   `json:"requests"`
+		Untagged           int64   `json:"untagged"`
+		FirstAttempts      int64   `json:"first_attempts"`
+		Retries            int64   `json:"retries"`
+		Amplification      float64 `json:"amplification"`
+		Recovered          int64   `json:"recovered"`
+		ProxyAmplification float64 `json:"proxy_amplification"`
+	}
+	for _, tt := range []struct {
+		file string
+		want summary
+	}{
+		{"haproxy.log", summary{Requests: 5, Untagged: 1, FirstAttempts: 2, Retries: 2, Amplification: 2, ProxyAmplification: 9.0 / 5}},
+		{"envoy.jsonl", summary{Requests: 2, FirstAttempts: 1, Retries: 1, Amplification: 2, Recovered: 1, ProxyAmplification: 3.0 / 2}},
+	} {
+		stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", filepath.Join("..", "..", "parse", "testdata", "gateways", tt.file))
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tt.file, code, stderr)
+		}
+		var got struct {
+			Summary summary `json:"summary"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, got.Summary, approx); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.file, diff)
+		}
+	}
+	// A JSON log no preset knows: the error says how to map it.
+	_, stderr, code := retrylens(t, strings.NewReader(`{"when":1795946400,"code":200}`+"\n"), "ingest", "--db", filepath.Join(t.TempDir(), "x.duckdb"), "-")
+	if code == 0 || !strings.Contains(stderr, "this is JSON: name its keys with --field") {
+		t.Errorf("unknown JSON: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, code := retrylens(t, strings.NewReader(`{"when":1795946400,"code":502,"h":{"X-Retry-Attempt":"0"}}`+"\n"),
+		"report", "--format", "json", "--log-format", "json", "--field", "time=when", "--field", "status=code", "--field", "attempt=h.x-retry-attempt", "-")
+	if code != 0 || !strings.Contains(stdout, `"first_attempts": 1`) || !strings.Contains(stdout, `"status_5xx_first": 1`) {
+		t.Errorf("--field: exit %d: %s\n%s", code, stderr, stdout)
 	}
 }

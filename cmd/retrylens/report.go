@@ -277,6 +277,10 @@ func (e *env) openOrLoad(c *cobra.Command, dbFlag string, formats *formatFlags, 
 	if err != nil {
 		return nil, err
 	}
+	files, err = ingest.Inputs(files)
+	if err != nil {
+		return nil, err
+	}
 	db, err := ingest.Open(ctx, "")
 	if err != nil {
 		return nil, err

@@ -136,14 +136,18 @@ type formatFlags struct {
 	nginxConf   string
 	formatName  string
 	attemptHdr  string
+	fields      []string // --field NAME=KEY.PATH
+	captures    string   // --haproxy-captures
 }
 
 func (f *formatFlags) register(c *cobra.Command) {
-	c.Flags().StringVar(&f.logFormat, "log-format", "auto", "input format preset: auto, combined, retry, nginx-json, caddy")
+	c.Flags().StringVar(&f.logFormat, "log-format", "auto", "input format preset: auto, "+strings.Join(parse.PresetNames(), ", ")+" (see 'retrylens formats'), or json (keys from --field)")
 	c.Flags().StringVar(&f.nginxFormat, "nginx-format", "", "an nginx log_format string, verbatim (the quoted pieces from nginx.conf work too)")
 	c.Flags().StringVar(&f.escape, "escape", "default", "the escape= of --nginx-format: default, json or none")
 	c.Flags().StringVar(&f.nginxConf, "nginx-conf", "", "read the format from this nginx.conf (includes followed); with --log-format-name")
 	c.Flags().StringVar(&f.formatName, "log-format-name", "", "the name of the log_format in --nginx-conf")
+	c.Flags().StringArrayVar(&f.fields, "field", nil, "read a JSON key path as a field, NAME=KEY.PATH, e.g. attempt=request.headers.X-Retry-Attempt (repeatable; on top of a JSON preset, or alone); NAME is one of "+strings.Join(parse.FieldNames(), ", "))
+	c.Flags().StringVar(&f.captures, "haproxy-captures", strings.Join(parse.DefaultHAProxyCaptures, ","), "with --log-format haproxy: the request headers the frontend captures, in order ('-' for one to skip)")
 	c.Flags().StringVar(&f.attemptHdr, "attempt-header", "", "take attempt numbers from this header only: "+strings.Join(parse.AttemptSources(), ", "))
 	c.Flags().StringArrayVar(&f.routes, "route", nil, "a route template such as '/api/users/{id}/orders'; wins over the built-in id rules (repeatable)")
 	c.Flags().StringVar(&f.routesFile, "routes", "", "a file of route templates, one per line (# comments)")
@@ -174,8 +178,19 @@ func (f *formatFlags) router() (*ingest.Router, error) {
 // format returns the chosen format, nil for auto-detection.
 func (f *formatFlags) format(c *cobra.Command) (*parse.Format, error) {
 	pf, err := f.baseFormat(c)
-	if err != nil || f.attemptHdr == "" {
-		return pf, err
+	if err != nil {
+		return nil, err
+	}
+	if c.Flags().Changed("haproxy-captures") && (pf == nil || pf.Name != "haproxy") {
+		return nil, usagef("--haproxy-captures goes with --log-format haproxy")
+	}
+	if len(f.fields) > 0 {
+		if pf, err = parse.WithFields(pf, f.fields); err != nil { // nil: any JSON, the --field keys alone
+			return nil, usagef("%v", err)
+		}
+	}
+	if f.attemptHdr == "" {
+		return pf, nil
 	}
 	if pf == nil {
 		return nil, usagef("--attempt-header needs the format given: --log-format, --nginx-format or --nginx-conf")
@@ -214,8 +229,20 @@ func (f *formatFlags) baseFormat(c *cobra.Command) (*parse.Format, error) {
 		}
 		return pf, nil
 	}
-	if f.logFormat == "auto" {
+	switch f.logFormat {
+	case "auto":
 		return nil, nil
+	case "json":
+		if len(f.fields) == 0 {
+			return nil, usagef("--log-format json reads the keys --field names: give at least one --field NAME=KEY.PATH")
+		}
+		return nil, nil
+	case "haproxy":
+		pf, err := parse.HAProxy(strings.Split(f.captures, ","))
+		if err != nil {
+			return nil, usagef("--haproxy-captures: %v", err)
+		}
+		return pf, nil
 	}
 	pf, err := parse.Preset(f.logFormat)
 	if err != nil {
