@@ -103,7 +103,9 @@ type state struct {
 	attempt           [numFields - firstAttemptField]string
 	haveMsec, haveISO bool
 	start             time.Time // fieldTimeStart
-	tries             int       // the proxy's tries from fieldProxyTries/Retries/TryList; 0 when absent
+	timeLocal         string    // $time_local as written, parsed in the end unless a better time came
+	timeLocalPos      int
+	tries             int // the proxy's tries from fieldProxyTries/Retries/TryList; 0 when absent
 }
 
 // set stores one decoded value. An empty value or "-" means absent and never reaches set.
@@ -113,18 +115,8 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 	case fieldRemoteAddr:
 		r.RemoteAddr = v
 	case fieldTimeLocal:
-		if st.haveMsec || st.haveISO {
-			return nil
-		}
-		t, ok := parseTimeLocal(v)
-		if !ok {
-			hint := ""
-			if _, iso := parseTimeISO(v); iso {
-				hint = ": this looks like $time_iso8601, put that in the format instead"
-			}
-			return errAt(pos, ErrBadTime, "want $time_local like 10/Oct/2026:13:55:36 +0000, found %s%s", excerpt(v, 0, 32), hint)
-		}
-		r.Time = t
+		// Read after the line, when no $msec or $time_iso8601 (more precise) was there.
+		st.timeLocal, st.timeLocalPos = v, pos
 	case fieldTimeISO:
 		if st.haveMsec {
 			return nil
@@ -178,8 +170,13 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 	case fieldHost:
 		r.Host = v
 	case fieldRequestTime:
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil || x < 0 {
+		x, ok := decimal(v)
+		if !ok {
+			var err error
+			x, err = strconv.ParseFloat(v, 64)
+			ok = err == nil
+		}
+		if !ok || x < 0 {
 			return errAt(pos, ErrBadNumber, "want $request_time in seconds like 0.012, found %s", excerpt(v, 0, 16))
 		}
 		r.RequestTime = x
@@ -352,6 +349,21 @@ func month(s string) (time.Month, bool) {
 	return 0, false
 }
 
+// timeLocalShape checks $time_local's shape, "10/Oct/2026:13:55:36 -0700", without
+// computing the time: enough when another variable gives the time.
+func timeLocalShape(s string) bool {
+	if len(s) != 26 || s[2] != '/' || s[6] != '/' || s[11] != ':' || s[14] != ':' || s[17] != ':' || s[20] != ' ' || (s[21] != '+' && s[21] != '-') {
+		return false
+	}
+	for _, k := range [...]int{0, 1, 7, 8, 9, 10, 12, 13, 15, 16, 18, 19, 22, 23, 24, 25} {
+		if s[k] < '0' || s[k] > '9' {
+			return false
+		}
+	}
+	_, ok := month(s[3:6])
+	return ok
+}
+
 // parseTimeLocal reads nginx's $time_local, "10/Oct/2026:13:55:36 -0700".
 func parseTimeLocal(s string) (time.Time, bool) {
 	if len(s) != 26 || s[2] != '/' || s[6] != '/' || s[11] != ':' || s[14] != ':' || s[17] != ':' || s[20] != ' ' {
@@ -415,6 +427,37 @@ func plausible(t time.Time) bool {
 
 // maxUnix is 9999-12-31T23:59:59Z: later times are not log times.
 const maxUnix = 253402300799
+
+// decimal reads "0.012" or "12" exactly as strconv.ParseFloat would, faster: the digits
+// make an integer below 2^53 and a power of ten up to 10^15, both exact, and one IEEE
+// division rounds their quotient correctly. Anything else is left to ParseFloat.
+func decimal(v string) (float64, bool) {
+	var n uint64
+	frac := -1
+	if len(v) == 0 || len(v) > 15 { // at most 15 digits: below 2^53
+		return 0, false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= '0' && c <= '9':
+			n = n*10 + uint64(c-'0')
+			if frac >= 0 {
+				frac++
+			}
+		case c == '.' && frac < 0 && i > 0 && i < len(v)-1:
+			frac = 0
+		default:
+			return 0, false
+		}
+	}
+	if frac <= 0 {
+		return float64(n), true
+	}
+	return float64(n) / pow10[frac], true
+}
+
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
 
 // parseTimeAny reads an RFC 3339 time, or a number since the epoch whose size says its
 // unit: seconds below 1e11 (year 5138), then milliseconds, microseconds, nanoseconds.

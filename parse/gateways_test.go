@@ -3,6 +3,7 @@ package parse
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +193,21 @@ func TestTimeISOHint(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "this looks like $time_iso8601") {
 		t.Errorf("err = %v; want the $time_iso8601 hint", err)
 	}
+}
+
+// decimal must give exactly what strconv.ParseFloat gives, or decline.
+func FuzzDecimal(f *testing.F) {
+	for _, s := range []string{"0.012", "12", "0.000", "123456789012345", "99999999999999.9", "1.", ".5", "0.1", "3.14159265358979"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := decimal(s)
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil || got != want {
+			t.Fatalf("decimal(%q) = %v; ParseFloat gives %v, %v", s, got, want, err)
+		}
+	})
 }

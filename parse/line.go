@@ -2,7 +2,9 @@ package parse
 
 import (
 	"strings"
+	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // ParseLine parses one line (without or with its trailing newline). It allocates one
@@ -35,11 +37,30 @@ func (f *Format) parse(r *Record, s string) *Error {
 	if err != nil {
 		return err
 	}
+	if st.timeLocal != "" {
+		// A better time ($msec, $time_iso8601) wins; $time_local must still look right.
+		var t time.Time
+		ok := (st.haveMsec || st.haveISO) && timeLocalShape(st.timeLocal)
+		if !ok {
+			t, ok = parseTimeLocal(st.timeLocal)
+		}
+		if !ok {
+			hint := ""
+			if _, iso := parseTimeISO(st.timeLocal); iso {
+				hint = ": this looks like $time_iso8601, put that in the format instead"
+			}
+			return errAt(st.timeLocalPos, ErrBadTime, "want $time_local like 10/Oct/2026:13:55:36 +0000, found %s%s", excerpt(st.timeLocal, 0, 32), hint)
+		}
+		if !st.haveMsec && !st.haveISO {
+			r.Time = t
+		}
+	}
 	finish(r, &st, f.only)
 	return nil
 }
 
 func (f *Format) parseText(r *Record, st *state, s string) *Error {
+	clean := plain(s) // no value of the line needs decoding
 	if !strings.HasPrefix(s, f.lead) {
 		return errAt(0, ErrLiteral, "want %q at the start, found %s", f.lead, excerpt(s, 0, 20))
 	}
@@ -67,16 +88,16 @@ func (f *Format) parseText(r *Record, st *state, s string) *Error {
 		case sp.quoted:
 			end = quotedEnd(s, i, sp.lit)
 		default:
-			end = strings.Index(s[i:], sp.lit)
-			if end >= 0 {
-				end += i
-			}
+			end = indexFrom(s, i, sp.lit)
 		}
 		if end < 0 {
 			return errAt(i, ErrLiteral, "want %q after $%s, found %s", sp.lit, sp.name, excerpt(s, i, 24))
 		}
 		if v := s[i:end]; sp.field != fieldIgnore && v != "-" && v != "" {
-			if err := set(r, st, sp.field, f.unescape(v), i); err != nil {
+			if !clean {
+				v = f.unescape(v)
+			}
+			if err := set(r, st, sp.field, v, i); err != nil {
 				return err
 			}
 		}
@@ -88,15 +109,54 @@ func (f *Format) parseText(r *Record, st *state, s string) *Error {
 	return nil
 }
 
+// shortScan is how many bytes indexFrom and quotedEnd look at one by one before they
+// hand over to the vectorised search: most values are short (a status, a byte count, a
+// time), and starting the vectorised search costs more than reading them.
+const shortScan = 16
+
+// indexFrom returns the index of the first lit in s at or after i, or -1.
+func indexFrom(s string, i int, lit string) int {
+	c := lit[0]
+	stop := min(len(s), i+shortScan)
+	for j := i; j < stop; j++ {
+		if s[j] == c && (len(lit) == 1 || strings.HasPrefix(s[j:], lit)) {
+			return j
+		}
+	}
+	if stop == len(s) {
+		return -1
+	}
+	if k := strings.Index(s[stop:], lit); k >= 0 {
+		return stop + k
+	}
+	return -1
+}
+
+// indexByteFrom returns the index of the first c in s at or after i, or -1.
+func indexByteFrom(s string, i int, c byte) int {
+	stop := min(len(s), i+shortScan)
+	for j := i; j < stop; j++ {
+		if s[j] == c {
+			return j
+		}
+	}
+	if stop == len(s) {
+		return -1
+	}
+	if k := strings.IndexByte(s[stop:], c); k >= 0 {
+		return stop + k
+	}
+	return -1
+}
+
 // quotedEnd finds where a quoted value ends: the first '"' not escaped by a backslash
 // (nginx writes \x22, Apache and escape=json write \") that starts lit.
 func quotedEnd(s string, i int, lit string) int {
 	for j := i; j < len(s); {
-		q := strings.IndexByte(s[j:], '"')
+		q := indexByteFrom(s, j, '"')
 		if q < 0 {
 			return -1
 		}
-		q += j
 		bs := 0
 		for k := q - 1; k >= i && s[k] == '\\'; k-- {
 			bs++
@@ -111,8 +171,11 @@ func quotedEnd(s string, i int, lit string) int {
 
 // unescape decodes a value as the format's escaping wrote it. The result is valid UTF-8.
 func (f *Format) unescape(v string) string {
+	if plain(v) {
+		return v
+	}
 	if strings.IndexByte(v, '\\') < 0 {
-		if isASCII(v) || utf8.ValidString(v) {
+		if utf8.ValidString(v) {
 			return v
 		}
 		return escapeInvalid(v)
@@ -184,6 +247,27 @@ func escapeInvalid(v string) string {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// plain reports whether s is ASCII without a backslash: nothing to decode. Most values
+// are; it reads eight bytes at a time.
+func plain(s string) bool {
+	const ones, highs, backslashes = 0x0101010101010101, 0x8080808080808080, 0x5c5c5c5c5c5c5c5c
+	i := 0
+	p := unsafe.Pointer(unsafe.StringData(s))
+	for ; i+8 <= len(s); i += 8 {
+		w := *(*uint64)(unsafe.Add(p, i)) // unaligned loads: fine on amd64 and arm64
+		x := w ^ backslashes              // a zero byte where w has a backslash
+		if (w|((x-ones)&^x))&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf || s[i] == '\\' {
+			return false
+		}
+	}
+	return true
+}
 
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {

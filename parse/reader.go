@@ -3,6 +3,7 @@ package parse
 import (
 	"bufio"
 	"io"
+	"unsafe"
 )
 
 // MaxLineLength is the longest line a Reader accepts; longer lines are skipped whole and
@@ -16,7 +17,12 @@ type Reader struct {
 	line int
 	buf  []byte
 	last []byte // the line last read; valid until the next Read
+	slab []byte // lines are copied here: one allocation per slab, not per line
 }
+
+// slabSize is the size of the blocks the Reader copies lines into. A Record's strings
+// point into a slab, which the garbage collector frees once no Record holds it.
+const slabSize = 64 << 10
 
 // NewReader returns a Reader of r's lines in format f.
 func NewReader(r io.Reader, f *Format) *Reader {
@@ -47,12 +53,29 @@ func (r *Reader) Read() (Record, error) {
 		if len(raw) == 0 || (len(raw) == 1 && raw[0] == '\r') {
 			continue
 		}
-		if perr := r.f.parse(&rec, string(raw)); perr != nil {
+		if perr := r.f.parse(&rec, r.intern(raw)); perr != nil {
 			perr.Line = r.line
 			return Record{}, perr
 		}
 		return rec, nil
 	}
+}
+
+// intern copies a line into the current slab and returns it as a string. The slab's
+// bytes are never written again once handed out, so the string is immutable.
+func (r *Reader) intern(line []byte) string {
+	if len(line) > slabSize/4 {
+		return string(line)
+	}
+	if len(r.slab)+len(line) > cap(r.slab) {
+		r.slab = make([]byte, 0, slabSize)
+	}
+	start := len(r.slab)
+	r.slab = append(r.slab, line...)
+	if len(line) == 0 {
+		return ""
+	}
+	return unsafe.String(&r.slab[start], len(line))
 }
 
 // readLine returns the next line without its newline, nil for a line over MaxLineLength.
