@@ -7,7 +7,7 @@ WITH per AS (
     UNION ALL
     SELECT lkey, count(*) AS n
     FROM {{.Table}}
-    WHERE attempt IS NOT NULL AND linked_by IN ('idempotency_key', 'invocation_id', 'request_id')
+    WHERE attempt IS NOT NULL AND strong
       AND lkey NOT IN (SELECT lkey FROM {{.Table}}_multi)
     GROUP BY lkey
 )

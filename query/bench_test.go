@@ -17,7 +17,7 @@ import (
 // block in 20 with a 429 and Retry-After instead, 40 routes, a request id on every line.
 func bench10M(b *testing.B) *sql.DB {
 	ctx := context.Background()
-	path := filepath.Join(os.TempDir(), "retrylens-bench-10m-v2.duckdb")
+	path := filepath.Join(os.TempDir(), "retrylens-bench-10m-v3.duckdb")
 	_, statErr := os.Stat(path)
 	db, err := ingest.Open(ctx, path)
 	if err != nil {
@@ -47,42 +47,54 @@ FROM range(10000000) t(i)`)
 	return db
 }
 
-// BenchmarkReport10M is one whole report over 10M rows: prepare, summary, hourly
-// windows, endpoints, 429 loops, findings, linking.
+// BenchmarkReport10M is one whole report over 10M rows, step by step as retrylens
+// report runs them: prepare, summary, hourly and minute windows, endpoints, 429 loops,
+// findings, linking, backoff. Each step's mean time is reported as <step>-ms.
 //
 //	go test ./query -run '^$' -bench Report10M -benchtime 3x
 func BenchmarkReport10M(b *testing.B) {
 	db := bench10M(b)
 	defer db.Close()
 	ctx := context.Background()
+	steps := map[string]time.Duration{}
+	var order []string
 	b.ResetTimer()
 	for range b.N {
+		t := time.Now()
+		lap := func(name string, err error) {
+			if err != nil {
+				b.Fatal(name, ": ", err)
+			}
+			if _, ok := steps[name]; !ok {
+				order = append(order, name)
+			}
+			steps[name] += time.Since(t)
+			t = time.Now()
+		}
 		set, err := query.Open(ctx, db, query.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		lap("open", err)
 		m, err := set.Summary(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
+		lap("summary", err)
 		if m.Requests != 10_000_000 {
 			b.Fatalf("%d requests", m.Requests)
 		}
-		if _, err := set.Windows(ctx, time.Hour, 0); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := set.Groups(ctx, "route"); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := set.Loops(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := set.Findings(ctx, query.DefaultMaxAttempts); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := set.Linking(ctx); err != nil {
-			b.Fatal(err)
-		}
-		set.Close()
+		_, err = set.Windows(ctx, time.Hour, 0)
+		lap("hours", err)
+		_, err = set.Windows(ctx, time.Minute, 0)
+		lap("minutes", err)
+		_, err = set.Groups(ctx, "route")
+		lap("routes", err)
+		_, err = set.Loops(ctx)
+		lap("loops", err)
+		_, err = set.Findings(ctx, query.DefaultMaxAttempts)
+		lap("findings", err)
+		_, err = set.Linking(ctx)
+		lap("linking", err)
+		_, err = set.Backoff(ctx, 0, 0)
+		lap("backoff", err)
+		lap("close", set.Close())
+	}
+	for _, name := range order {
+		b.ReportMetric(float64(steps[name].Milliseconds())/float64(b.N), name+"-ms")
 	}
 }

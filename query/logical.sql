@@ -28,7 +28,7 @@ lg AS (
 mf AS (
     SELECT {{.Key}} AS k, count(*) AS firsts, count(*) FILTER (status BETWEEN 200 AND 299) AS firsts_ok
     FROM {{.Table}}_multi
-    WHERE attempt = 0 AND linked_by IN ('idempotency_key', 'invocation_id', 'request_id')
+    WHERE attempt = 0 AND strong
     GROUP BY k
 )
 SELECT

@@ -1,36 +1,39 @@
 -- The row metrics of SPEC.md, defined once for any grouping. {{.Key}} is a grouping
 -- expression over a row, chosen by the program (never by the user); {{.Table}} is the
 -- prepared table (prepare.sql). Tagged rows only, except requests and untagged.
-WITH r AS (
-    SELECT {{.Key}} AS k, attempt, status, inferred, upstream_tries,
-           linked_by IN ('idempotency_key', 'invocation_id', 'request_id') AS strong
+WITH g AS (
+    -- One cheap pass over the rows: counts per group, attempt class (NULL, 0, 1, 2 for
+    -- two and more), status and flags; the metrics below read these few thousand rows.
+    SELECT {{.Key}} AS k, CASE WHEN attempt >= 2 THEN 2 ELSE attempt END AS attempt, status, inferred, strong,
+           count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries) AS tries
     FROM {{.Table}}
+    GROUP BY ALL
 ), c AS (
     SELECT
         k,
-        count(*)                                                      AS requests,
-        count(*) FILTER (attempt IS NULL)                             AS untagged,
-        count(*) FILTER (inferred)                                    AS inferred,
-        count(*) FILTER (attempt IS NOT NULL)                         AS tagged,
-        count(*) FILTER (attempt = 0)                                 AS first_attempts,
-        count(*) FILTER (attempt >= 1)                                AS retries,
-        count(*) FILTER (attempt = 1)                                 AS second_attempts,
-        count(*) FILTER (attempt >= 1 AND status BETWEEN 200 AND 299) AS retries_ok,
-        count(*) FILTER (attempt IS NOT NULL AND status BETWEEN 200 AND 299) AS tagged_ok,
-        count(*) FILTER (attempt = 0 AND status BETWEEN 500 AND 599)  AS status_5xx_first,
-        count(*) FILTER (attempt >= 1 AND status BETWEEN 500 AND 599) AS status_5xx_retry,
-        count(*) FILTER (attempt = 0 AND status = 429)                AS status_429_first,
-        count(*) FILTER (attempt >= 1 AND status = 429)               AS status_429_retry,
-        count(*) FILTER (attempt = 0 AND status = 499)                AS status_499_first,
-        count(*) FILTER (attempt >= 1 AND status = 499)               AS status_499_retry,
+        sum(n)                                                      AS requests,
+        coalesce(sum(n) FILTER (attempt IS NULL), 0)                AS untagged,
+        coalesce(sum(n) FILTER (inferred), 0)                       AS inferred,
+        coalesce(sum(n) FILTER (attempt IS NOT NULL), 0)            AS tagged,
+        coalesce(sum(n) FILTER (attempt = 0), 0)                    AS first_attempts,
+        coalesce(sum(n) FILTER (attempt >= 1), 0)                   AS retries,
+        coalesce(sum(n) FILTER (attempt = 1), 0)                    AS second_attempts,
+        coalesce(sum(n) FILTER (attempt >= 1 AND status BETWEEN 200 AND 299), 0) AS retries_ok,
+        coalesce(sum(n) FILTER (attempt IS NOT NULL AND status BETWEEN 200 AND 299), 0) AS tagged_ok,
+        coalesce(sum(n) FILTER (attempt = 0 AND status BETWEEN 500 AND 599), 0)  AS status_5xx_first,
+        coalesce(sum(n) FILTER (attempt >= 1 AND status BETWEEN 500 AND 599), 0) AS status_5xx_retry,
+        coalesce(sum(n) FILTER (attempt = 0 AND status = 429), 0)   AS status_429_first,
+        coalesce(sum(n) FILTER (attempt >= 1 AND status = 429), 0)  AS status_429_retry,
+        coalesce(sum(n) FILTER (attempt = 0 AND status = 499), 0)   AS status_499_first,
+        coalesce(sum(n) FILTER (attempt >= 1 AND status = 499), 0)  AS status_499_retry,
         -- proxy tries (the gateway's own retries: nginx's upstream lists), never mixed
         -- with client attempts: lines that record them, and the tries they made
-        count(upstream_tries)                                         AS proxied,
-        coalesce(sum(upstream_tries), 0)                              AS upstream_tries,
+        sum(proxied)                                                AS proxied,
+        coalesce(sum(tries), 0)                                     AS upstream_tries,
         -- for logical.sql: first attempts linked by a strong key, and those answered 2xx
-        count(*) FILTER (attempt = 0 AND strong)                      AS strong_firsts,
-        count(*) FILTER (attempt = 0 AND strong AND status BETWEEN 200 AND 299) AS strong_firsts_ok
-    FROM r
+        coalesce(sum(n) FILTER (attempt = 0 AND strong), 0)         AS strong_firsts,
+        coalesce(sum(n) FILTER (attempt = 0 AND strong AND status BETWEEN 200 AND 299), 0) AS strong_firsts_ok
+    FROM g
     GROUP BY k
 )
 SELECT

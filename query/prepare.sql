@@ -33,6 +33,8 @@ CREATE TEMP VIEW {{.Table}}_rows AS
 SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.route, r.host, r.upstream_addr,
        r.status, r.upstream_status, r.upstream_tries, r.idempotency_key, r.invocation_id, r.request_id, r.retry_after,
        r.attempt AS logged_attempt,
+       -- NULL checks read only validity masks: the row metrics never build key strings
+       (r.idempotency_key IS NOT NULL OR r.invocation_id IS NOT NULL OR r.request_id IS NOT NULL) AS has_skey,
        coalesce(r.idempotency_key, r.invocation_id, r.request_id) AS skey,
        CASE WHEN r.idempotency_key IS NOT NULL THEN 'idempotency_key'
             WHEN r.invocation_id IS NOT NULL THEN 'invocation_id'
@@ -55,7 +57,7 @@ WITH h AS (
                OR epoch(started) - epoch(lag(ts) OVER hk) > {{.MaxGap}}
              THEN 1 ELSE 0 END AS new_chain
     FROM {{.Table}}_rows
-    WHERE logged_attempt IS NOT NULL AND skey IS NULL
+    WHERE logged_attempt IS NOT NULL AND NOT has_skey
     WINDOW hk AS (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, logged_attempt, line)
 ),
 hc AS (
@@ -86,19 +88,21 @@ ui AS (
         true AS inferred, 'inferred' AS linked_by
     FROM uc
 )
-SELECT * EXCLUDE (chain, skey, skind, logged_attempt),
+SELECT * EXCLUDE (chain, skey, skind, logged_attempt, has_skey),
+    false AS strong,
     'h:' || hash(remote_addr, user_agent, method, uri) || ':' || chain AS lkey
 FROM (SELECT * FROM hc UNION ALL BY NAME SELECT * FROM ui)
 {{end}}
 
 {{define "prepare_all"}}
 CREATE TEMP VIEW {{.Table}} AS
-SELECT * EXCLUDE (logged_attempt, skey, skind),
+SELECT * EXCLUDE (logged_attempt, skey, skind, has_skey),
     logged_attempt AS attempt, false AS inferred,
+    logged_attempt IS NOT NULL AS strong, -- linked by a key the client sent
     CASE WHEN logged_attempt IS NOT NULL THEN skey END AS lkey,
     CASE WHEN logged_attempt IS NOT NULL THEN skind END AS linked_by
 FROM {{.Table}}_rows
-WHERE (logged_attempt IS NOT NULL AND skey IS NOT NULL)
+WHERE (logged_attempt IS NOT NULL AND has_skey)
    OR (logged_attempt IS NULL AND NOT {{.Infer}})
 UNION ALL BY NAME
 SELECT * FROM {{.Table}}_chain
@@ -107,30 +111,44 @@ SELECT * FROM {{.Table}}_chain
 {{define "prepare_multi"}}
 CREATE TEMP TABLE {{.Table}}_multi AS
 WITH retried AS (
-    SELECT DISTINCT skey FROM {{.Table}}_rows WHERE logged_attempt >= 1 AND skey IS NOT NULL
+    -- by hash: a collision only brings a single-attempt request in, which the logical
+    -- metrics count the same either way (see logical.sql)
+    SELECT DISTINCT hash(skey) AS h FROM {{.Table}}_rows WHERE logged_attempt >= 1 AND has_skey
 ),
 m AS (
-    SELECT * EXCLUDE (logged_attempt, skey, skind),
-        logged_attempt AS attempt, false AS inferred, skey AS lkey, skind AS linked_by
+    -- the columns the logical metrics, loops, findings and backoff read
+    SELECT ts, started, method, uri, route, host, upstream_addr, status, upstream_status,
+        idempotency_key, invocation_id, request_id, retry_after,
+        logged_attempt AS attempt, false AS inferred, true AS strong, skey AS lkey, skind AS linked_by
     FROM {{.Table}}_rows
-    WHERE logged_attempt IS NOT NULL AND skey IN (SELECT skey FROM retried)
+    WHERE logged_attempt IS NOT NULL AND has_skey AND hash(skey) IN (SELECT h FROM retried)
     UNION ALL BY NAME
-    SELECT * FROM {{.Table}}_chain
+    SELECT ts, started, method, uri, route, host, upstream_addr, status, upstream_status,
+        idempotency_key, invocation_id, request_id, retry_after,
+        attempt, inferred, strong, lkey, linked_by
+    FROM {{.Table}}_chain
+),
+w AS (
+    -- one window function per direction, over structs: fewer passes over the partitions
+    SELECT *,
+        lag({'status': status, 'ts': ts, 'retry_after': retry_after}) OVER w AS prev,
+        first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt}) OVER w AS first
+    FROM m
+    WINDOW w AS (PARTITION BY lkey ORDER BY attempt, ts)
 )
-SELECT *,
-    lag(status)      OVER w AS prev_status,
-    lag(ts)          OVER w AS prev_end,
-    lag(retry_after) OVER w AS prev_retry_after,
+SELECT * EXCLUDE (prev, first),
+    prev.status      AS prev_status,
+    prev.ts          AS prev_end,
+    prev.retry_after AS prev_retry_after,
     -- Retry-After is seconds or an HTTP-date.
-    coalesce(TRY_CAST(lag(retry_after) OVER w AS DOUBLE),
-             epoch(try_strptime(lag(retry_after) OVER w, '%a, %d %b %Y %H:%M:%S GMT')) - epoch(lag(ts) OVER w)) AS prev_retry_secs,
-    first_value(status)          OVER w AS first_status,
-    first_value(upstream_status) OVER w AS first_upstream_status,
-    first_value(attempt)         OVER w AS first_n,
+    coalesce(TRY_CAST(prev.retry_after AS DOUBLE),
+             epoch(try_strptime(prev.retry_after, '%a, %d %b %Y %H:%M:%S GMT')) - epoch(prev.ts)) AS prev_retry_secs,
+    first.status          AS first_status,
+    first.upstream_status AS first_upstream_status,
+    first.attempt         AS first_n,
     -- how findings name a logical request: its key as logged, with what and when
     coalesce(coalesce(idempotency_key, invocation_id, request_id) || ' (', '') ||
         coalesce(method, '-') || ' ' || coalesce(route, uri, '-') || ' at ' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') ||
         CASE WHEN coalesce(idempotency_key, invocation_id, request_id) IS NOT NULL THEN ')' ELSE '' END AS example
-FROM m
-WINDOW w AS (PARTITION BY lkey ORDER BY attempt, ts)
+FROM w
 {{end}}
