@@ -82,7 +82,7 @@ type Result struct {
 	Hotspots []Hotspot
 }
 
-// Hotspot is a path prefix (its first two segments) with many distinct routes: ids the
+// Hotspot is a path prefix (a route without its last segment) with many distinct routes: ids the
 // built-in rules did not recognise, a case for --route.
 type Hotspot struct {
 	Prefix  string
@@ -167,7 +167,7 @@ func routeCheck(ctx context.Context, db *sql.DB, res *Result, max int64) error {
 		return nil
 	}
 	rows, err := db.QueryContext(ctx, `
-		SELECT regexp_extract(route, '^(/[^/]*(/[^/]*)?)', 1) AS prefix, count(DISTINCT route) AS n, min(route)
+		SELECT coalesce(nullif(regexp_replace(route, '/[^/]*$', ''), ''), '/') AS prefix, count(DISTINCT route) AS n, min(route)
 		FROM requests WHERE route IS NOT NULL
 		GROUP BY prefix ORDER BY n DESC, prefix LIMIT 5`)
 	if err != nil {
