@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -128,14 +129,15 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20}
 	if !o.quiet && terminal(e.stderr) {
 		opts.Progress = func(path string, size int64) io.WriteCloser {
-			return progressbar.NewOptions64(size,
+			name := report.Clean(filepath.Base(path))
+			return &lineRate{name: name, start: time.Now(), bar: progressbar.NewOptions64(size,
 				progressbar.OptionSetWriter(e.stderr),
-				progressbar.OptionSetDescription(report.Clean(filepath.Base(path))),
+				progressbar.OptionSetDescription(name),
 				progressbar.OptionShowBytes(true),
 				progressbar.OptionSetPredictTime(true),
 				progressbar.OptionThrottle(100*time.Millisecond),
 				progressbar.OptionClearOnFinish(),
-			)
+			)}
 		}
 	}
 	res, loadErr := ingest.Load(ctx, db, files, opts)
@@ -160,3 +162,26 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 
 // exitRejects is ingest's exit code when the rejected share passed --max-reject-ratio.
 const exitRejects = 4
+
+// lineRate feeds a progress bar (bytes, bytes/s, ETA) and adds lines/s to its
+// description, counting the newlines of what it is given.
+type lineRate struct {
+	bar   *progressbar.ProgressBar
+	name  string
+	lines int64
+	start time.Time
+	shown time.Time
+}
+
+func (l *lineRate) Write(p []byte) (int, error) {
+	l.lines += int64(bytes.Count(p, []byte{'\n'}))
+	if now := time.Now(); now.Sub(l.shown) >= 250*time.Millisecond {
+		l.shown = now
+		if secs := now.Sub(l.start).Seconds(); secs > 0 {
+			l.bar.Describe(fmt.Sprintf("%s %.0fk lines/s", l.name, float64(l.lines)/secs/1000))
+		}
+	}
+	return l.bar.Write(p)
+}
+
+func (l *lineRate) Close() error { return l.bar.Close() }
