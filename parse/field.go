@@ -355,10 +355,10 @@ func timeLocalShape(s string) bool {
 	if len(s) != 26 || s[2] != '/' || s[6] != '/' || s[11] != ':' || s[14] != ':' || s[17] != ':' || s[20] != ' ' || (s[21] != '+' && s[21] != '-') {
 		return false
 	}
-	for _, k := range [...]int{0, 1, 7, 8, 9, 10, 12, 13, 15, 16, 18, 19, 22, 23, 24, 25} {
-		if s[k] < '0' || s[k] > '9' {
-			return false
-		}
+	d := func(c byte) bool { return c-'0' <= 9 }
+	if !(d(s[0]) && d(s[1]) && d(s[7]) && d(s[8]) && d(s[9]) && d(s[10]) && d(s[12]) && d(s[13]) &&
+		d(s[15]) && d(s[16]) && d(s[18]) && d(s[19]) && d(s[22]) && d(s[23]) && d(s[24]) && d(s[25])) {
+		return false
 	}
 	_, ok := month(s[3:6])
 	return ok

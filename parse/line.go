@@ -118,9 +118,9 @@ const shortScan = 16
 func indexFrom(s string, i int, lit string) int {
 	c := lit[0]
 	stop := min(len(s), i+shortScan)
-	for j := i; j < stop; j++ {
-		if s[j] == c && (len(lit) == 1 || strings.HasPrefix(s[j:], lit)) {
-			return j
+	for j, b := range []byte(s[i:stop]) { // no copy: the compiler reads the string in place
+		if b == c && (len(lit) == 1 || hasLit(s, i+j, lit)) {
+			return i + j
 		}
 	}
 	if stop == len(s) {
@@ -132,12 +132,26 @@ func indexFrom(s string, i int, lit string) int {
 	return -1
 }
 
+// hasLit reports whether s[j:] starts with lit, byte by byte: literals are a few bytes
+// long, shorter than it takes to set up a memory compare.
+func hasLit(s string, j int, lit string) bool {
+	if len(s)-j < len(lit) {
+		return false
+	}
+	for k := 0; k < len(lit); k++ {
+		if s[j+k] != lit[k] {
+			return false
+		}
+	}
+	return true
+}
+
 // indexByteFrom returns the index of the first c in s at or after i, or -1.
 func indexByteFrom(s string, i int, c byte) int {
 	stop := min(len(s), i+shortScan)
-	for j := i; j < stop; j++ {
-		if s[j] == c {
-			return j
+	for j := 0; j < stop-i; j++ {
+		if s[i+j] == c {
+			return i + j
 		}
 	}
 	if stop == len(s) {
@@ -161,7 +175,7 @@ func quotedEnd(s string, i int, lit string) int {
 		for k := q - 1; k >= i && s[k] == '\\'; k-- {
 			bs++
 		}
-		if bs%2 == 0 && strings.HasPrefix(s[q:], lit) {
+		if bs%2 == 0 && hasLit(s, q, lit) {
 			return q
 		}
 		j = q + 1
