@@ -36,17 +36,14 @@ WITH g AS (
     FROM g
     GROUP BY k
 )
+-- Counts only: Go computes the ratios (metrics.go), so that windows can be summed.
 SELECT
-    k, requests, untagged, inferred, first_attempts, retries,
-    tagged::DOUBLE / nullif(first_attempts, 0)          AS amplification,
-    second_attempts::DOUBLE / nullif(first_attempts, 0) AS retry_rate,
-    retries_ok::DOUBLE / nullif(retries, 0)             AS retry_success_rate,
-    retries::DOUBLE / nullif(tagged, 0)                 AS extra_load,
-    tagged_ok::DOUBLE / nullif(tagged, 0)               AS actual_success,
+    k, requests, untagged, inferred, tagged, first_attempts, retries, second_attempts,
+    retries_ok, tagged_ok,
     status_5xx_first, status_5xx_retry,
     status_429_first, status_429_retry,
     status_499_first, status_499_retry,
-    upstream_tries::DOUBLE / nullif(proxied, 0)          AS proxy_amplification,
+    proxied, upstream_tries,
     strong_firsts, strong_firsts_ok
 FROM c
 ORDER BY k

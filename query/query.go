@@ -41,6 +41,8 @@ const DefaultMaxGap = 60 * time.Second
 type Set struct {
 	conn  *sql.Conn
 	table string
+
+	minuteCounts []bucket // see minutes
 }
 
 var setID atomic.Int64
@@ -178,30 +180,90 @@ var Groupings = map[string]string{
 	"host":    "coalesce(host, upstream_addr, '-')",
 }
 
-// Summary returns the metrics over the whole Set.
+// Summary returns the metrics over the whole Set: the sum of its minutes (see minutes),
+// rows without a time included.
 func (s *Set) Summary(ctx context.Context) (Metrics, error) {
-	var m Metrics
-	// One group, keyed 0 (a NULL key would not join with itself in logical.sql).
-	err := s.grouped(ctx, "0", func(_ any, g Metrics) { m = g }, func() any { return new(sql.NullInt64) })
-	m.Verdict = Verdict(m)
-	return m, err
+	ms, err := s.minutes(ctx)
+	if err != nil {
+		return Metrics{}, err
+	}
+	var c counts
+	for _, b := range ms {
+		c.add(b.c)
+	}
+	return c.metrics(), nil
+}
+
+// bucket is the counts of one minute; valid is false for the rows without a time.
+type bucket struct {
+	start time.Time
+	valid bool
+	c     counts
+}
+
+// minutes returns the counts per minute, computed once per Set: the summary and every
+// window a whole number of minutes wide add them up instead of reading the rows again.
+func (s *Set) minutes(ctx context.Context) ([]bucket, error) {
+	if s.minuteCounts != nil {
+		return s.minuteCounts, nil
+	}
+	out := []bucket{}
+	err := s.grouped(ctx, "time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01')", func(k any, c counts) {
+		t := k.(*sql.NullTime)
+		out = append(out, bucket{start: t.Time.UTC(), valid: t.Valid, c: c})
+	}, func() any { return new(sql.NullTime) })
+	if err != nil {
+		return nil, err
+	}
+	s.minuteCounts = out
+	return out, nil
 }
 
 // Windows returns the metrics per time bucket of the given width, for the buckets that
 // have rows, oldest first. Buckets start on whole multiples of the width since the epoch,
 // shifted by offset (a time zone's offset from UTC, so that days start at local
-// midnight). A logical request belongs to the window of its first attempt.
+// midnight). A logical request belongs to the window of its first attempt. Widths and
+// offsets of whole minutes add up the Set's minutes; others read the rows.
 func (s *Set) Windows(ctx context.Context, width, offset time.Duration) ([]Window, error) {
 	if width < time.Second || width%time.Second != 0 {
 		return nil, fmt.Errorf("window %v: want a whole number of seconds", width)
 	}
+	if width%time.Minute == 0 && offset%time.Minute == 0 {
+		ms, err := s.minutes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var ws []Window
+		var cs []counts
+		w, off := int64(width/time.Second), int64(offset/time.Second)
+		for _, b := range ms {
+			if !b.valid {
+				continue // rows without a time belong to no window
+			}
+			u := b.start.Unix() + off
+			start := time.Unix(u-((u%w)+w)%w-off, 0).UTC()
+			if n := len(ws); n == 0 || !ws[n-1].Start.Equal(start) {
+				ws = append(ws, Window{Start: start})
+				cs = append(cs, counts{})
+			}
+			cs[len(cs)-1].add(b.c)
+		}
+		for i := range ws {
+			ws[i].Metrics = cs[i].metrics()
+		}
+		return ws, nil
+	}
+	return s.windowsSQL(ctx, width, offset)
+}
+
+// windowsSQL computes Windows from the rows.
+func (s *Set) windowsSQL(ctx context.Context, width, offset time.Duration) ([]Window, error) {
 	key := fmt.Sprintf("time_bucket(to_seconds(%d), ts, TIMESTAMP '1970-01-01' - to_seconds(%d))", int64(width/time.Second), int64(offset/time.Second))
 	var ws []Window
-	err := s.grouped(ctx, key, func(k any, m Metrics) {
+	err := s.grouped(ctx, key, func(k any, c counts) {
 		t := k.(*sql.NullTime)
 		if t.Valid { // rows without a time belong to no window
-			m.Verdict = Verdict(m)
-			ws = append(ws, Window{Start: t.Time.UTC(), Metrics: m})
+			ws = append(ws, Window{Start: t.Time.UTC(), Metrics: c.metrics()})
 		}
 	}, func() any { return new(sql.NullTime) })
 	return ws, err
@@ -230,47 +292,32 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 		return nil, err
 	}
 	var gs []Group
-	err = s.grouped(ctx, key, func(k any, m Metrics) {
-		m.Verdict = Verdict(m)
-		gs = append(gs, Group{Key: k.(*sql.NullString).String, Metrics: m})
+	err = s.grouped(ctx, key, func(k any, c counts) {
+		gs = append(gs, Group{Key: k.(*sql.NullString).String, Metrics: c.metrics()})
 	}, func() any { return new(sql.NullString) })
 	sortGroups(gs)
 	return gs, err
 }
 
-// counts are the raw figures behind effective_success, kept while merging groups.
-type counts struct {
-	strongFirsts, strongFirstsOK int64 // strong-keyed first attempts over all rows
-	logical, finalOK             int64 // requests in _multi, and those ending 2xx
-	multiFirsts, multiFirstsOK   int64 // strong-keyed first attempts of requests in _multi
-}
-
-// effective is the 2xx share of final attempts: single-attempt strong requests (their
-// first attempt is their final one) plus the requests with retries.
-func (c counts) effective() *float64 {
-	n := c.strongFirsts - c.multiFirsts + c.logical
-	if n <= 0 {
-		return nil
-	}
-	x := float64(c.strongFirstsOK-c.multiFirstsOK+c.finalOK) / float64(n)
-	return &x
-}
-
-// grouped runs the row and logical metrics grouped by key and merges them by group.
-func (s *Set) grouped(ctx context.Context, key string, each func(k any, m Metrics), newKey func() any) error {
+// grouped runs the row and logical metrics grouped by key and adds them up by group (a
+// NULL key can come back twice from logical.sql's full join: added, not replaced).
+func (s *Set) grouped(ctx context.Context, key string, each func(k any, c counts), newKey func() any) error {
 	type entry struct {
 		k any
-		m Metrics
 		c counts
 	}
 	var order []string
 	byKey := map[string]*entry{}
 	err := s.query(ctx, "metrics.sql", key, nil, func(rows *sql.Rows) error {
 		e := &entry{k: newKey()}
-		if err := scanMetrics(rows, e.k, &e.m, &e.c); err != nil {
+		if err := scanCounts(rows, e.k, &e.c); err != nil {
 			return err
 		}
 		id := fmt.Sprint(e.k)
+		if prev, ok := byKey[id]; ok {
+			prev.c.add(e.c)
+			return nil
+		}
 		order = append(order, id)
 		byKey[id] = e
 		return nil
@@ -280,21 +327,17 @@ func (s *Set) grouped(ctx context.Context, key string, each func(k any, m Metric
 	}
 	err = s.query(ctx, "logical.sql", key, nil, func(rows *sql.Rows) error {
 		k := newKey()
-		var rec, exh int64
 		var c counts
-		if err := rows.Scan(k, &rec, &exh, &c.logical, &c.finalOK, &c.multiFirsts, &c.multiFirstsOK); err != nil {
+		if err := rows.Scan(k, &c.recovered, &c.exhausted, &c.logical, &c.finalOK, &c.multiFirsts, &c.multiFirstsOK); err != nil {
 			return err
 		}
 		if e, ok := byKey[fmt.Sprint(k)]; ok {
-			e.m.Recovered, e.m.Exhausted = rec, exh
-			e.c.logical, e.c.finalOK, e.c.multiFirsts, e.c.multiFirstsOK = c.logical, c.finalOK, c.multiFirsts, c.multiFirstsOK
+			e.c.add(c)
 		}
 		return nil
 	})
 	for _, id := range order {
-		e := byKey[id]
-		e.m.EffectiveSuccess = e.c.effective()
-		each(e.k, e.m)
+		each(byKey[id].k, byKey[id].c)
 	}
 	return err
 }
@@ -376,16 +419,10 @@ func (s *Set) query(ctx context.Context, name, key string, args []any, each func
 	return nil
 }
 
-func scanMetrics(rows *sql.Rows, key any, m *Metrics, c *counts) error {
-	var amp, rr, rsr, el, as, pa sql.NullFloat64
-	err := rows.Scan(key, &m.Requests, &m.Untagged, &m.Inferred, &m.FirstAttempts, &m.Retries,
-		&amp, &rr, &rsr, &el, &as,
-		&m.Status5xx.First, &m.Status5xx.Retry, &m.Status429.First, &m.Status429.Retry,
-		&m.Status499.First, &m.Status499.Retry, &pa, &c.strongFirsts, &c.strongFirstsOK)
-	m.ProxyAmplification = ptr(pa)
-	m.Amplification, m.RetryRate, m.RetrySuccessRate = ptr(amp), ptr(rr), ptr(rsr)
-	m.ExtraLoad, m.ActualSuccess = ptr(el), ptr(as)
-	return err
+func scanCounts(rows *sql.Rows, key any, c *counts) error {
+	return rows.Scan(key, &c.requests, &c.untagged, &c.inferred, &c.tagged, &c.first, &c.retries, &c.second,
+		&c.retriesOK, &c.taggedOK, &c.s5xx.First, &c.s5xx.Retry, &c.s429.First, &c.s429.Retry,
+		&c.s499.First, &c.s499.Retry, &c.proxied, &c.tries, &c.strongFirsts, &c.strongFirstsOK)
 }
 
 func ptr(f sql.NullFloat64) *float64 {
