@@ -115,26 +115,30 @@ WITH retried AS (
     -- metrics count the same either way (see logical.sql)
     SELECT DISTINCT hash(skey) AS h FROM {{.Table}}_rows WHERE logged_attempt >= 1 AND has_skey
 ),
-m AS (
+m AS MATERIALIZED (
     -- the columns the logical metrics, loops, findings and backoff read
-    SELECT ts, started, method, uri, route, host, upstream_addr, status, upstream_status,
+    SELECT file_id, line, ts, started, method, uri, route, host, upstream_addr, status, upstream_status,
         idempotency_key, invocation_id, request_id, retry_after,
         logged_attempt AS attempt, false AS inferred, true AS strong, skey AS lkey, skind AS linked_by
     FROM {{.Table}}_rows
     WHERE logged_attempt IS NOT NULL AND has_skey AND hash(skey) IN (SELECT h FROM retried)
     UNION ALL BY NAME
-    SELECT ts, started, method, uri, route, host, upstream_addr, status, upstream_status,
+    SELECT file_id, line, ts, started, method, uri, route, host, upstream_addr, status, upstream_status,
         idempotency_key, invocation_id, request_id, retry_after,
         attempt, inferred, strong, lkey, linked_by
     FROM {{.Table}}_chain
 ),
-w AS (
-    -- one window function per direction, over structs: fewer passes over the partitions
-    SELECT *,
+-- The window sorts only the columns it needs (it carries every column it is given through
+-- its sort); the rest joins back by (file_id, line), unique per row.
+nw AS (
+    SELECT file_id, line,
         lag({'status': status, 'ts': ts, 'retry_after': retry_after}) OVER w AS prev,
         first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt}) OVER w AS first
-    FROM m
+    FROM (SELECT file_id, line, lkey, attempt, ts, status, retry_after, upstream_status FROM m)
     WINDOW w AS (PARTITION BY lkey ORDER BY attempt, ts)
+),
+w AS (
+    SELECT * FROM m JOIN nw USING (file_id, line)
 )
 SELECT * EXCLUDE (prev, first),
     prev.status      AS prev_status,
