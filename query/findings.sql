@@ -36,12 +36,15 @@ f AS (
     SELECT 'synchronised', g.lkey, g.example
     FROM g JOIN gs USING (attempt) JOIN gn USING (attempt)
     WHERE gs.n >= 10 AND gn.near >= 0.75 * gs.n AND abs(g.gap_ms - gs.med) <= 3
+),
+-- one example a logical request: its first retry involved
+per AS (
+    SELECT kind, lkey, count(*) AS n, min(example) AS example FROM f GROUP BY kind, lkey
+),
+ex AS (
+    SELECT kind, min(example, 3) AS examples FROM (SELECT DISTINCT kind, example FROM per) GROUP BY kind
 )
-SELECT kind, count(DISTINCT lkey) AS count, count(*) AS attempts,
-       list_slice(list_sort(list(DISTINCT example)), 1, 3) AS examples
-FROM (
-    -- one example a logical request: its first retry involved
-    SELECT kind, lkey, min(example) OVER (PARTITION BY kind, lkey) AS example FROM f
-)
+SELECT kind, count(*) AS count, sum(n) AS attempts, any_value(ex.examples) AS examples
+FROM per JOIN ex USING (kind)
 GROUP BY kind
 ORDER BY kind
