@@ -464,7 +464,13 @@ func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Forma
 		}
 	}
 	for {
-		rec, err := r.Read()
+		n := len(b.recs)
+		b.recs = b.recs[:n+1] // parse straight into the batch's next slot (cap is batchSize)
+		rec := &b.recs[n]
+		err := r.ReadInto(rec)
+		if err != nil {
+			b.recs = b.recs[:n]
+		}
 		if err == io.EOF {
 			break
 		}
@@ -493,7 +499,6 @@ func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Forma
 				out.Last = t
 			}
 		}
-		b.recs = append(b.recs, rec)
 		b.lines = append(b.lines, int64(r.Line()))
 		b.routes = append(b.routes, opt.Router.Route(rec.URI))
 		if len(b.recs) == batchSize {

@@ -61,8 +61,9 @@ func benchParse(b *testing.B, format string) {
 	n := 0
 	for n < b.N {
 		r := NewReader(bytes.NewReader(data), f)
+		var rec Record
 		for n < b.N {
-			_, err := r.Read()
+			err := r.ReadInto(&rec)
 			if err == io.EOF {
 				break
 			}

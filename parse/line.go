@@ -166,6 +166,9 @@ func indexByteFrom(s string, i int, c byte) int {
 // quotedEnd finds where a quoted value ends: the first '"' not escaped by a backslash
 // (nginx writes \x22, Apache and escape=json write \") that starts lit.
 func quotedEnd(s string, i int, lit string) int {
+	if i+1 < len(s) && s[i] == '-' && s[i+1] == '"' && hasLit(s, i+1, lit) {
+		return i + 1 // "-": the most common quoted value
+	}
 	for j := i; j < len(s); {
 		q := indexByteFrom(s, j, '"')
 		if q < 0 {

@@ -40,24 +40,34 @@ func (r *Reader) Line() int { return r.line }
 // returns io.EOF; a last line without a newline is still read.
 func (r *Reader) Read() (Record, error) {
 	var rec Record
+	err := r.ReadInto(&rec)
+	return rec, err
+}
+
+// ReadInto is Read into a Record the caller owns (a slot of a batch): no copy of the
+// Record. On an error rec is left zero.
+func (r *Reader) ReadInto(rec *Record) error {
 	for {
 		raw, err := r.readLine()
 		if err != nil {
-			return Record{}, err
+			*rec = Record{}
+			return err
 		}
 		r.line++
 		r.last = raw
 		if raw == nil {
-			return Record{}, &Error{Line: r.line, Column: MaxLineLength + 1, Err: ErrLineTooLong, Detail: "longer than 1 MiB"}
+			*rec = Record{}
+			return &Error{Line: r.line, Column: MaxLineLength + 1, Err: ErrLineTooLong, Detail: "longer than 1 MiB"}
 		}
 		if len(raw) == 0 || (len(raw) == 1 && raw[0] == '\r') {
 			continue
 		}
-		if perr := r.f.parse(&rec, r.intern(raw)); perr != nil {
+		if perr := r.f.parse(rec, r.intern(raw)); perr != nil {
 			perr.Line = r.line
-			return Record{}, perr
+			*rec = Record{}
+			return perr
 		}
-		return rec, nil
+		return nil
 	}
 }
 
