@@ -11,12 +11,12 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/duckdb/duckdb-go/v2"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/retrylens/retrylens/parse"
@@ -38,8 +38,9 @@ type Options struct {
 	// MaxRoutes is the number of distinct routes past which the result names hotspots
 	// (default 500): routes are what endpoint tables group by.
 	MaxRoutes int64
-	// ChunkBytes is about how much of a file each transaction loads (default 64 MiB): it
-	// bounds memory, and a load killed half way resumes after the last chunk.
+	// ChunkBytes is about how much of a file each transaction loads (default 256 MiB): it
+	// bounds the temporary file the rows go through, and a load killed half way resumes
+	// after the last chunk.
 	ChunkBytes int64
 	// Progress, when set, is given each file's path and the bytes about to be loaded
 	// (-1: unknown) and returns a writer that is sent those bytes as they are read.
@@ -130,7 +131,7 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 		opt.Samples = 20
 	}
 	if opt.ChunkBytes <= 0 {
-		opt.ChunkBytes = 64 << 20
+		opt.ChunkBytes = 256 << 20
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
@@ -303,19 +304,19 @@ func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, fo
 	if err := conn.QueryRowContext(ctx, "SELECT coalesce(max(file_id), 0) + 1 FROM files").Scan(&id); err != nil {
 		return err
 	}
-	err = conn.Raw(func(dc any) error {
-		a, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", "requests")
-		if err != nil {
-			return err
-		}
-		err = appendAll(ctx, a, r, h, format, id, line, out, opt)
-		if cerr := a.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	})
+	tmp, path, err := rowsFile()
 	if err != nil {
+		return fmt.Errorf("a temporary file for the rows: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if err := appendAll(ctx, &tsvWriter{w: bufio.NewWriterSize(tmp, 1<<20)}, r, h, format, id, line, out, opt); err != nil {
 		return err
+	}
+	if out.Rows > 0 {
+		if err := loadTSV(ctx, conn, path); err != nil {
+			return fmt.Errorf("load the rows: %w", err)
+		}
 	}
 	// What was hashed is exactly what was read, up to the chunk's end: the readers ahead
 	// of the parser may have buffered more of the file, but not of the chunk.
@@ -411,7 +412,7 @@ type batch struct {
 // appendAll reads every line of in, appending good records and counting bad ones. The
 // parser runs in its own goroutine, a batch ahead of the appender, so that parsing and
 // DuckDB's work overlap.
-func appendAll(ctx context.Context, a *duckdb.Appender, in io.Reader, h hash.Hash, format *parse.Format, id, firstLine int64, out *File, opt Options) error {
+func appendAll(ctx context.Context, t *tsvWriter, in io.Reader, h hash.Hash, format *parse.Format, id, firstLine int64, out *File, opt Options) error {
 	g, ctx := errgroup.WithContext(ctx)
 	batches := make(chan *batch, 4)
 	free := make(chan *batch, 6)
@@ -420,12 +421,9 @@ func appendAll(ctx context.Context, a *duckdb.Appender, in io.Reader, h hash.Has
 		return readAll(ctx, in, h, format, firstLine, out, opt, batches, free)
 	})
 	g.Go(func() error {
-		row := make([]driver.Value, 26)
 		for b := range batches {
 			for i := range b.recs {
-				fill(row, id, b.lines[i], &b.recs[i])
-				row[25] = nullStr(b.routes[i])
-				if err := a.AppendRow(row...); err != nil {
+				if err := t.row(id, b.lines[i], &b.recs[i], b.routes[i]); err != nil {
 					return fmt.Errorf("line %d: %w", b.lines[i], err)
 				}
 			}
@@ -435,7 +433,7 @@ func appendAll(ctx context.Context, a *duckdb.Appender, in io.Reader, h hash.Has
 			default:
 			}
 		}
-		return nil
+		return t.w.Flush()
 	})
 	return g.Wait()
 }
@@ -512,59 +510,6 @@ func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Forma
 		return send()
 	}
 	return nil
-}
-
-// fill writes a record into row in the column order of the requests table.
-func fill(row []driver.Value, id, line int64, r *parse.Record) {
-	row[0] = id
-	row[1] = line
-	row[2] = nullTime(r.Time)
-	row[3] = nullStr(r.RemoteAddr)
-	row[4] = nullStr(r.Method)
-	row[5] = nullStr(r.URI)
-	row[6] = nullStr(r.Protocol)
-	row[7] = nil
-	if r.Status >= 0 {
-		row[7] = int16(r.Status)
-	}
-	row[8] = nil
-	if r.Bytes >= 0 {
-		row[8] = r.Bytes
-	}
-	row[9] = nullStr(r.Referer)
-	row[10] = nullStr(r.UserAgent)
-	row[11] = nullStr(r.Host)
-	row[12] = nil
-	if r.RequestTime >= 0 {
-		row[12] = r.RequestTime
-	}
-	row[13] = nullStr(r.UpstreamAddr)
-	row[14] = nullStr(r.UpstreamStatus)
-	row[15] = nullStr(r.UpstreamResponseTime)
-	row[16] = nil
-	if r.UpstreamTries > 0 {
-		row[16] = int16(min(r.UpstreamTries, 32767))
-	}
-	row[17], row[18], row[19] = nil, nil, nil
-	if r.Attempt >= 0 {
-		row[17] = int32(r.Attempt)
-		row[18] = r.AttemptSource
-		if r.MaxAttempts > 0 {
-			row[19] = int16(min(r.MaxAttempts, 32767))
-		}
-	}
-	row[20] = nullStr(r.RetryReason)
-	row[21] = nullStr(r.RequestID)
-	row[22] = nullStr(r.IdempotencyKey)
-	row[23] = nullStr(r.InvocationID)
-	row[24] = nullStr(r.RetryAfter)
-}
-
-func nullStr(s string) driver.Value {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 func nullTime(t time.Time) driver.Value {
