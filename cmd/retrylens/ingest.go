@@ -118,10 +118,11 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 		return err
 	}
 	defer db.Close()
-	// Keep DuckDB's buffers small: a load needs little cache, and chunks bound the rest.
+	// Keep DuckDB's buffers small: a load needs little cache (measured: 10M lines peak at
+	// 313 MiB with 128 MB, 555 MiB with 256 MB, at the same speed).
 	// Rows are loaded in parallel, in no particular physical order (every query orders
 	// what it needs): measured, a chunk loads in half the time.
-	if _, err := db.ExecContext(ctx, "SET memory_limit = '256MB'; SET preserve_insertion_order = false"); err != nil {
+	if _, err := db.ExecContext(ctx, "SET memory_limit = '128MB'; SET preserve_insertion_order = false"); err != nil {
 		return err
 	}
 	if o.chunkMiB < 1 {
