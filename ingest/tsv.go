@@ -20,13 +20,12 @@ import (
 // an empty field is NULL (retrylens stores no empty strings); times are UTC with
 // microseconds, floats in Go's shortest exact form.
 
-// tsvColumns is the number of columns appendRow writes, in the requests table's order.
-const tsvColumns = 26
+// tsvColumns is the number of columns appendRow writes: the requests table's, in its
+// order, but the first (file_id: the chunk's, known only when it commits).
+const tsvColumns = 25
 
-// appendRow appends one row of the requests table, with its newline.
-func appendRow(b []byte, id, line int64, r *parse.Record, route string) []byte {
-	b = strconv.AppendInt(b, id, 10)
-	b = append(b, '\t')
+// appendRow appends one row of the requests table without its file_id, with its newline.
+func appendRow(b []byte, line int64, r *parse.Record, route string) []byte {
 	b = strconv.AppendInt(b, line, 10)
 	b = append(b, '\t')
 	if !r.Time.IsZero() {
@@ -121,21 +120,22 @@ type tsvWriter struct {
 	buf []byte
 }
 
-func (t *tsvWriter) row(id, line int64, r *parse.Record, route string) error {
-	t.buf = appendRow(t.buf[:0], id, line, r, route)
+func (t *tsvWriter) row(line int64, r *parse.Record, route string) error {
+	t.buf = appendRow(t.buf[:0], line, r, route)
 	_, err := t.w.Write(t.buf)
 	return err
 }
 
-// loadTSV inserts the rows of a file appendRow wrote, on conn (inside its transaction).
+// loadTSV inserts the rows of a file appendRow wrote as those of file_id id, on conn
+// (inside its transaction).
 // A row is at most a 1 MiB log line's values, quotes doubled: 4 MiB is room enough, and
 // 16 MiB buffers keep the reader well inside ingest's 256 MB memory limit.
-func loadTSV(ctx context.Context, conn *sql.Conn, path string) error {
+func loadTSV(ctx context.Context, conn *sql.Conn, path string, id int64) error {
 	cols, err := columnTypes(ctx, conn)
 	if err != nil {
 		return err
 	}
-	q := "INSERT INTO requests SELECT * FROM read_csv(" + sqlString(path) + `, header = false, delim = '\t',
+	q := "INSERT INTO requests SELECT " + strconv.FormatInt(id, 10) + ", * FROM read_csv(" + sqlString(path) + `, header = false, delim = '\t',
 		quote = '"', escape = '"', auto_detect = false, parallel = true, strict_mode = true,
 		max_line_size = 4194304, buffer_size = 16777216, columns = ` + cols + ")"
 	_, err = conn.ExecContext(ctx, q)
@@ -146,7 +146,7 @@ func loadTSV(ctx context.Context, conn *sql.Conn, path string) error {
 // {'file_id': 'INTEGER', …}, checking that they are the ones appendRow writes.
 func columnTypes(ctx context.Context, conn *sql.Conn) (string, error) {
 	rows, err := conn.QueryContext(ctx, `SELECT column_name, data_type FROM information_schema.columns
-		WHERE table_name = 'requests' AND table_schema = 'main' ORDER BY ordinal_position`)
+		WHERE table_name = 'requests' AND table_schema = 'main' AND column_name <> 'file_id' ORDER BY ordinal_position`)
 	if err != nil {
 		return "", err
 	}
@@ -163,7 +163,7 @@ func columnTypes(ctx context.Context, conn *sql.Conn) (string, error) {
 		return "", err
 	}
 	if len(parts) != tsvColumns {
-		return "", fmt.Errorf("the requests table has %d columns, the loader writes %d", len(parts), tsvColumns)
+		return "", fmt.Errorf("the requests table has %d columns besides file_id, the loader writes %d", len(parts), tsvColumns)
 	}
 	return "{" + strings.Join(parts, ", ") + "}", nil
 }
