@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -167,5 +168,51 @@ func TestOldSchema(t *testing.T) {
 	_, err = Open(context.Background(), path)
 	if !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), "files.lines_end") {
 		t.Errorf("Open(old database) = %v; want ErrOldSchema naming files.lines_end", err)
+	}
+}
+
+// Log fields with every byte the rows file must carry (tab, newline, CR, quote, NUL,
+// backslash, non-ASCII) come out of the database exactly as the parser read them.
+func TestRowsFileRoundTrip(t *testing.T) {
+	const line = `10.0.0.1 - - [29/Nov/2026:10:00:00 +0000] "GET /a\x09b\x0Ac\x22d\x00e\x5Cf\x0Dg/\xC3\xA9 HTTP/1.1" 502 3 "-" "ua \x22q\x22\x09\x00" rt=0.012 urt="0.011" us="502, 200" ra="1" rr="5xx" rid="r\x09\x22" ik="-" retry_after="-" msec=1795946400.012` + "\n"
+	format, _ := parse.Preset("retry")
+	want, err := format.ParseLine([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.ContainsRune(want.URI, 0) || !strings.Contains(want.URI, "\t") || !strings.Contains(want.UserAgent, `"`) {
+		t.Fatalf("the parser did not decode the escapes: %q %q", want.URI, want.UserAgent)
+	}
+	ctx := context.Background()
+	db, err := Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	router, _ := NewRouter(nil)
+	if _, err := Load(ctx, db, []string{"-"}, Options{Format: format, Router: router, Stdin: strings.NewReader(line)}); err != nil {
+		t.Fatal(err)
+	}
+	var got parse.Record
+	var ts time.Time
+	err = db.QueryRow(`SELECT ts, uri, user_agent, request_id, upstream_status, upstream_response_time, request_time, status, bytes, attempt, upstream_tries
+		FROM requests`).Scan(&ts, &got.URI, &got.UserAgent, &got.RequestID, &got.UpstreamStatus, &got.UpstreamResponseTime,
+		&got.RequestTime, &got.Status, &got.Bytes, &got.Attempt, &got.UpstreamTries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ts.Equal(want.Time) {
+		t.Errorf("ts %v, want %v", ts, want.Time)
+	}
+	type fields struct {
+		URI, UA, RID, US, URT  string
+		RT                     float64
+		Status, Attempt, Tries int
+		Bytes                  int64
+	}
+	g := fields{got.URI, got.UserAgent, got.RequestID, got.UpstreamStatus, got.UpstreamResponseTime, got.RequestTime, got.Status, got.Attempt, got.UpstreamTries, got.Bytes}
+	w := fields{want.URI, want.UserAgent, want.RequestID, want.UpstreamStatus, want.UpstreamResponseTime, want.RequestTime, want.Status, want.Attempt, want.UpstreamTries, want.Bytes}
+	if diff := cmp.Diff(w, g); diff != "" {
+		t.Errorf("(-parsed +stored):\n%s", diff)
 	}
 }
