@@ -285,7 +285,15 @@ func (e *env) openOrLoad(c *cobra.Command, dbFlag string, formats *formatFlags, 
 	if err != nil {
 		return nil, err
 	}
+	// Load in parallel (see runIngest), then give the queries their default back.
+	if _, err := db.ExecContext(ctx, "SET preserve_insertion_order = false"); err != nil {
+		db.Close()
+		return nil, err
+	}
 	res, err := ingest.Load(ctx, db, files, ingest.Options{Format: format, Stdin: e.stdin, Now: e.now, Router: router})
+	if _, rerr := db.ExecContext(ctx, "RESET preserve_insertion_order"); rerr != nil && err == nil {
+		err = rerr
+	}
 	if err != nil {
 		report.Ingest(e.stderr, &res)
 		db.Close()
