@@ -62,6 +62,11 @@ they are counted as "inferred".
 Without FILE it reads the database; with FILEs it loads them into a temporary in-memory
 database first (the input flags apply), for a quick look or a CI step.
 
+--format html -o postmortem.html writes the postmortem as one self-contained page (no
+script, no network; it prints): the timeline of amplification, retry rate and 5xx/429 share
+with alerts shaded and incidents outlined, logical requests by number of attempts, the wait
+before each retry as histograms, and the tables.
+
 --since and --until take RFC 3339 (2026-11-29T10:00:00Z), nginx's time
 (29/Nov/2026:10:00:00 +0000) or '2026-11-29 10:00[:05]' in --tz (default UTC); the
 range is [since, until). --tz also sets how windows are shown and where days start.`,
