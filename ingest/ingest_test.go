@@ -4,7 +4,11 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,5 +218,84 @@ func TestRowsFileRoundTrip(t *testing.T) {
 	w := fields{want.URI, want.UserAgent, want.RequestID, want.UpstreamStatus, want.UpstreamResponseTime, want.RequestTime, want.Status, want.Attempt, want.UpstreamTries, want.Bytes}
 	if diff := cmp.Diff(w, g); diff != "" {
 		t.Errorf("(-parsed +stored):\n%s", diff)
+	}
+}
+
+// Random strings with every kind of byte a JSON log can carry (control characters, quotes,
+// tabs, newlines, NUL, backslashes, multi-byte runes) go through parse, the rows file and
+// DuckDB unchanged: the database holds what the parser read, field by field.
+func TestRowsFileRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []rune("ab\"\\\t\n\r\x00\x01\x1f ,;'=+-@é✓\U0001F600<>{}|")
+	str := func() string {
+		n := rng.IntN(40)
+		r := make([]rune, n)
+		for i := range r {
+			r[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(r)
+	}
+	var in strings.Builder
+	const n = 3000
+	for i := range n {
+		rec := map[string]any{
+			"msec": fmt.Sprintf("%d.%03d", 1795946400+i, rng.IntN(1000)), "status": fmt.Sprint(200 + rng.IntN(400)),
+			"request": "GET /x" + str() + " HTTP/1.1", "http_user_agent": str(), "http_x_request_id": str(),
+			"http_referer": str(), "upstream_status": str(), "http_x_retry_attempt": fmt.Sprint(rng.IntN(3)),
+		}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Write(b)
+		in.WriteByte('\n')
+	}
+	format, _ := parse.Preset("nginx-json")
+	var want []parse.Record
+	r := parse.NewReader(strings.NewReader(in.String()), format)
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, rec)
+	}
+	ctx := context.Background()
+	db, err := Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	router, _ := NewRouter(nil)
+	res, err := Load(ctx, db, []string{"-"}, Options{Format: format, Router: router, Stdin: strings.NewReader(in.String())})
+	if err != nil || res.Totals().Rows != n {
+		t.Fatalf("load: %v, %+v", err, res.Totals())
+	}
+	rows, err := db.Query(`SELECT coalesce(uri, ''), coalesce(user_agent, ''), coalesce(request_id, ''), coalesce(referer, ''),
+		coalesce(upstream_status, ''), ts, status, attempt FROM requests ORDER BY line`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	i := 0
+	for ; rows.Next(); i++ {
+		var g parse.Record
+		var ts time.Time
+		if err := rows.Scan(&g.URI, &g.UserAgent, &g.RequestID, &g.Referer, &g.UpstreamStatus, &ts, &g.Status, &g.Attempt); err != nil {
+			t.Fatal(err)
+		}
+		w := want[i]
+		if g.URI != w.URI || g.UserAgent != w.UserAgent || g.RequestID != w.RequestID || g.Referer != w.Referer ||
+			g.UpstreamStatus != w.UpstreamStatus || !ts.Equal(w.Time) || g.Status != w.Status || g.Attempt != w.Attempt {
+			t.Fatalf("line %d:\nparsed %q %q %q %q %q %v %d %d\nstored %q %q %q %q %q %v %d %d", i+1,
+				w.URI, w.UserAgent, w.RequestID, w.Referer, w.UpstreamStatus, w.Time, w.Status, w.Attempt,
+				g.URI, g.UserAgent, g.RequestID, g.Referer, g.UpstreamStatus, ts, g.Status, g.Attempt)
+		}
+	}
+	if i != n {
+		t.Errorf("%d rows read back, want %d", i, n)
 	}
 }

@@ -136,7 +136,7 @@ func loadTSV(ctx context.Context, conn *sql.Conn, path string, id int64) error {
 		return err
 	}
 	q := "INSERT INTO requests SELECT " + strconv.FormatInt(id, 10) + ", * FROM read_csv(" + sqlString(path) + `, header = false, delim = '\t',
-		quote = '"', escape = '"', auto_detect = false, parallel = true, strict_mode = true,
+		quote = '"', escape = '"', new_line = '\n', auto_detect = false, parallel = true, strict_mode = true,
 		max_line_size = 4194304, buffer_size = 16777216, columns = ` + cols + ")"
 	_, err = conn.ExecContext(ctx, q)
 	return err
