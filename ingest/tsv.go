@@ -128,15 +128,18 @@ func (t *tsvWriter) row(line int64, r *parse.Record, route string) error {
 
 // loadTSV inserts the rows of a file appendRow wrote as those of file_id id, on conn
 // (inside its transaction).
-// A row is at most a 1 MiB log line's values, quotes doubled: 4 MiB is room enough, and
-// 16 MiB buffers keep the reader well inside ingest's 256 MB memory limit.
+// Every option the reader could otherwise detect is given (a carriage return inside a
+// value once made it read the file as CR-separated). A row is at most a 1 MiB log line's
+// values, quotes doubled: 4 MiB is room enough, and 16 MiB buffers keep the reader well
+// inside ingest's 128 MB memory limit.
 func loadTSV(ctx context.Context, conn *sql.Conn, path string, id int64) error {
 	cols, err := columnTypes(ctx, conn)
 	if err != nil {
 		return err
 	}
 	q := "INSERT INTO requests SELECT " + strconv.FormatInt(id, 10) + ", * FROM read_csv(" + sqlString(path) + `, header = false, delim = '\t',
-		quote = '"', escape = '"', new_line = '\n', auto_detect = false, parallel = true, strict_mode = true,
+		quote = '"', escape = '"', new_line = '\n', skip = 0, comment = '', timestampformat = '%Y-%m-%d %H:%M:%S.%f',
+		auto_detect = false, parallel = true, strict_mode = true,
 		max_line_size = 4194304, buffer_size = 16777216, columns = ` + cols + ")"
 	_, err = conn.ExecContext(ctx, q)
 	return err
