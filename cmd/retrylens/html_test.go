@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"golang.org/x/net/html"
@@ -120,8 +123,9 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// browserPage opens a file in headless Chromium and returns the counts of what the page
-// rendered, every console message and exception, and a full-page screenshot.
+// openInBrowser opens a file in headless Chromium and returns the counts of what the page
+// rendered, every console message and exception, a full-page screenshot and the page
+// printed to PDF.
 type pageFacts struct {
 	Charts, Series, AlertBands, Incidents, Bars, Tables, Rows, Scripts int
 	Verdict                                                            string
@@ -129,7 +133,7 @@ type pageFacts struct {
 	Width, Height                                                      float64
 }
 
-func openInBrowser(t *testing.T, path string) (pageFacts, []string, []byte) {
+func openInBrowser(t *testing.T, path string) (pageFacts, []string, []byte, []byte) {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
@@ -167,7 +171,7 @@ func openInBrowser(t *testing.T, path string) (pageFacts, []string, []byte) {
 	// chromedp enables the Runtime and Log domains on every tab.
 	err = chromedp.Do(bctx, chromedp.Navigate("file://"+path), chromedp.WaitReady("footer"))
 	var facts pageFacts
-	var shot []byte
+	var shot, pdf []byte
 	if err == nil {
 		facts, err = chromedp.Run(bctx, chromedp.Evaluate[pageFacts](`({
 			Charts: document.querySelectorAll("svg.chart").length,
@@ -187,13 +191,19 @@ func openInBrowser(t *testing.T, path string) (pageFacts, []string, []byte) {
 	if err == nil {
 		shot, err = chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
 	}
+	if err == nil {
+		pdf, err = chromedp.Run(bctx, func(ctx context.Context, t *chromedp.Target) ([]byte, error) {
+			res, err := cdp.Call(ctx, t, page.PrintToPDF, page.PrintToPDFParams{})
+			return res.Data, err
+		})
+	}
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
 	cancelB() // closes the tab: no more events
 	mu.Lock()
 	defer mu.Unlock()
-	return facts, append([]string(nil), problems...), shot
+	return facts, append([]string(nil), problems...), shot, pdf
 }
 
 // TestHTMLInBrowser renders the incident sample's page, opens it from a file in headless
@@ -203,11 +213,11 @@ func openInBrowser(t *testing.T, path string) (pageFacts, []string, []byte) {
 // 429×2 loops, the synchronised finding.
 func TestHTMLInBrowser(t *testing.T) {
 	dir := t.TempDir()
-	page := filepath.Join(dir, "postmortem.html")
-	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "10m", "--format", "html", "-o", page, scenario("incident-hour")); code != 0 {
+	pagePath := filepath.Join(dir, "postmortem.html")
+	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "10m", "--format", "html", "-o", pagePath, scenario("incident-hour")); code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
 	}
-	facts, problems, shot := openInBrowser(t, page)
+	facts, problems, shot, pdf := openInBrowser(t, pagePath)
 	want := pageFacts{
 		Charts:     4, // timeline, attempts, 2 gap histograms
 		Series:     4, // amplification, retry rate, 5xx and 429 share: each one unbroken line
@@ -228,6 +238,13 @@ func TestHTMLInBrowser(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("browser reported: %s", p)
 	}
+	// Printed (A4/Letter by Chromium's default), the postmortem is a few pages, not one per
+	// table row or chart.
+	pages := bytes.Count(pdf, []byte("/Type /Page")) - bytes.Count(pdf, []byte("/Type /Pages"))
+	if !bytes.HasPrefix(pdf, []byte("%PDF")) || pages < 1 || pages > 6 {
+		t.Errorf("printed: %d bytes, %d pages; want a PDF of 1 to 6 pages", len(pdf), pages)
+	}
+	t.Logf("printed: %d pages", pages)
 	shotPath := os.Getenv("RETRYLENS_SCREENSHOT")
 	if shotPath == "" {
 		shotPath = filepath.Join(dir, "postmortem.png")
@@ -242,7 +259,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "1m", "--format", "html", "-o", hostile, hostileLog(t)); code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
 	}
-	facts, problems, _ = openInBrowser(t, hostile)
+	facts, problems, _, _ = openInBrowser(t, hostile)
 	if facts.Pwned || facts.Scripts != 0 {
 		t.Errorf("hostile page ran a script: %+v", facts)
 	}
