@@ -277,7 +277,8 @@ func (r *Report) timeline() *timeline {
 
 // attemptBars is the chart of logical requests per number of attempts.
 func attemptBars(cs []query.AttemptCount) *barChart {
-	if len(cs) > attemptBarsShown { // a long tail folds into the last bar
+	folded := len(cs) > attemptBarsShown
+	if folded { // a long tail folds into the last bar
 		tail := cs[attemptBarsShown-1]
 		for _, c := range cs[attemptBarsShown:] {
 			tail.Requests += c.Requests
@@ -296,7 +297,7 @@ func attemptBars(cs []query.AttemptCount) *barChart {
 		h := (b.Bottom - barPadT) * float64(c.Requests) / float64(most)
 		x := barPadL + slot*float64(i) + slot*0.15
 		label := strconv.Itoa(c.Attempts)
-		if i == attemptBarsShown-1 && len(cs) == attemptBarsShown {
+		if folded && i == len(cs)-1 {
 			label += "+"
 		}
 		b.Bars = append(b.Bars, svgRect{X: x, Y: b.Bottom - h, W: slot * 0.7, H: h, Class: "bar",

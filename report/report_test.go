@@ -165,3 +165,20 @@ func TestCSVFormulaSafe(t *testing.T) {
 		t.Errorf("groups CSV:\n%s", b.String())
 	}
 }
+
+// Past ten bars, the tail of the attempts chart folds into a last "N+" bar that holds
+// its requests; ten bars exactly are labelled as they are.
+func TestAttemptBarsFold(t *testing.T) {
+	var cs []query.AttemptCount
+	for n := 1; n <= 12; n++ {
+		cs = append(cs, query.AttemptCount{Attempts: n, Requests: int64(100 - n)})
+	}
+	b := attemptBars(cs)
+	if len(b.Bars) != 10 || b.Bars[9].Label != "267" || b.Labels[9].Text != "10+" {
+		t.Errorf("12 counts: %d bars, last %q labelled %q; want 10 bars, the last 90+89+88 = 267 labelled 10+", len(b.Bars), b.Bars[9].Label, b.Labels[9].Text)
+	}
+	b = attemptBars(cs[:10])
+	if len(b.Bars) != 10 || b.Labels[9].Text != "10" {
+		t.Errorf("10 counts: last labelled %q, want 10", b.Labels[9].Text)
+	}
+}
