@@ -28,7 +28,10 @@ type server struct {
 // startServer starts cmd and waits, at most 5 s, until addr accepts a connection.
 func startServer(name string, cmd *exec.Cmd, addr string, stop syscall.Signal) (*server, error) {
 	s := &server{name: name, addr: addr, cmd: cmd, done: make(chan error, 1), stop: stop}
-	cmd.Stdout, cmd.Stderr = &s.out, &s.out
+	if cmd.Stdout == nil { // a server that logs to stdout (HAProxy) brings its own
+		cmd.Stdout = &s.out
+	}
+	cmd.Stderr = &s.out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

