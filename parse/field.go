@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // field is what a variable's value means to retrylens. Variables retrylens has no use for
@@ -96,6 +97,25 @@ var variables = map[string]field{
 	"http_x_envoy_attempt_count":      fieldAttemptEnvoy,
 	"http_amz_sdk_request":            fieldAttemptAmz,
 	"http_grpc_previous_rpc_attempts": fieldAttemptGRPC,
+}
+
+// stringFields maps the fields set stores as is to their string in Record: the text
+// parser stores those without going through set.
+var stringFields = map[field]uintptr{
+	fieldRemoteAddr:           unsafe.Offsetof(Record{}.RemoteAddr),
+	fieldMethod:               unsafe.Offsetof(Record{}.Method),
+	fieldURI:                  unsafe.Offsetof(Record{}.URI),
+	fieldProtocol:             unsafe.Offsetof(Record{}.Protocol),
+	fieldReferer:              unsafe.Offsetof(Record{}.Referer),
+	fieldUserAgent:            unsafe.Offsetof(Record{}.UserAgent),
+	fieldHost:                 unsafe.Offsetof(Record{}.Host),
+	fieldUpstreamAddr:         unsafe.Offsetof(Record{}.UpstreamAddr),
+	fieldUpstreamResponseTime: unsafe.Offsetof(Record{}.UpstreamResponseTime),
+	fieldRetryReason:          unsafe.Offsetof(Record{}.RetryReason),
+	fieldRequestID:            unsafe.Offsetof(Record{}.RequestID),
+	fieldIdempotencyKey:       unsafe.Offsetof(Record{}.IdempotencyKey),
+	fieldInvocationID:         unsafe.Offsetof(Record{}.InvocationID),
+	fieldRetryAfter:           unsafe.Offsetof(Record{}.RetryAfter),
 }
 
 // state carries what a line sets before it is folded into the Record.
@@ -498,36 +518,28 @@ func stripPort(v string) string {
 
 // parseMsec reads $msec, seconds since the epoch with millisecond resolution.
 func parseMsec(s string) (time.Time, bool) {
-	sec, frac, _ := strings.Cut(s, ".")
-	n, ok := atoiLong(sec)
-	if !ok || len(frac) > 9 || n > maxUnix {
+	var sec int64
+	i := 0
+	for ; i < len(s) && s[i] != '.'; i++ {
+		c := s[i] - '0'
+		if c > 9 || i >= 18 {
+			return time.Time{}, false
+		}
+		sec = sec*10 + int64(c)
+	}
+	if i == 0 || sec > maxUnix || len(s)-i > 10 {
 		return time.Time{}, false
 	}
-	ns := 0
-	for i := 0; i < 9; i++ {
-		ns *= 10
-		if i < len(frac) {
-			c := frac[i] - '0'
+	ns, scale := 0, 1000000000
+	if i < len(s) { // s[i] is the '.'
+		for _, c := range []byte(s[i+1:]) {
+			c -= '0'
 			if c > 9 {
 				return time.Time{}, false
 			}
-			ns += int(c)
+			scale /= 10
+			ns += int(c) * scale
 		}
 	}
-	return time.Unix(int64(n), int64(ns)).UTC(), true
-}
-
-func atoiLong(s string) (int64, bool) {
-	if len(s) == 0 || len(s) > 18 {
-		return 0, false
-	}
-	var n int64
-	for i := 0; i < len(s); i++ {
-		c := s[i] - '0'
-		if c > 9 {
-			return 0, false
-		}
-		n = n*10 + int64(c)
-	}
-	return n, true
+	return time.Unix(sec, int64(ns)).UTC(), true
 }

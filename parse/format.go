@@ -65,7 +65,9 @@ type step struct {
 	name   string // variable name, for messages
 	field  field
 	lit    string // literal text after the variable; "" only for the last variable
-	quoted bool   // the value sits between '"'s: scan for an unescaped quote
+	match  literal
+	str    uintptr // the offset in Record of the string the value is stored in as is; 0 for set
+	quoted bool    // the value sits between '"'s: scan for an unescaped quote
 }
 
 // Preset formats by name.
@@ -187,6 +189,8 @@ func Compile(src string, esc Escape) (*Format, error) {
 	for i := range f.steps {
 		s := &f.steps[i]
 		s.quoted = strings.HasSuffix(prev, `"`) && strings.HasPrefix(s.lit, `"`)
+		s.match = newLiteral(s.lit)
+		s.str = stringFields[s.field]
 		prev = s.lit
 	}
 	return f, nil

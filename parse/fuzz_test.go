@@ -3,8 +3,10 @@ package parse
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -127,6 +129,51 @@ func FuzzGatewayJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		for _, format := range formats {
 			sane(t, format, line)
+		}
+	})
+}
+
+// FuzzScanners checks the word-at-a-time helpers the text parser leans on against the
+// obvious byte-by-byte answer: indexByteFrom, literal.at, plain and parseMsec.
+//
+//	go test ./parse -run '^$' -fuzz FuzzScanners -fuzztime 2m
+func FuzzScanners(f *testing.F) {
+	f.Add("10.0.0.1 - - [29/Nov/2026:10:00:00 +0000] \"GET / HTTP/1.1\" 200", uint8(3), byte('"'), "\" us=\"")
+	f.Add(`a\b`+strings.Repeat("x", 70)+"é\"", uint8(0), byte('\\'), "xx")
+	f.Add("1795910400.005", uint8(0), byte('.'), "1795910400.005")
+	f.Fuzz(func(t *testing.T, s string, from uint8, c byte, lit string) {
+		i := min(int(from), len(s))
+		want := strings.IndexByte(s[i:], c)
+		if want >= 0 {
+			want += i
+		}
+		if got := indexByteFrom(s, i, c); got != want {
+			t.Errorf("indexByteFrom(%q, %d, %q) = %d, want %d", s, i, c, got, want)
+		}
+		if lit != "" {
+			l := newLiteral(lit)
+			if got, want := l.at(s, i), strings.HasPrefix(s[i:], lit); got != want {
+				t.Errorf("literal %q at %d of %q: %v, want %v", lit, i, s, got, want)
+			}
+		}
+		wantPlain := isASCII(s) && !strings.Contains(s, `\`)
+		if got := plain(s); got != wantPlain {
+			t.Errorf("plain(%q) = %v, want %v", s, got, wantPlain)
+		}
+		// $msec: digits, optionally '.' and up to 9 more digits.
+		sec, frac, dot := strings.Cut(s, ".")
+		n, err := strconv.ParseInt(sec, 10, 64)
+		fracOK := len(frac) <= 9 && strings.Trim(frac, "0123456789") == "" && (dot || frac == "")
+		okWant := err == nil && sec[0] != '+' && sec[0] != '-' && len(sec) <= 18 && n <= maxUnix && fracOK
+		tm, ok := parseMsec(s)
+		if ok != okWant {
+			t.Fatalf("parseMsec(%q) ok = %v, want %v", s, ok, okWant)
+		}
+		if ok {
+			ns, _ := strconv.Atoi((frac + "000000000")[:9])
+			if want := time.Unix(n, int64(ns)).UTC(); !tm.Equal(want) {
+				t.Errorf("parseMsec(%q) = %v, want %v", s, tm, want)
+			}
 		}
 	})
 }

@@ -1,6 +1,8 @@
 package parse
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -19,9 +21,11 @@ func (f *Format) ParseLine(line []byte) (Record, error) {
 }
 
 func (f *Format) parse(r *Record, s string) *Error {
-	s = strings.TrimRight(s, "\r\n")
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
+		s = s[:len(s)-1]
+	}
 	r.reset()
-	if strings.TrimSpace(s) == "" {
+	if len(s) == 0 || s[0] <= ' ' && strings.TrimSpace(s) == "" {
 		return errAt(0, ErrEmptyLine, "")
 	}
 	var st state
@@ -65,75 +69,104 @@ func (f *Format) parseText(r *Record, st *state, s string) *Error {
 		return errAt(0, ErrLiteral, "want %q at the start, found %s", f.lead, excerpt(s, 0, 20))
 	}
 	i := len(f.lead)
-	last := len(f.steps) - 1
-	for k := range f.steps {
-		sp := &f.steps[k]
+	steps := f.steps[:len(f.steps)-1]
+	for k := range steps {
+		sp := &steps[k]
 		var end int
-		switch {
-		case sp.lit == "":
-			end = len(s)
-		case k == last:
-			// The closing literal ends the line: take everything up to it, so a stray quote
-			// inside the last value cannot cut the line short.
-			end = len(s) - len(sp.lit)
-			switch {
-			case end >= i && strings.HasSuffix(s, sp.lit):
-			case sp.quoted && sp.lit == `"` && strings.IndexByte(s[i:], '"') < 0:
-				// A cut-off last quoted value (real logs have them: a user agent that
-				// lost its closing quote) still tells everything else about the request.
-				end, sp = len(s), &step{name: sp.name, field: sp.field}
-			default:
-				end = -1
-			}
-		case sp.quoted:
-			end = quotedEnd(s, i, sp.lit)
-		default:
-			end = indexFrom(s, i, sp.lit)
+		if sp.quoted {
+			end = quotedEnd(s, i, &sp.match)
+		} else {
+			end = indexFrom(s, i, &sp.match)
 		}
 		if end < 0 {
 			return errAt(i, ErrLiteral, "want %q after $%s, found %s", sp.lit, sp.name, excerpt(s, i, 24))
 		}
-		if v := s[i:end]; sp.field != fieldIgnore && v != "-" && v != "" {
+		// As value does, inline: the loop is the parser's hot path.
+		if v := s[i:end]; sp.field != fieldIgnore && len(v) > 0 && (len(v) > 1 || v[0] != '-') {
 			if !clean {
 				v = f.unescape(v)
 			}
-			if err := set(r, st, sp.field, v, i); err != nil {
+			if sp.str != 0 { // a string field of the Record, stored as is
+				*(*string)(unsafe.Add(unsafe.Pointer(r), sp.str)) = v
+			} else if err := set(r, st, sp.field, v, i); err != nil {
 				return err
 			}
 		}
 		i = end + len(sp.lit)
 	}
-	if i != len(s) {
-		return errAt(i, ErrTrailing, "found %s", excerpt(s, i, 24))
+	// The last variable: up to the closing literal, which ends the line. Everything up to
+	// it is the value, so a stray quote inside it cannot cut the line short.
+	sp := &f.steps[len(f.steps)-1]
+	end := len(s) - len(sp.lit)
+	switch {
+	case end >= i && strings.HasSuffix(s, sp.lit):
+	case sp.quoted && sp.lit == `"` && strings.IndexByte(s[i:], '"') < 0:
+		// A cut-off last quoted value (real logs have them: a user agent that lost its
+		// closing quote) still tells everything else about the request.
+		end = len(s)
+	default:
+		return errAt(i, ErrLiteral, "want %q after $%s, found %s", sp.lit, sp.name, excerpt(s, i, 24))
 	}
-	return nil
+	return f.value(r, st, sp, s, i, end, clean)
 }
 
-// shortScan is how many bytes indexFrom and quotedEnd look at one by one before they
-// hand over to the vectorised search: most values are short (a status, a byte count, a
-// time), and starting the vectorised search costs more than reading them.
-const shortScan = 16
+// value stores the value s[i:end] of step sp: "-" and "" are absent.
+func (f *Format) value(r *Record, st *state, sp *step, s string, i, end int, clean bool) *Error {
+	v := s[i:end]
+	if sp.field == fieldIgnore || len(v) == 0 || len(v) == 1 && v[0] == '-' {
+		return nil
+	}
+	if !clean {
+		v = f.unescape(v)
+	}
+	return set(r, st, sp.field, v, i)
+}
+
+// swarScan is how many bytes indexFrom and indexByteFrom read eight at a time before
+// they hand over to the vectorised search: most values are short (a status, a byte count,
+// a time), and starting the vectorised search costs more than reading them.
+const swarScan = 64
 
 // indexFrom returns the index of the first lit in s at or after i, or -1.
-func indexFrom(s string, i int, lit string) int {
-	c := lit[0]
-	stop := min(len(s), i+shortScan)
-	for j, b := range []byte(s[i:stop]) { // no copy: the compiler reads the string in place
-		if b == c && (len(lit) == 1 || hasLit(s, i+j, lit)) {
-			return i + j
+func indexFrom(s string, i int, lit *literal) int {
+	for {
+		j := indexByteFrom(s, i, lit.s[0])
+		if j < 0 || len(lit.s) == 1 || lit.at(s, j) {
+			return j
 		}
+		i = j + 1
 	}
-	if stop == len(s) {
-		return -1
-	}
-	if k := strings.Index(s[stop:], lit); k >= 0 {
-		return stop + k
-	}
-	return -1
 }
 
-// hasLit reports whether s[j:] starts with lit, byte by byte: literals are a few bytes
-// long, shorter than it takes to set up a memory compare.
+// literal is the text between two variables, with its first eight bytes ready to compare
+// in one load.
+type literal struct {
+	s          string
+	word, mask uint64 // little-endian: the first min(8, len(s)) bytes, and which bytes count
+}
+
+func newLiteral(s string) literal {
+	l := literal{s: s}
+	for k := 0; k < len(s) && k < 8; k++ {
+		l.word |= uint64(s[k]) << (8 * k)
+		l.mask |= 0xff << (8 * k)
+	}
+	return l
+}
+
+// at reports whether s[j:] starts with the literal.
+func (l *literal) at(s string, j int) bool {
+	if j+8 <= len(s) {
+		b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+		if binary.LittleEndian.Uint64(b[j:])&l.mask != l.word {
+			return false
+		}
+		return len(l.s) <= 8 || hasLit(s, j+8, l.s[8:])
+	}
+	return hasLit(s, j, l.s)
+}
+
+// hasLit reports whether s[j:] starts with lit, byte by byte.
 func hasLit(s string, j int, lit string) bool {
 	if len(s)-j < len(lit) {
 		return false
@@ -146,12 +179,24 @@ func hasLit(s string, j int, lit string) bool {
 	return true
 }
 
-// indexByteFrom returns the index of the first c in s at or after i, or -1.
+// indexByteFrom returns the index of the first c in s at or after i, or -1. It reads
+// eight bytes at a time (a zero byte of w^cccccccc is a c), then hands long values over
+// to strings.IndexByte.
 func indexByteFrom(s string, i int, c byte) int {
-	stop := min(len(s), i+shortScan)
-	for j := 0; j < stop-i; j++ {
-		if s[i+j] == c {
-			return i + j
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	cs := uint64(c) * ones
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	stop := min(len(s), i+swarScan)
+	for ; i+8 <= stop; i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:]) ^ cs // one load on little-endian machines
+		// The lowest flagged byte is a zero byte of x; only bytes above it can be false.
+		if t := (x - ones) &^ x & highs; t != 0 {
+			return i + bits.TrailingZeros64(t)/8
+		}
+	}
+	for ; i < stop; i++ {
+		if s[i] == c {
+			return i
 		}
 	}
 	if stop == len(s) {
@@ -165,8 +210,8 @@ func indexByteFrom(s string, i int, c byte) int {
 
 // quotedEnd finds where a quoted value ends: the first '"' not escaped by a backslash
 // (nginx writes \x22, Apache and escape=json write \") that starts lit.
-func quotedEnd(s string, i int, lit string) int {
-	if i+1 < len(s) && s[i] == '-' && s[i+1] == '"' && hasLit(s, i+1, lit) {
+func quotedEnd(s string, i int, lit *literal) int {
+	if i+1 < len(s) && s[i] == '-' && s[i+1] == '"' && lit.at(s, i+1) {
 		return i + 1 // "-": the most common quoted value
 	}
 	for j := i; j < len(s); {
@@ -178,7 +223,7 @@ func quotedEnd(s string, i int, lit string) int {
 		for k := q - 1; k >= i && s[k] == '\\'; k-- {
 			bs++
 		}
-		if bs%2 == 0 && hasLit(s, q, lit) {
+		if bs%2 == 0 && lit.at(s, q) {
 			return q
 		}
 		j = q + 1
@@ -269,12 +314,21 @@ const hexDigits = "0123456789abcdef"
 // are; it reads eight bytes at a time.
 func plain(s string) bool {
 	const ones, highs, backslashes = 0x0101010101010101, 0x8080808080808080, 0x5c5c5c5c5c5c5c5c
+	// bad flags a byte of w that is not ASCII or is a backslash (a zero byte of w^5c5c…).
+	bad := func(w uint64) uint64 { x := w ^ backslashes; return w | (x-ones)&^x }
 	i := 0
 	p := unsafe.Pointer(unsafe.StringData(s))
+	for ; i+32 <= len(s); i += 32 { // unaligned loads: fine on amd64 and arm64
+		w0 := *(*uint64)(unsafe.Add(p, i))
+		w1 := *(*uint64)(unsafe.Add(p, i+8))
+		w2 := *(*uint64)(unsafe.Add(p, i+16))
+		w3 := *(*uint64)(unsafe.Add(p, i+24))
+		if (bad(w0)|bad(w1)|bad(w2)|bad(w3))&highs != 0 {
+			return false
+		}
+	}
 	for ; i+8 <= len(s); i += 8 {
-		w := *(*uint64)(unsafe.Add(p, i)) // unaligned loads: fine on amd64 and arm64
-		x := w ^ backslashes              // a zero byte where w has a backslash
-		if (w|((x-ones)&^x))&highs != 0 {
+		if bad(*(*uint64)(unsafe.Add(p, i)))&highs != 0 {
 			return false
 		}
 	}

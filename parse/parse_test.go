@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -376,5 +379,84 @@ func TestOnlyAttemptHeader(t *testing.T) {
 	}
 	if _, err := f.OnlyAttemptHeader("x-nope"); err == nil {
 		t.Error("unknown header accepted")
+	}
+}
+
+// The Reader hands out lines that point into its blocks: whatever the source's read sizes
+// and line lengths (a line across blocks, a line longer than a block, one over the
+// limit, a last line without newline), every line read is the one written, and stays
+// so after later reads.
+func TestReaderBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var lines []string
+	for i := range 3000 {
+		n := rng.IntN(300)
+		switch i % 500 {
+		case 7:
+			n = blockSize + rng.IntN(blockSize) // longer than a block
+		case 9:
+			n = MaxLineLength + 1 + rng.IntN(100) // too long: skipped
+		}
+		b := make([]byte, n)
+		for k := range b {
+			b[k] = 'a' + byte(rng.IntN(26))
+		}
+		lines = append(lines, string(b))
+	}
+	in := strings.Join(lines, "\n") // the last line has no newline
+	sources := map[string]func() io.Reader{
+		"whole":    func() io.Reader { return strings.NewReader(in) },
+		"one byte": func() io.Reader { return iotest.OneByteReader(strings.NewReader(in[:3<<20])) },
+		"half":     func() io.Reader { return iotest.HalfReader(strings.NewReader(in)) },
+		"data+EOF": func() io.Reader { return iotest.DataErrReader(strings.NewReader(in)) },
+	}
+	for name, src := range sources {
+		t.Run(name, func(t *testing.T) {
+			want := lines
+			if name == "one byte" {
+				want = strings.Split(in[:3<<20], "\n")
+			}
+			r := NewReader(src(), nil)
+			var got [][]byte
+			for {
+				l, err := r.readLine()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, l)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d lines, want %d", len(got), len(want))
+			}
+			for i, l := range got {
+				switch {
+				case len(want[i]) > MaxLineLength && l != nil:
+					t.Errorf("line %d: %d bytes, over the limit, was not skipped", i+1, len(l))
+				case len(want[i]) <= MaxLineLength && string(l) != want[i]:
+					t.Errorf("line %d: %.20q… (%d bytes), want %.20q… (%d bytes)", i+1, l, len(l), want[i], len(want[i]))
+				}
+			}
+		})
+	}
+}
+
+// The text parser stores plain string fields through stringFields, not set: both must
+// land in the same place.
+func TestStringFields(t *testing.T) {
+	for f, off := range stringFields {
+		if off == 0 {
+			t.Fatalf("field %d at offset 0: 0 means none", f)
+		}
+		var r Record
+		var st state
+		if err := set(&r, &st, f, "v", 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := *(*string)(unsafe.Add(unsafe.Pointer(&r), off)); got != "v" {
+			t.Errorf("field %d: set stores elsewhere than offset %d", f, off)
+		}
 	}
 }

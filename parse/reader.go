@@ -1,7 +1,7 @@
 package parse
 
 import (
-	"bufio"
+	"bytes"
 	"io"
 	"unsafe"
 )
@@ -11,22 +11,27 @@ import (
 const MaxLineLength = 1 << 20
 
 // Reader reads Records from an access log, one per line, in the manner of encoding/csv.
+//
+// It reads into blocks it never writes again once a line in them was handed out, so a
+// Record's strings point straight into the block: no copy per line. A block is freed by
+// the garbage collector once no Record holds a string of it.
 type Reader struct {
-	f    *Format
-	br   *bufio.Reader
-	line int
-	buf  []byte
-	last []byte // the line last read; valid until the next Read
-	slab []byte // lines are copied here: one allocation per slab, not per line
+	f        *Format
+	src      io.Reader
+	err      error  // the source's error, returned once the block is drained
+	block    []byte // block[pos:end] is read and not yet handed out
+	pos, end int
+	line     int
+	last     []byte // the line last read; valid until the next Read
 }
 
-// slabSize is the size of the blocks the Reader copies lines into. A Record's strings
-// point into a slab, which the garbage collector frees once no Record holds it.
-const slabSize = 64 << 10
+// blockSize is the size of the blocks the Reader reads into. A line longer than a block
+// gets a block of its own, up to MaxLineLength.
+const blockSize = 256 << 10
 
 // NewReader returns a Reader of r's lines in format f.
 func NewReader(r io.Reader, f *Format) *Reader {
-	return &Reader{f: f, br: bufio.NewReaderSize(r, 256<<10)}
+	return &Reader{f: f, src: r}
 }
 
 // StartAt numbers the next line n+1: for reading a file's tail after n lines.
@@ -62,7 +67,7 @@ func (r *Reader) ReadInto(rec *Record) error {
 		if len(raw) == 0 || (len(raw) == 1 && raw[0] == '\r') {
 			continue
 		}
-		if perr := r.f.parse(rec, r.intern(raw)); perr != nil {
+		if perr := r.f.parse(rec, unsafe.String(&raw[0], len(raw))); perr != nil {
 			perr.Line = r.line
 			*rec = Record{}
 			return perr
@@ -71,58 +76,83 @@ func (r *Reader) ReadInto(rec *Record) error {
 	}
 }
 
-// intern copies a line into the current slab and returns it as a string. The slab's
-// bytes are never written again once handed out, so the string is immutable.
-func (r *Reader) intern(line []byte) string {
-	if len(line) > slabSize/4 {
-		return string(line)
+// readLine returns the next line without its newline, nil (and no error) for a line over
+// MaxLineLength. The bytes returned are never written again.
+func (r *Reader) readLine() ([]byte, error) {
+	seen := 0 // the first seen bytes at r.pos hold no newline
+	for {
+		if k := bytes.IndexByte(r.block[r.pos+seen:r.end], '\n'); k >= 0 {
+			k += seen
+			if k > MaxLineLength {
+				r.pos += k + 1
+				return nil, nil
+			}
+			line := r.block[r.pos : r.pos+k : r.pos+k]
+			r.pos += k + 1
+			return line, nil
+		}
+		if r.err != nil {
+			if r.err == io.EOF && r.pos < r.end { // the last line, without its newline
+				line := r.block[r.pos:r.end:r.end]
+				r.pos = r.end
+				if len(line) > MaxLineLength {
+					return nil, nil
+				}
+				return line, nil
+			}
+			return nil, r.err
+		}
+		if r.end-r.pos > MaxLineLength {
+			return nil, r.skipLine()
+		}
+		seen = r.end - r.pos
+		r.fill()
 	}
-	if len(r.slab)+len(line) > cap(r.slab) {
-		r.slab = make([]byte, 0, slabSize)
-	}
-	start := len(r.slab)
-	r.slab = append(r.slab, line...)
-	if len(line) == 0 {
-		return ""
-	}
-	return unsafe.String(&r.slab[start], len(line))
 }
 
-// readLine returns the next line without its newline, nil for a line over MaxLineLength.
-func (r *Reader) readLine() ([]byte, error) {
-	b, err := r.br.ReadSlice('\n')
-	if err == nil {
-		return b[:len(b)-1], nil
+// fill reads more of the source after what is buffered, first moving the partial line
+// to a fresh block when the current one is full (the old block's bytes may be held by
+// Records, so it is not reused).
+func (r *Reader) fill() {
+	if r.end == len(r.block) {
+		n := r.end - r.pos
+		b := make([]byte, max(blockSize, 2*n))
+		copy(b, r.block[r.pos:r.end])
+		r.block, r.pos, r.end = b, 0, n
 	}
-	if err != bufio.ErrBufferFull {
-		if err == io.EOF && len(b) > 0 {
-			return b, nil
+	for range 100 { // as bufio does, give up on a source that returns nothing forever
+		n, err := r.src.Read(r.block[r.end:])
+		r.end += n
+		if err != nil {
+			r.err = err
 		}
-		return nil, err
+		if n > 0 || err != nil {
+			return
+		}
 	}
-	r.buf = append(r.buf[:0], b...)
-	tooLong := false
+	r.err = io.ErrNoProgress
+}
+
+// skipLine drops the rest of a line too long to keep, reading on to its newline. It
+// returns an error only when the source fails before the end.
+func (r *Reader) skipLine() error {
+	// A fresh block: the current one holds lines already handed out.
+	r.block, r.pos, r.end = make([]byte, blockSize), 0, 0
 	for {
-		b, err = r.br.ReadSlice('\n')
-		if !tooLong {
-			r.buf = append(r.buf, b...)
-			tooLong = len(r.buf) > MaxLineLength
+		r.fill()
+		if k := bytes.IndexByte(r.block[:r.end], '\n'); k >= 0 {
+			r.pos = k + 1
+			return nil
 		}
-		if err == bufio.ErrBufferFull {
-			continue
+		if r.err != nil {
+			r.pos = r.end
+			if r.err == io.EOF {
+				return nil
+			}
+			return r.err
 		}
-		if err != nil && err != io.EOF {
-			return nil, err
-		}
-		break
+		r.end = 0 // nothing of this block was handed out: read over it
 	}
-	if tooLong {
-		return nil, nil
-	}
-	if n := len(r.buf); n > 0 && r.buf[n-1] == '\n' {
-		return r.buf[:n-1], nil
-	}
-	return r.buf, nil
 }
 
 // Excerpt returns up to n bytes of the line last read, as written, for reject samples.
