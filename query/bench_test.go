@@ -49,12 +49,31 @@ FROM range(10000000) t(i)`)
 
 // BenchmarkReport10M is one whole report over 10M rows, step by step as retrylens
 // report runs them: prepare, summary, hourly and minute windows, endpoints, 429 loops,
-// findings, linking, backoff. Each step's mean time is reported as <step>-ms.
+// findings, linking, backoff. Each step's mean time is reported as <step>-ms. The
+// "cached" report reads the cache ingest stores (query.Refresh, timed once as
+// refresh-ms); "linked" links the rows again, as a report with --since does.
 //
 //	go test ./query -run '^$' -bench Report10M -benchtime 3x
 func BenchmarkReport10M(b *testing.B) {
 	db := bench10M(b)
 	defer db.Close()
+	ctx := context.Background()
+	t0 := time.Now()
+	built, err := query.Refresh(ctx, db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	refresh := time.Since(t0)
+	b.Run("cached", func(b *testing.B) {
+		if built {
+			b.ReportMetric(float64(refresh.Milliseconds()), "refresh-ms")
+		}
+		benchReport(b, db, query.Options{}, true)
+	})
+	b.Run("linked", func(b *testing.B) { benchReport(b, db, query.Options{NoCache: true}, false) })
+}
+
+func benchReport(b *testing.B, db *sql.DB, o query.Options, cached bool) {
 	ctx := context.Background()
 	steps := map[string]time.Duration{}
 	var order []string
@@ -71,8 +90,11 @@ func BenchmarkReport10M(b *testing.B) {
 			steps[name] += time.Since(t)
 			t = time.Now()
 		}
-		set, err := query.Open(ctx, db, query.Options{})
+		set, err := query.Open(ctx, db, o)
 		lap("open", err)
+		if set.Cached() != cached {
+			b.Fatalf("cached %v, want %v", set.Cached(), cached)
+		}
 		m, err := set.Summary(ctx)
 		lap("summary", err)
 		if m.Requests != 10_000_000 {

@@ -1,8 +1,8 @@
 -- Logical requests by what linked them: strong-keyed single first attempts from the rows,
 -- plus the distinct requests of {{.Table}}_multi.
 WITH s AS (
-    SELECT linked_by, count(*) AS firsts
-    FROM {{.Table}}
+    SELECT linked_by, {{if .Cube}}sum(n){{else}}count(*){{end}} AS firsts
+    FROM {{or .Cube .Table}}
     WHERE attempt = 0 AND linked_by IN ('idempotency_key', 'invocation_id', 'request_id')
     GROUP BY linked_by
 ),

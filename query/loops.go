@@ -30,7 +30,7 @@ type LoopOffender struct {
 // Loops returns the 429 loop figures of the Set.
 func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 	var l Loops429
-	q, err := s.statement("loops.sql", "")
+	q, err := s.statement("loops.sql", "", s.cube)
 	if err != nil {
 		return l, err
 	}

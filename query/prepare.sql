@@ -7,7 +7,7 @@ Objects are named after {{.Table}}, chosen by the program.
           {{.Since}}, {{.Until}}, {{.MaxGap}} and {{.Infer}} are SQL literals the program
           formats from parsed values (a time, a number, a boolean), so that DuckDB can
           skip row groups outside the range
-  _chain  table: rows linked by the heuristic (tagged, no strong key) and, with infer,
+  _chain  table (a temporary one, or a stored one for the cache: {{.Kind}}): rows linked by the heuristic (tagged, no strong key) and, with infer,
           untagged rows with inferred attempt numbers
   (main)  view: every row of the range with its attempt number (logged or inferred),
           logical-request key (lkey) and what linked it; the row metrics read this
@@ -48,7 +48,7 @@ WHERE r.ts >= {{.Since}} AND r.ts < {{.Until}}
 {{end}}
 
 {{define "prepare_chain"}}
-CREATE TEMP TABLE {{.Table}}_chain AS
+CREATE {{.Kind}} {{.Table}}_chain AS
 WITH h AS (
     SELECT *,
         CASE WHEN lag(ts) OVER hk IS NULL
@@ -108,8 +108,25 @@ UNION ALL BY NAME
 SELECT * FROM {{.Table}}_chain
 {{end}}
 
+{{define "prepare_cube"}}
+CREATE TABLE {{.Table}}_cube AS
+SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
+       method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by,
+       count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries) AS tries
+FROM {{.Table}}
+GROUP BY ALL
+{{end}}
+
+{{define "cached_chain"}}
+CREATE TEMP VIEW {{.Table}}_chain AS SELECT * FROM {{.Cache}}_chain
+{{end}}
+
+{{define "cached_multi"}}
+CREATE TEMP VIEW {{.Table}}_multi AS SELECT * FROM {{.Cache}}_multi
+{{end}}
+
 {{define "prepare_multi"}}
-CREATE TEMP TABLE {{.Table}}_multi AS
+CREATE {{.Kind}} {{.Table}}_multi AS
 WITH retried AS (
     -- by hash: a collision only brings a single-attempt request in, which the logical
     -- metrics count the same either way (see logical.sql)

@@ -32,6 +32,13 @@ type Options struct {
 	Route         string        // only this route; "" for all
 	MaxGap        time.Duration // heuristic links and inference: at most this between attempts (default 60 s)
 	InferAttempts bool          // give untagged rows inferred attempt numbers
+	NoCache       bool          // link the rows again even when the stored cache would do
+}
+
+// whole reports whether o selects every row with the default linking: what the stored
+// cache holds (see Refresh).
+func (o Options) whole() bool {
+	return o.Since.IsZero() && o.Until.IsZero() && o.Route == "" && o.MaxGap == DefaultMaxGap && !o.InferAttempts
 }
 
 // DefaultMaxGap is the SPEC's default --max-gap.
@@ -39,8 +46,10 @@ const DefaultMaxGap = 60 * time.Second
 
 // Set is the rows of one report, prepared once. Close it.
 type Set struct {
-	conn  *sql.Conn
-	table string
+	conn   *sql.Conn
+	table  string
+	cached bool   // linking read from the stored cache (see Refresh): _chain and _multi are views
+	cube   string // the stored minute cube the row metrics add up; "" to read the rows
 
 	minuteCounts []bucket // see minutes
 }
@@ -68,12 +77,34 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		Infer:    strconv.FormatBool(o.InferAttempts),
 		HasRoute: o.Route != "",
 	}
-	for i, name := range []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi"} {
+	steps := []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi"}
+	if o.whole() && !o.NoCache {
+		fresh, err := cacheFresh(ctx, conn)
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		if fresh {
+			s.cached, s.cube = true, cacheName+"_cube"
+			steps = []string{"prepare_params", "prepare_rows", "cached_chain", "prepare_all", "cached_multi"}
+		}
+	}
+	if err := prepare(ctx, conn, s.table, "TEMP TABLE", lit, route, steps); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepare runs the named statements of prepare.sql for table, creating its tables as kind
+// ("TEMP TABLE" for a Set, "TABLE" for the cache).
+func prepare(ctx context.Context, conn execer, table, kind string, lit prepareLiterals, route any, steps []string) error {
+	for i, name := range steps {
 		var q bytes.Buffer
 		err := sqlTmpl.ExecuteTemplate(&q, name, struct {
-			Table string
+			Table, Kind, Cache string
 			prepareLiterals
-		}{s.table, lit})
+		}{table, kind, cacheName, lit})
 		if err == nil {
 			var args []any
 			if i == 0 {
@@ -82,18 +113,25 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 			_, err = conn.ExecContext(ctx, q.String(), args...)
 		}
 		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	return s, nil
+	return nil
 }
+
+// Cached reports whether the Set reads the stored cache (see Refresh) rather than
+// linking its rows again.
+func (s *Set) Cached() bool { return s.cached }
 
 // Close drops the Set's tables and views and releases its connection.
 func (s *Set) Close() error {
 	ctx := context.Background()
 	var first error
-	for _, drop := range []string{"TABLE IF EXISTS %s_multi", "VIEW IF EXISTS %s", "TABLE IF EXISTS %s_chain", "VIEW IF EXISTS %s_rows", "TABLE IF EXISTS %s_p"} {
+	drops := []string{"TABLE IF EXISTS %s_multi", "VIEW IF EXISTS %s", "TABLE IF EXISTS %s_chain", "VIEW IF EXISTS %s_rows", "TABLE IF EXISTS %s_p"}
+	if s.cached {
+		drops[0], drops[2] = "VIEW IF EXISTS %s_multi", "VIEW IF EXISTS %s_chain"
+	}
+	for _, drop := range drops {
 		if _, err := s.conn.ExecContext(ctx, "DROP "+fmt.Sprintf(drop, s.table)); err != nil && first == nil {
 			first = err
 		}
@@ -104,9 +142,11 @@ func (s *Set) Close() error {
 	return first
 }
 
-func (s *Set) statement(name, key string) (string, error) {
+// statement renders a query: key is a grouping expression, cube the minute cube to read
+// the row metrics from ("" for the rows).
+func (s *Set) statement(name, key, cube string) (string, error) {
 	var q bytes.Buffer
-	if err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table string }{key, s.table}); err != nil {
+	if err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table, Cube string }{key, s.table, cube}); err != nil {
 		return "", err
 	}
 	return q.String(), nil
@@ -208,7 +248,7 @@ func (s *Set) minutes(ctx context.Context) ([]bucket, error) {
 		return s.minuteCounts, nil
 	}
 	out := []bucket{}
-	err := s.grouped(ctx, "time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01')", func(k any, c counts) {
+	err := s.grouped(ctx, "time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01')", s.cube, func(k any, c counts) {
 		t := k.(*sql.NullTime)
 		out = append(out, bucket{start: t.Time.UTC(), valid: t.Valid, c: c})
 	}, func() any { return new(sql.NullTime) })
@@ -260,7 +300,7 @@ func (s *Set) Windows(ctx context.Context, width, offset time.Duration) ([]Windo
 func (s *Set) windowsSQL(ctx context.Context, width, offset time.Duration) ([]Window, error) {
 	key := fmt.Sprintf("time_bucket(to_seconds(%d), ts, TIMESTAMP '1970-01-01' - to_seconds(%d))", int64(width/time.Second), int64(offset/time.Second))
 	var ws []Window
-	err := s.grouped(ctx, key, func(k any, c counts) {
+	err := s.grouped(ctx, key, "", func(k any, c counts) { // the cube is in minutes: the rows
 		t := k.(*sql.NullTime)
 		if t.Valid { // rows without a time belong to no window
 			ws = append(ws, Window{Start: t.Time.UTC(), Metrics: c.metrics()})
@@ -292,7 +332,7 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 		return nil, err
 	}
 	var gs []Group
-	err = s.grouped(ctx, key, func(k any, c counts) {
+	err = s.grouped(ctx, key, s.cube, func(k any, c counts) {
 		gs = append(gs, Group{Key: k.(*sql.NullString).String, Metrics: c.metrics()})
 	}, func() any { return new(sql.NullString) })
 	sortGroups(gs)
@@ -300,15 +340,16 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 }
 
 // grouped runs the row and logical metrics grouped by key and adds them up by group (a
-// NULL key can come back twice from logical.sql's full join: added, not replaced).
-func (s *Set) grouped(ctx context.Context, key string, each func(k any, c counts), newKey func() any) error {
+// NULL key can come back twice from logical.sql's full join: added, not replaced). The
+// row metrics add up the minute cube when cube names one.
+func (s *Set) grouped(ctx context.Context, key, cube string, each func(k any, c counts), newKey func() any) error {
 	type entry struct {
 		k any
 		c counts
 	}
 	var order []string
 	byKey := map[string]*entry{}
-	err := s.query(ctx, "metrics.sql", key, nil, func(rows *sql.Rows) error {
+	err := s.queryOn(ctx, "metrics.sql", key, cube, nil, func(rows *sql.Rows) error {
 		e := &entry{k: newKey()}
 		if err := scanCounts(rows, e.k, &e.c); err != nil {
 			return err
@@ -367,7 +408,7 @@ func (l Linking) Strong() int64 { return l.IdempotencyKey + l.InvocationID + l.R
 // Linking returns how the Set's logical requests were linked.
 func (s *Set) Linking(ctx context.Context) (Linking, error) {
 	var l Linking
-	q, err := s.statement("linking.sql", "")
+	q, err := s.statement("linking.sql", "", s.cube)
 	if err != nil {
 		return l, err
 	}
@@ -399,7 +440,11 @@ func (s *Set) Linking(ctx context.Context) (Linking, error) {
 }
 
 func (s *Set) query(ctx context.Context, name, key string, args []any, each func(*sql.Rows) error) error {
-	q, err := s.statement(name, key)
+	return s.queryOn(ctx, name, key, s.cube, args, each)
+}
+
+func (s *Set) queryOn(ctx context.Context, name, key, cube string, args []any, each func(*sql.Rows) error) error {
+	q, err := s.statement(name, key, cube)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,141 @@
+package query_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/lab"
+	"github.com/retrylens/retrylens/parse"
+	"github.com/retrylens/retrylens/query"
+)
+
+// everything is every figure a report reads from a Set.
+type everything struct {
+	Span          [2]time.Time
+	Summary       query.Metrics
+	Hours, Mins   []query.Window
+	Odd           []query.Window // 90 s windows: computed from the rows either way
+	Groups        map[string][]query.Group
+	Loops         query.Loops429
+	Findings      []query.Finding
+	Linking       query.Linking
+	Backoff       []query.Backoff
+	Gaps          []query.GapHistogram
+	AttemptCounts []query.AttemptCount
+}
+
+func readAll(t *testing.T, set *query.Set) everything {
+	t.Helper()
+	ctx := context.Background()
+	var e everything
+	var err error
+	check := func(what string, err error) {
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	e.Span[0], e.Span[1], err = set.Span(ctx)
+	check("span", err)
+	e.Summary, err = set.Summary(ctx)
+	check("summary", err)
+	e.Hours, err = set.Windows(ctx, time.Hour, 0)
+	check("hours", err)
+	e.Mins, err = set.Windows(ctx, time.Minute, 30*time.Minute)
+	check("minutes", err)
+	e.Odd, err = set.Windows(ctx, 90*time.Second, 0)
+	check("90s", err)
+	e.Groups = map[string][]query.Group{}
+	for _, by := range []string{"route", "status", "attempt", "host", "route,status"} {
+		e.Groups[by], err = set.Groups(ctx, by)
+		check(by, err)
+	}
+	e.Loops, err = set.Loops(ctx)
+	check("loops", err)
+	e.Findings, err = set.Findings(ctx, query.DefaultMaxAttempts)
+	check("findings", err)
+	e.Linking, err = set.Linking(ctx)
+	check("linking", err)
+	e.Backoff, err = set.Backoff(ctx, 0, 0)
+	check("backoff", err)
+	e.Gaps, err = set.Gaps(ctx)
+	check("gaps", err)
+	e.AttemptCounts, err = set.AttemptCounts(ctx)
+	check("attempt counts", err)
+	return e
+}
+
+// The cache (query.Refresh) must change nothing but speed: a whole-database report reads
+// the same figures from it as from linking the rows again, over the sample logs and a
+// generated one loaded as separate files; a load after it makes it stale, and a stale
+// cache is not read.
+func TestCacheSameFigures(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	retry, _ := parse.Preset("retry")
+	gen := filepath.Join(dir, "generated.log")
+	f, err := os.Create(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.Generate(f, retry, 20000, 3); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	db := memDB(t)
+	load := func(paths ...string) {
+		t.Helper()
+		if _, err := ingest.Load(ctx, db, paths, ingest.Options{Format: retry}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load("../testdata/incident-hour/access.log", gen)
+
+	compare := func(wantCached bool) {
+		t.Helper()
+		cached := openSet(t, db, query.Options{})
+		if cached.Cached() != wantCached {
+			t.Fatalf("Set reads the cache: %v, want %v", cached.Cached(), wantCached)
+		}
+		again := openSet(t, db, query.Options{NoCache: true})
+		if again.Cached() {
+			t.Fatal("NoCache Set reads the cache")
+		}
+		got, want := readAll(t, cached), readAll(t, again)
+		if want.Summary.Requests == 0 || want.Summary.Retries == 0 || want.Loops.Loops == 0 || len(want.Findings) == 0 {
+			t.Fatalf("the sample has too little in it to compare: %+v", want.Summary)
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+			t.Errorf("cache changed figures (-linked again +cache):\n%s", diff)
+		}
+	}
+	if built, err := query.Refresh(ctx, db); err != nil || !built {
+		t.Fatalf("refresh: built %v, %v", built, err)
+	}
+	compare(true)
+	if built, err := query.Refresh(ctx, db); err != nil || built {
+		t.Fatalf("second refresh: built %v, %v; want nothing to do", built, err)
+	}
+	load("../testdata/quiet-hour/access.log")
+	compare(false) // stale: not read
+	if built, err := query.Refresh(ctx, db); err != nil || !built {
+		t.Fatalf("refresh after a load: built %v, %v", built, err)
+	}
+	compare(true)
+	// Options that select rows or link differently never read it.
+	for _, o := range []query.Options{{Route: "/api/orders"}, {InferAttempts: true}, {MaxGap: time.Second},
+		{Since: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}} {
+		if o.MaxGap == 0 {
+			o.MaxGap = query.DefaultMaxGap
+		}
+		if openSet(t, db, o).Cached() {
+			t.Errorf("%+v: reads the cache", o)
+		}
+	}
+}
