@@ -18,6 +18,9 @@ import (
 //	cache_multi  the rows of the logical requests with retries (prepare_multi)
 //	cache_cube   the rows counted by minute, method, route, host, upstream, status,
 //	             attempt and how they were linked: the row metrics add these up
+//	cache_cube_l the logical metrics of the requests in cache_multi, counted by their
+//	             first attempt's minute and columns (what logical.sql groups them by)
+//	cache_cube_m the strong first attempts in cache_multi, counted like cache_cube
 //	cache_state  what the cache was built from (see cacheVersion)
 //
 // A report with --since, --until, --endpoint, --max-gap or --infer-attempts links the
@@ -106,7 +109,7 @@ func Refresh(ctx context.Context, db *sql.DB) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, t := range []string{"state", "cube", "multi", "chain"} {
+	for _, t := range []string{"state", "cube_m", "cube_l", "cube", "multi", "chain"} {
 		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+cacheName+"_"+t); err != nil {
 			return false, err
 		}
@@ -116,7 +119,7 @@ func Refresh(ctx context.Context, db *sql.DB) (bool, error) {
 		MaxGap: fmt.Sprint(DefaultMaxGap.Seconds()), Infer: "false",
 	}
 	// The tables are stored; the views and the route parameter are temporary.
-	steps := []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi", "prepare_cube"}
+	steps := []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi", "prepare_cube", "prepare_lcube", "prepare_mcube"}
 	if err := prepare(ctx, tx, cacheName, "TABLE", lit, nil, steps); err != nil {
 		return false, fmt.Errorf("cache: %w", err)
 	}

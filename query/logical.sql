@@ -5,12 +5,28 @@
 -- Requests with retries are in {{.Table}}_multi. Every other strong-keyed request is a
 -- single first attempt: metrics.sql counts strong first attempts over all rows, and Go
 -- takes out those of requests in _multi (multi_firsts) to get effective_success.
+{{- if .Cube}}
+-- With the cache (query/cache.go): the same counts, added up from its cubes.
+WITH lg AS (
+    SELECT {{.Key}} AS k, sum(recovered) AS recovered, sum(exhausted) AS exhausted,
+        sum(logical) AS logical, sum(final_ok) AS final_ok
+    FROM {{.Cube}}_l
+    GROUP BY k
+),
+mf AS (
+    SELECT {{.Key}} AS k, sum(firsts) AS firsts, sum(firsts_ok) AS firsts_ok
+    FROM {{.Cube}}_m
+    GROUP BY k
+)
+{{- else}}
 WITH l AS (
     SELECT lkey,
-        arg_min({{.Key}}, attempt)                           AS k,
+        -- first and final attempt: by attempt number, then time and place in the logs
+        -- (a request can log the same attempt number twice)
+        arg_min({{.Key}}, {'a': attempt, 't': ts, 'f': file_id, 'l': line}) AS k,
         min(attempt)                                         AS first_n,
-        arg_min(status, attempt)                             AS first_status,
-        arg_max(status, attempt)                             AS final_status,
+        arg_min(status, {'a': attempt, 't': ts, 'f': file_id, 'l': line})   AS first_status,
+        arg_max(status, {'a': attempt, 't': ts, 'f': file_id, 'l': line})   AS final_status,
         max(attempt)                                         AS last_n,
         coalesce(bool_or(status BETWEEN 200 AND 299), false) AS any_ok
     FROM {{.Table}}_multi
@@ -31,6 +47,7 @@ mf AS (
     WHERE attempt = 0 AND strong
     GROUP BY k
 )
+{{- end}}
 SELECT
     k,
     coalesce(lg.recovered, 0) AS recovered,

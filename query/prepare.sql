@@ -11,6 +11,7 @@ Objects are named after {{.Table}}, chosen by the program.
           untagged rows with inferred attempt numbers
   (main)  view: every row of the range with its attempt number (logged or inferred),
           logical-request key (lkey) and what linked it; the row metrics read this
+  _cube, _cube_l, _cube_m  the cache's counts by minute (see query/cache.go)
   _multi  table: the rows of every logical request that has a retry (or was linked by
           the heuristic), with what the previous attempt got: the logical metrics, 429
           loops and findings read this. Most requests have one attempt and no row here,
@@ -114,6 +115,48 @@ SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
        method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by,
        count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries) AS tries
 FROM {{.Table}}
+GROUP BY ALL
+{{end}}
+
+{{define "prepare_lcube"}}
+-- The logical metrics of logical.sql per request of _multi, counted by its first
+-- attempt's minute and columns (what logical.sql groups a request by), and the strong
+-- first attempts of _multi by their own.
+CREATE TABLE {{.Table}}_cube_l AS
+WITH l AS (
+    SELECT lkey,
+        -- first and final attempt ordered as logical.sql orders them
+        arg_min({'ts': time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01'), 'method': method, 'route': route,
+                 'host': host, 'upstream_addr': upstream_addr, 'status': status},
+                {'a': attempt, 't': ts, 'f': file_id, 'l': line}) AS first,
+        min(attempt)                                                         AS first_n,
+        arg_max(status, {'a': attempt, 't': ts, 'f': file_id, 'l': line})   AS final_status,
+        max(attempt)                                                         AS last_n,
+        coalesce(bool_or(status BETWEEN 200 AND 299), false)                 AS any_ok
+    FROM {{.Table}}_multi
+    GROUP BY lkey
+),
+f AS (
+    SELECT first.ts, first.method, first.route, first.host, first.upstream_addr, first.status,
+        first_n AS attempt, final_status, last_n, any_ok
+    FROM l
+)
+SELECT ts, method, route, host, upstream_addr, status, attempt,
+    count(*) FILTER (attempt = 0 AND NOT coalesce(status BETWEEN 200 AND 299, false) AND any_ok) AS recovered,
+    count(*) FILTER (last_n >= 1 AND NOT any_ok)                                                AS exhausted,
+    count(*)                                                                                    AS logical,
+    count(*) FILTER (final_status BETWEEN 200 AND 299)                                          AS final_ok
+FROM f
+GROUP BY ALL
+{{end}}
+
+{{define "prepare_mcube"}}
+CREATE TABLE {{.Table}}_cube_m AS
+SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
+    method, route, host, upstream_addr, status, attempt,
+    count(*) AS firsts, count(*) FILTER (status BETWEEN 200 AND 299) AS firsts_ok
+FROM {{.Table}}_multi
+WHERE attempt = 0 AND strong
 GROUP BY ALL
 {{end}}
 

@@ -366,7 +366,7 @@ func (s *Set) grouped(ctx context.Context, key, cube string, each func(k any, c 
 	if err != nil {
 		return err
 	}
-	err = s.query(ctx, "logical.sql", key, nil, func(rows *sql.Rows) error {
+	err = s.queryOn(ctx, "logical.sql", key, cube, nil, func(rows *sql.Rows) error {
 		k := newKey()
 		var c counts
 		if err := rows.Scan(k, &c.recovered, &c.exhausted, &c.logical, &c.finalOK, &c.multiFirsts, &c.multiFirstsOK); err != nil {
