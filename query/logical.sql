@@ -50,11 +50,11 @@ mf AS (
 {{- end}}
 SELECT
     k,
-    coalesce(lg.recovered, 0) AS recovered,
-    coalesce(lg.exhausted, 0) AS exhausted,
-    coalesce(lg.logical, 0)   AS logical,
-    coalesce(lg.final_ok, 0)  AS final_ok,
-    coalesce(mf.firsts, 0)    AS multi_firsts,
-    coalesce(mf.firsts_ok, 0) AS multi_firsts_ok
+    coalesce(lg.recovered, 0)::BIGINT AS recovered,
+    coalesce(lg.exhausted, 0)::BIGINT AS exhausted,
+    coalesce(lg.logical, 0)::BIGINT   AS logical,
+    coalesce(lg.final_ok, 0)::BIGINT  AS final_ok,
+    coalesce(mf.firsts, 0)::BIGINT    AS multi_firsts,
+    coalesce(mf.firsts_ok, 0)::BIGINT AS multi_firsts_ok
 FROM lg FULL JOIN mf USING (k)
 ORDER BY k

@@ -42,14 +42,11 @@ WITH g AS (
     FROM g
     GROUP BY k
 )
--- Counts only: Go computes the ratios (metrics.go), so that windows can be summed.
+-- Counts only: Go computes the ratios (metrics.go), so that windows can be summed. As
+-- BIGINT: DuckDB sums to a 128-bit HUGEINT, which the driver reads through math/big (a
+-- third of a 100K-route report's time, measured).
 SELECT
-    k, requests, untagged, inferred, tagged, first_attempts, retries, second_attempts,
-    retries_ok, tagged_ok,
-    status_5xx_first, status_5xx_retry,
-    status_429_first, status_429_retry,
-    status_499_first, status_499_retry,
-    proxied, upstream_tries,
-    strong_firsts, strong_firsts_ok
+    k,
+    COLUMNS(c.* EXCLUDE (k))::BIGINT
 FROM c
 ORDER BY k
