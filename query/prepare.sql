@@ -110,7 +110,7 @@ SELECT * FROM {{.Table}}_chain
 {{end}}
 
 {{define "prepare_cube"}}
-CREATE TABLE {{.Table}}_cube AS
+CREATE {{.Kind}} {{.Table}}_cube AS
 SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
        method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by,
        count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries) AS tries
@@ -122,7 +122,7 @@ GROUP BY ALL
 -- The logical metrics of logical.sql per request of _multi, counted by its first
 -- attempt's minute and columns (what logical.sql groups a request by), and the strong
 -- first attempts of _multi by their own.
-CREATE TABLE {{.Table}}_cube_l AS
+CREATE {{.Kind}} {{.Table}}_cube_l AS
 WITH l AS (
     SELECT lkey,
         -- first and final attempt ordered as logical.sql orders them
@@ -151,7 +151,7 @@ GROUP BY ALL
 {{end}}
 
 {{define "prepare_mcube"}}
-CREATE TABLE {{.Table}}_cube_m AS
+CREATE {{.Kind}} {{.Table}}_cube_m AS
 SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
     method, route, host, upstream_addr, status, attempt,
     count(*) AS firsts, count(*) FILTER (status BETWEEN 200 AND 299) AS firsts_ok
