@@ -16,8 +16,10 @@ import (
 //
 //	cache_chain  the heuristic links (prepare_chain over every row)
 //	cache_multi  the rows of the logical requests with retries (prepare_multi)
-//	cache_cube   the rows counted by minute, method, route, host, upstream, status,
-//	             attempt and how they were linked: the row metrics add these up
+//	cache_cube   the rows counted by minute, status, attempt and how they were linked:
+//	             the summary and the windows add these up
+//	cache_gcube  the rows counted by method, route, host, upstream, status, attempt and
+//	             how they were linked: the --by groupings add these up
 //	cache_cube_l the logical metrics of the requests in cache_multi, counted by their
 //	             first attempt's minute and columns (what logical.sql groups them by)
 //	cache_cube_m the strong first attempts in cache_multi, counted like cache_cube
@@ -109,7 +111,7 @@ func Refresh(ctx context.Context, db *sql.DB) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, t := range []string{"state", "cube_m", "cube_l", "cube", "multi", "chain"} {
+	for _, t := range []string{"state", "cube_m", "cube_l", "gcube", "cube", "multi", "chain"} {
 		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+cacheName+"_"+t); err != nil {
 			return false, err
 		}
@@ -119,7 +121,7 @@ func Refresh(ctx context.Context, db *sql.DB) (bool, error) {
 		MaxGap: fmt.Sprint(DefaultMaxGap.Seconds()), Infer: "false",
 	}
 	// The tables are stored; the views and the route parameter are temporary.
-	steps := []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi", "prepare_cube", "prepare_lcube", "prepare_mcube"}
+	steps := []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi", "prepare_cube", "prepare_gcube", "prepare_lcube", "prepare_mcube"}
 	if err := prepare(ctx, tx, cacheName, "TABLE", lit, nil, steps); err != nil {
 		return false, fmt.Errorf("cache: %w", err)
 	}

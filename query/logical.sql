@@ -5,17 +5,17 @@
 -- Requests with retries are in {{.Table}}_multi. Every other strong-keyed request is a
 -- single first attempt: metrics.sql counts strong first attempts over all rows, and Go
 -- takes out those of requests in _multi (multi_firsts) to get effective_success.
-{{- if .Cube}}
+{{- if .LCube}}
 -- With the cache (query/cache.go): the same counts, added up from its cubes.
 WITH lg AS (
     SELECT {{.Key}} AS k, sum(recovered) AS recovered, sum(exhausted) AS exhausted,
         sum(logical) AS logical, sum(final_ok) AS final_ok
-    FROM {{.Cube}}_l
+    FROM {{.LCube}}_l
     GROUP BY k
 ),
 mf AS (
     SELECT {{.Key}} AS k, sum(firsts) AS firsts, sum(firsts_ok) AS firsts_ok
-    FROM {{.Cube}}_m
+    FROM {{.LCube}}_m
     GROUP BY k
 )
 {{- else}}

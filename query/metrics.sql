@@ -1,6 +1,6 @@
 -- The row metrics of SPEC.md, defined once for any grouping. {{.Key}} is a grouping
 -- expression over a row, chosen by the program (never by the user); {{.Table}} is the
--- prepared table (prepare.sql), {{.Cube}} the cache's minute cube when it stands in for it. Tagged rows only, except requests and untagged.
+-- prepared table (prepare.sql), {{.Cube}} a cube of the cache (query/cache.go) when it stands in for it. Tagged rows only, except requests and untagged.
 WITH g AS (
     -- One cheap pass over the rows: counts per group, attempt class (NULL, 0, 1, 2 for
     -- two and more), status and flags; the metrics below read these few thousand rows.

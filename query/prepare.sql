@@ -11,7 +11,7 @@ Objects are named after {{.Table}}, chosen by the program.
           untagged rows with inferred attempt numbers
   (main)  view: every row of the range with its attempt number (logged or inferred),
           logical-request key (lkey) and what linked it; the row metrics read this
-  _cube, _cube_l, _cube_m  the cache's counts by minute (see query/cache.go)
+  _cube, _gcube, _cube_l, _cube_m  the cache's counts (see query/cache.go)
   _multi  table: the rows of every logical request that has a retry (or was linked by
           the heuristic), with what the previous attempt got: the logical metrics, 429
           loops and findings read this. Most requests have one attempt and no row here,
@@ -110,9 +110,20 @@ SELECT * FROM {{.Table}}_chain
 {{end}}
 
 {{define "prepare_cube"}}
+-- The rows counted by minute, for the summary and the windows: time and the columns the
+-- row metrics read, not the groupings' (100K routes would make it as large as the rows).
 CREATE {{.Kind}} {{.Table}}_cube AS
 SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
-       method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by,
+       status, attempt, inferred, strong, linked_by,
+       count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries) AS tries
+FROM {{.Table}}
+GROUP BY ALL
+{{end}}
+
+{{define "prepare_gcube"}}
+-- The rows counted by the columns of every --by grouping, without time.
+CREATE {{.Kind}} {{.Table}}_gcube AS
+SELECT method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by,
        count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries) AS tries
 FROM {{.Table}}
 GROUP BY ALL

@@ -50,6 +50,7 @@ type Set struct {
 	table  string
 	cached bool   // linking read from the stored cache (see Refresh): _chain and _multi are views
 	cube   string // the stored minute cube the row metrics add up; "" to read the rows
+	gcube  string // the stored cube by grouping columns, for Groups; "" to read the rows
 
 	minuteCounts []bucket // see minutes
 }
@@ -85,7 +86,7 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 			return nil, err
 		}
 		if fresh {
-			s.cached, s.cube = true, cacheName+"_cube"
+			s.cached, s.cube, s.gcube = true, cacheName+"_cube", cacheName+"_gcube"
 			steps = []string{"prepare_params", "prepare_rows", "cached_chain", "prepare_all", "cached_multi"}
 		}
 	}
@@ -146,7 +147,11 @@ func (s *Set) Close() error {
 // the row metrics from ("" for the rows).
 func (s *Set) statement(name, key, cube string) (string, error) {
 	var q bytes.Buffer
-	if err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table, Cube string }{key, s.table, cube}); err != nil {
+	lcube := "" // the logical cubes: by minute and grouping columns both
+	if cube != "" {
+		lcube = cacheName + "_cube"
+	}
+	if err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table, Cube, LCube string }{key, s.table, cube, lcube}); err != nil {
 		return "", err
 	}
 	return q.String(), nil
@@ -332,7 +337,7 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 		return nil, err
 	}
 	var gs []Group
-	err = s.grouped(ctx, key, s.cube, func(k any, c counts) {
+	err = s.grouped(ctx, key, s.gcube, func(k any, c counts) {
 		gs = append(gs, Group{Key: k.(*sql.NullString).String, Metrics: c.metrics()})
 	}, func() any { return new(sql.NullString) })
 	sortGroups(gs)
