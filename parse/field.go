@@ -502,6 +502,28 @@ func parseTimeAny(s string) (time.Time, bool) {
 	return parseTimeISO(s)
 }
 
+// digits8 reads eight ASCII digits loaded little-endian (the first digit lowest) as a
+// number, eight bytes at a time (Lemire's method); ok is false unless all are digits.
+func digits8(w uint64) (uint64, bool) {
+	v := w - 0x3030303030303030
+	// every byte was '0'..'9': no borrow out of it, and adding 0x46 keeps it below 0x80
+	if (v|(v+0x7676767676767676))&0x8080808080808080 != 0 {
+		return 0, false
+	}
+	v = (v * 10) + (v >> 8)
+	v = ((v & 0x000000FF000000FF) * (100 + (1000000 << 32))) + (((v >> 16) & 0x000000FF000000FF) * (1 + (10000 << 32)))
+	return v >> 32, true
+}
+
+// digits3 reads three ASCII digits.
+func digits3(a, b, c byte) (uint64, bool) {
+	a, b, c = a-'0', b-'0', c-'0'
+	if a > 9 || b > 9 || c > 9 {
+		return 0, false
+	}
+	return uint64(a)*100 + uint64(b)*10 + uint64(c), true
+}
+
 // stripPort drops the port of "ip:port" or "[ip6]:port"; a bare address is kept.
 func stripPort(v string) string {
 	if strings.HasPrefix(v, "[") {
@@ -518,6 +540,16 @@ func stripPort(v string) string {
 
 // parseMsec reads $msec, seconds since the epoch with millisecond resolution.
 func parseMsec(s string) (time.Time, bool) {
+	// The shape nginx writes until 2286: ten digits, '.', three.
+	if len(s) == 14 && s[10] == '.' {
+		if hi, ok := digits8(load64(s, 0)); ok {
+			lo, ok1 := digits3(s[8], s[9], '0')
+			ms, ok2 := digits3(s[11], s[12], s[13])
+			if sec := int64(hi*100 + lo/10); ok1 && ok2 && sec <= maxUnix {
+				return time.Unix(sec, int64(ms)*1e6).UTC(), true
+			}
+		}
+	}
 	var sec int64
 	i := 0
 	for ; i < len(s) && s[i] != '.'; i++ {

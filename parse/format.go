@@ -43,6 +43,8 @@ type Format struct {
 	lead     string           // literal text before the first variable
 	steps    []step
 	only     int // 1 + the index in attemptSources of the one attempt header to read; 0 for all
+
+	plainLits bool // the text between variables is ASCII without a backslash: parseClean applies
 }
 
 // AttemptSources are the attempt headers retrylens reads, in the SPEC's order.
@@ -186,10 +188,12 @@ func Compile(src string, esc Escape) (*Format, error) {
 		return nil, fmt.Errorf("log_format %q has no $variables", body)
 	}
 	prev := f.lead
+	f.plainLits = plain(f.lead)
 	for i := range f.steps {
 		s := &f.steps[i]
 		s.quoted = strings.HasSuffix(prev, `"`) && strings.HasPrefix(s.lit, `"`)
 		s.match = newLiteral(s.lit)
+		f.plainLits = f.plainLits && plain(s.lit)
 		s.str = stringFields[s.field]
 		prev = s.lit
 	}

@@ -141,6 +141,9 @@ func FuzzScanners(f *testing.F) {
 	f.Add("10.0.0.1 - - [29/Nov/2026:10:00:00 +0000] \"GET / HTTP/1.1\" 200", uint8(3), byte('"'), "\" us=\"")
 	f.Add(`a\b`+strings.Repeat("x", 70)+"é\"", uint8(0), byte('\\'), "xx")
 	f.Add("1795910400.005", uint8(0), byte('.'), "1795910400.005")
+	for _, msec := range []string{"0000000000.000", "9999999999.999", "4102444799.999", "4102444800.000", "1795910400.0a5", "17959/0400.005", "179591040:.005"} {
+		f.Add(msec, uint8(0), byte('.'), ".")
+	}
 	f.Fuzz(func(t *testing.T, s string, from uint8, c byte, lit string) {
 		i := min(int(from), len(s))
 		want := strings.IndexByte(s[i:], c)
@@ -173,6 +176,30 @@ func FuzzScanners(f *testing.F) {
 			ns, _ := strconv.Atoi((frac + "000000000")[:9])
 			if want := time.Unix(n, int64(ns)).UTC(); !tm.Equal(want) {
 				t.Errorf("parseMsec(%q) = %v, want %v", s, tm, want)
+			}
+		}
+	})
+}
+
+// FuzzCleanPath checks the parser's fast path for lines without a backslash (findLit for
+// every literal) against the general one (quotedEnd, indexFrom): same record, same error.
+//
+//	go test ./parse -run '^$' -fuzz FuzzCleanPath -fuzztime 2m
+func FuzzCleanPath(f *testing.F) {
+	seeds(f, "nginx-retry.log")
+	retry, _ := Preset("retry")
+	combined, _ := Preset("combined")
+	f.Fuzz(func(t *testing.T, line []byte) {
+		for _, format := range []*Format{retry, combined} {
+			fast, ferr := format.ParseLine(line)
+			forceGeneral = true
+			slow, serr := format.ParseLine(line)
+			forceGeneral = false
+			if (ferr == nil) != (serr == nil) || ferr != nil && ferr.Error() != serr.Error() {
+				t.Fatalf("%s: fast path error %v, general %v\nline: %q", format.Name, ferr, serr, line)
+			}
+			if diff := cmp.Diff(slow, fast); diff != "" {
+				t.Fatalf("%s: fast path differs (-general +fast):\n%s\nline: %q", format.Name, diff, line)
 			}
 		}
 	})

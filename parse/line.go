@@ -1,7 +1,6 @@
 package parse
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"strings"
 	"time"
@@ -64,7 +63,52 @@ func (f *Format) parse(r *Record, s string) *Error {
 }
 
 func (f *Format) parseText(r *Record, st *state, s string) *Error {
-	clean := plain(s) // no value of the line needs decoding
+	if f.plainLits && !forceGeneral {
+		if f.parseClean(r, st, s) {
+			return nil
+		}
+		r.reset() // something needs decoding, or an error to explain: start again
+		*st = state{}
+	}
+	return f.parseGeneral(r, st, s, plain(s))
+}
+
+// parseClean is parseText for a line none of whose values needs decoding (ASCII, no
+// backslash), which most are: every value ends at the first closing literal, and the
+// check that the line is clean rides along the scans. It reports false, leaving r and st
+// half set, when the line is not clean or does not parse.
+func (f *Format) parseClean(r *Record, st *state, s string) bool {
+	if !strings.HasPrefix(s, f.lead) {
+		return false
+	}
+	var seen uint64 // every word scanned, through bad (see plain): the line is clean while no high bit is set
+	i := len(f.lead)
+	steps := f.steps[:len(f.steps)-1]
+	for k := range steps {
+		sp := &steps[k]
+		end := findLit(s, i, &sp.match, &seen)
+		if end < 0 {
+			return false
+		}
+		if v := s[i:end]; sp.field != fieldIgnore && len(v) > 0 && (len(v) > 1 || v[0] != '-') {
+			if sp.str != 0 { // a string field of the Record, stored as is
+				*(*string)(unsafe.Add(unsafe.Pointer(r), sp.str)) = v
+			} else if set(r, st, sp.field, v, i) != nil {
+				return false
+			}
+		}
+		i = end + len(sp.lit)
+	}
+	sp := &f.steps[len(f.steps)-1]
+	end := len(s) - len(sp.lit)
+	if seen&highs != 0 || end < i || !strings.HasSuffix(s, sp.lit) || !plain(s[i:end]) {
+		return false
+	}
+	return f.value(r, st, sp, s, i, end, true) == nil
+}
+
+// parseGeneral parses any line; clean says that no value needs decoding.
+func (f *Format) parseGeneral(r *Record, st *state, s string, clean bool) *Error {
 	if !strings.HasPrefix(s, f.lead) {
 		return errAt(0, ErrLiteral, "want %q at the start, found %s", f.lead, excerpt(s, 0, 20))
 	}
@@ -73,9 +117,15 @@ func (f *Format) parseText(r *Record, st *state, s string) *Error {
 	for k := range steps {
 		sp := &steps[k]
 		var end int
-		if sp.quoted {
+		switch {
+		case clean:
+			// No backslash in the line: a quoted value ends at the first closing literal
+			// too (nginx writes a quote inside a value as \x22).
+			var seen uint64
+			end = findLit(s, i, &sp.match, &seen)
+		case sp.quoted:
 			end = quotedEnd(s, i, &sp.match)
-		} else {
+		default:
 			end = indexFrom(s, i, &sp.match)
 		}
 		if end < 0 {
@@ -122,6 +172,9 @@ func (f *Format) value(r *Record, st *state, sp *step, s string, i, end int, cle
 	return set(r, st, sp.field, v, i)
 }
 
+// forceGeneral makes parseText take its general path for every line: for FuzzCleanPath.
+var forceGeneral = false
+
 // swarScan is how many bytes indexFrom and indexByteFrom read eight at a time before
 // they hand over to the vectorised search: most values are short (a status, a byte count,
 // a time), and starting the vectorised search costs more than reading them.
@@ -143,10 +196,14 @@ func indexFrom(s string, i int, lit *literal) int {
 type literal struct {
 	s          string
 	word, mask uint64 // little-endian: the first min(8, len(s)) bytes, and which bytes count
+	first      uint64 // the first byte in every byte of a word
 }
 
 func newLiteral(s string) literal {
 	l := literal{s: s}
+	if s != "" {
+		l.first = uint64(s[0]) * 0x0101010101010101
+	}
 	for k := 0; k < len(s) && k < 8; k++ {
 		l.word |= uint64(s[k]) << (8 * k)
 		l.mask |= 0xff << (8 * k)
@@ -156,14 +213,57 @@ func newLiteral(s string) literal {
 
 // at reports whether s[j:] starts with the literal.
 func (l *literal) at(s string, j int) bool {
-	if j+8 <= len(s) {
-		b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
-		if binary.LittleEndian.Uint64(b[j:])&l.mask != l.word {
+	if j >= 0 && j+8 <= len(s) {
+		if load64(s, j)&l.mask != l.word {
 			return false
 		}
 		return len(l.s) <= 8 || hasLit(s, j+8, l.s[8:])
 	}
 	return hasLit(s, j, l.s)
+}
+
+// load64 reads the eight bytes of s at i (0 <= i, i+8 <= len(s): the caller checks) as a
+// little-endian word, whatever the machine: byte i is the lowest.
+func load64(s string, i int) uint64 {
+	w := *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i)) // unaligned: fine where Go runs
+	if bigEndian {
+		w = bits.ReverseBytes64(w)
+	}
+	return w
+}
+
+// findLit returns the index of the first lit in s at or after i, or -1: indexFrom in one
+// loop, for the parser's hot path. It reads eight bytes at a time, and checks each byte
+// flagged as lit's first against the whole literal (a flag above a true match can be
+// false; the check drops it).
+//
+// It also ORs into seen, through bad, every word it reads: the caller learns whether the
+// bytes it went over hold a backslash or a non-ASCII byte without reading them again.
+func findLit(s string, i int, lit *literal, seen *uint64) int {
+	for ; i >= 0 && i+8 <= len(s); i += 8 {
+		w := load64(s, i)
+		*seen |= bad(w)
+		x := w ^ lit.first
+		for t := (x - ones) &^ x & highs; t != 0; t &= t - 1 {
+			j := i + bits.TrailingZeros64(t)/8 // load64 puts byte i lowest on every machine
+			if j+8 <= len(s) && len(lit.s) <= 8 {
+				if load64(s, j)&lit.mask == lit.word {
+					return j
+				}
+			} else if lit.at(s, j) {
+				return j
+			}
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf || s[i] == '\\' {
+			*seen |= highs
+		}
+		if s[i] == lit.s[0] && lit.at(s, i) {
+			return i
+		}
+	}
+	return -1
 }
 
 // hasLit reports whether s[j:] starts with lit, byte by byte.
@@ -183,12 +283,10 @@ func hasLit(s string, j int, lit string) bool {
 // eight bytes at a time (a zero byte of w^cccccccc is a c), then hands long values over
 // to strings.IndexByte.
 func indexByteFrom(s string, i int, c byte) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	cs := uint64(c) * ones
-	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
 	stop := min(len(s), i+swarScan)
-	for ; i+8 <= stop; i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:]) ^ cs // one load on little-endian machines
+	for ; i >= 0 && i+8 <= stop; i += 8 {
+		x := load64(s, i) ^ cs
 		// The lowest flagged byte is a zero byte of x; only bytes above it can be false.
 		if t := (x - ones) &^ x & highs; t != 0 {
 			return i + bits.TrailingZeros64(t)/8
@@ -313,9 +411,6 @@ const hexDigits = "0123456789abcdef"
 // plain reports whether s is ASCII without a backslash: nothing to decode. Most values
 // are; it reads eight bytes at a time.
 func plain(s string) bool {
-	const ones, highs, backslashes = 0x0101010101010101, 0x8080808080808080, 0x5c5c5c5c5c5c5c5c
-	// bad flags a byte of w that is not ASCII or is a backslash (a zero byte of w^5c5c…).
-	bad := func(w uint64) uint64 { x := w ^ backslashes; return w | (x-ones)&^x }
 	i := 0
 	p := unsafe.Pointer(unsafe.StringData(s))
 	for ; i+32 <= len(s); i += 32 { // unaligned loads: fine on amd64 and arm64
@@ -338,6 +433,17 @@ func plain(s string) bool {
 		}
 	}
 	return true
+}
+
+const ones, highs = 0x0101010101010101, 0x8080808080808080
+
+// bad sets the high bit of the bytes of w that are not ASCII, and of the backslashes (a
+// zero byte of w^5c5c…; bytes above a backslash may be flagged too): bad(w)&highs is not
+// zero exactly when w holds a non-ASCII byte or a backslash.
+func bad(w uint64) uint64 {
+	const backslashes = 0x5c5c5c5c5c5c5c5c
+	x := w ^ backslashes
+	return w | (x-ones)&^x
 }
 
 func isASCII(s string) bool {
