@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"time"
 )
 
 // The cache: what a whole-database report with the default linking needs that costs a
@@ -25,8 +26,9 @@ import (
 //	cache_cube_m the strong first attempts in cache_multi, counted like cache_cube
 //	cache_state  what the cache was built from (see cacheVersion)
 //
-// A report with --since, --until, --endpoint, --max-gap or --infer-attempts links the
-// rows it selects, as before: linking depends on which rows are in. The cache is only
+// A report with --endpoint, --max-gap or --infer-attempts, or with a --since/--until that
+// leaves some row out, links the rows it selects, as before: linking depends on which rows
+// are in. The cache is only
 // read while cache_state matches the database, so a load that did not refresh it (an
 // older retrylens, a crash in between) costs speed, never correctness.
 const cacheName = "cache"
@@ -79,6 +81,18 @@ func storedVersion(ctx context.Context, q querier) (string, error) {
 		return "", nil
 	}
 	return v, err
+}
+
+// coversAll reports whether [since, until) holds every row: none without a time, the
+// first and last inside (a zero bound is open). DuckDB answers from its statistics.
+func coversAll(ctx context.Context, q querier, since, until time.Time) (bool, error) {
+	var first, last sql.NullTime
+	var untimed int64
+	err := q.QueryRowContext(ctx, "SELECT min(ts), max(ts), count(*) FILTER (ts IS NULL) FROM requests").Scan(&first, &last, &untimed)
+	if err != nil || untimed > 0 || !first.Valid {
+		return false, err
+	}
+	return (since.IsZero() || !since.After(first.Time)) && (until.IsZero() || until.After(last.Time)), nil
 }
 
 // cacheFresh reports whether the stored cache matches the database.

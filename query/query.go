@@ -38,7 +38,12 @@ type Options struct {
 // whole reports whether o selects every row with the default linking: what the stored
 // cache holds (see Refresh).
 func (o Options) whole() bool {
-	return o.Since.IsZero() && o.Until.IsZero() && o.Route == "" && o.MaxGap == DefaultMaxGap && !o.InferAttempts
+	return o.Since.IsZero() && o.Until.IsZero() && o.defaultLinking()
+}
+
+// defaultLinking reports whether o links every row of its range the way the cache does.
+func (o Options) defaultLinking() bool {
+	return o.Route == "" && o.MaxGap == DefaultMaxGap && !o.InferAttempts
 }
 
 // DefaultMaxGap is the SPEC's default --max-gap.
@@ -79,8 +84,15 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		HasRoute: o.Route != "",
 	}
 	steps := []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi"}
-	if o.whole() && !o.NoCache {
-		fresh, err := cacheFresh(ctx, conn)
+	if o.defaultLinking() && !o.NoCache {
+		all, err := o.whole(), error(nil)
+		if !all { // --since/--until around every row select them all too
+			all, err = coversAll(ctx, conn, o.Since, o.Until)
+		}
+		fresh := false
+		if err == nil && all {
+			fresh, err = cacheFresh(ctx, conn)
+		}
 		if err != nil {
 			conn.Close()
 			return nil, err
