@@ -23,14 +23,14 @@ import (
 //	             how they were linked: the --by groupings add these up
 //	cache_cube_l the logical metrics of the requests in cache_multi, counted by their
 //	             first attempt's minute and columns (what logical.sql groups them by)
-//	cache_cube_m the strong first attempts in cache_multi, counted like cache_cube
+//	cache_cube_m the strong first attempts in cache_multi, counted by minute and columns
 //	cache_state  what the cache was built from (see cacheVersion)
 //
 // A report with --endpoint, --max-gap or --infer-attempts, or with a --since/--until that
 // leaves some row out, links the rows it selects, as before: linking depends on which rows
-// are in. The cache is only
-// read while cache_state matches the database, so a load that did not refresh it (an
-// older retrylens, a crash in between) costs speed, never correctness.
+// are in. The cache is only read while cache_state matches the database, so a load that
+// did not refresh it (an older retrylens, a crash in between) costs speed, never
+// correctness; the next ingest, even one with nothing new to load, rebuilds it.
 const cacheName = "cache"
 
 // execer is what prepare runs statements on: a connection or a transaction.

@@ -3,7 +3,9 @@
 //
 // A report opens a Set: one connection holding a temporary table of the range's rows with
 // their logical-request keys (prepare.sql). Every figure is then a query over that table,
-// so linking is computed once per report.
+// so linking is computed once per report. A Set of every row with the default linking
+// reads instead what ingest stored once for all reports (cache.go): linking then costs
+// nothing, and the row metrics add up stored counts.
 package query
 
 import (
@@ -155,8 +157,8 @@ func (s *Set) Close() error {
 	return first
 }
 
-// statement renders a query: key is a grouping expression, cube the minute cube to read
-// the row metrics from ("" for the rows).
+// statement renders a query: key is a grouping expression, cube the cache's cube to read
+// the row metrics from ("" for the rows; see cache.go).
 func (s *Set) statement(name, key, cube string) (string, error) {
 	var q bytes.Buffer
 	lcube := "" // the logical cubes: by minute and grouping columns both
@@ -358,7 +360,7 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 
 // grouped runs the row and logical metrics grouped by key and adds them up by group (a
 // NULL key can come back twice from logical.sql's full join: added, not replaced). The
-// row metrics add up the minute cube when cube names one.
+// metrics add up the cache's cubes when cube names one.
 func (s *Set) grouped(ctx context.Context, key, cube string, each func(k any, c counts), newKey func() any) error {
 	type entry struct {
 		k any
