@@ -86,7 +86,8 @@ func (f *Format) parseClean(r *Record, st *state, s string) bool {
 	steps := f.steps[:len(f.steps)-1]
 	for k := range steps {
 		sp := &steps[k]
-		end := findLit(s, i, &sp.match, &seen)
+		end, w := findLit(s, i, &sp.match)
+		seen |= w
 		if end < 0 {
 			return false
 		}
@@ -121,8 +122,7 @@ func (f *Format) parseGeneral(r *Record, st *state, s string, clean bool) *Error
 		case clean:
 			// No backslash in the line: a quoted value ends at the first closing literal
 			// too (nginx writes a quote inside a value as \x22).
-			var seen uint64
-			end = findLit(s, i, &sp.match, &seen)
+			end, _ = findLit(s, i, &sp.match)
 		case sp.quoted:
 			end = quotedEnd(s, i, &sp.match)
 		default:
@@ -237,33 +237,34 @@ func load64(s string, i int) uint64 {
 // flagged as lit's first against the whole literal (a flag above a true match can be
 // false; the check drops it).
 //
-// It also ORs into seen, through bad, every word it reads: the caller learns whether the
+// It also returns, ORed through bad, every word it read: the caller learns whether the
 // bytes it went over hold a backslash or a non-ASCII byte without reading them again.
-func findLit(s string, i int, lit *literal, seen *uint64) int {
+func findLit(s string, i int, lit *literal) (int, uint64) {
+	var seen uint64
 	for ; i >= 0 && i+8 <= len(s); i += 8 {
 		w := load64(s, i)
-		*seen |= bad(w)
+		seen |= bad(w)
 		x := w ^ lit.first
 		for t := (x - ones) &^ x & highs; t != 0; t &= t - 1 {
 			j := i + bits.TrailingZeros64(t)/8 // load64 puts byte i lowest on every machine
 			if j+8 <= len(s) && len(lit.s) <= 8 {
 				if load64(s, j)&lit.mask == lit.word {
-					return j
+					return j, seen
 				}
 			} else if lit.at(s, j) {
-				return j
+				return j, seen
 			}
 		}
 	}
 	for ; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf || s[i] == '\\' {
-			*seen |= highs
+			seen |= highs
 		}
 		if s[i] == lit.s[0] && lit.at(s, i) {
-			return i
+			return i, seen
 		}
 	}
-	return -1
+	return -1, seen
 }
 
 // hasLit reports whether s[j:] starts with lit, byte by byte.
