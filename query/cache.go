@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 )
 
@@ -67,20 +68,28 @@ func cacheVersion(ctx context.Context, q querier) (string, error) {
 	return v + ":" + sqlDigest, nil
 }
 
-// storedVersion is the version the cache was built for, "" when there is none.
-func storedVersion(ctx context.Context, q querier) (string, error) {
+// cacheState is what cache_state records: the version the cache was built for, and the
+// rows it saw: every row of a load up to file_id watermark, rows of them.
+type cacheState struct {
+	version         string
+	watermark, rows int64
+}
+
+// storedState is the stored cache's state; its version is "" when there is none (or one an
+// older retrylens wrote, without the columns).
+func storedState(ctx context.Context, q querier) (cacheState, error) {
+	var st cacheState
 	var n int
-	err := q.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables
-		WHERE table_name = '`+cacheName+`_state' AND table_schema = 'main'`).Scan(&n)
-	if err != nil || n == 0 {
-		return "", err
+	err := q.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns
+		WHERE table_name = '`+cacheName+`_state' AND table_schema = 'main' AND column_name IN ('version', 'watermark', 'rows')`).Scan(&n)
+	if err != nil || n < 3 {
+		return st, err
 	}
-	var v string
-	err = q.QueryRowContext(ctx, "SELECT version FROM "+cacheName+"_state").Scan(&v)
+	err = q.QueryRowContext(ctx, "SELECT version, watermark, rows FROM "+cacheName+"_state").Scan(&st.version, &st.watermark, &st.rows)
 	if err == sql.ErrNoRows {
-		return "", nil
+		return cacheState{}, nil
 	}
-	return v, err
+	return st, err
 }
 
 // coversAll reports whether [since, until) holds every row: none without a time, the
@@ -97,58 +106,220 @@ func coversAll(ctx context.Context, q querier, since, until time.Time) (bool, er
 
 // cacheFresh reports whether the stored cache matches the database.
 func cacheFresh(ctx context.Context, q querier) (bool, error) {
-	stored, err := storedVersion(ctx, q)
-	if err != nil || stored == "" {
+	st, err := storedState(ctx, q)
+	if err != nil || st.version == "" {
 		return false, err
 	}
 	v, err := cacheVersion(ctx, q)
-	return v == stored, err
+	return v == st.version, err
 }
 
-// Refresh rebuilds the cache when it does not match the database, in one transaction.
-// It reports whether it did.
-func Refresh(ctx context.Context, db *sql.DB) (bool, error) {
+// What Refresh did.
+const (
+	CacheFresh   = ""        // nothing: the cache matched the database
+	CacheRebuilt = "rebuilt" // built from every row
+	CacheUpdated = "updated" // brought up to date from the rows loaded since (see update)
+)
+
+// Refresh brings the cache up to date, in one transaction, and says how (CacheFresh,
+// CacheRebuilt or CacheUpdated). When the rows the cache saw are all still there and only
+// loads were added since, it updates the cache from the new rows and the logical requests
+// they belong to; otherwise (no cache, another retrylens's SQL) it builds it from every row.
+func Refresh(ctx context.Context, db *sql.DB) (string, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	defer conn.Close()
-	if fresh, err := cacheFresh(ctx, conn); err != nil || fresh {
-		return false, err
+	st, err := storedState(ctx, conn)
+	if err != nil {
+		return "", err
+	}
+	v, err := cacheVersion(ctx, conn)
+	if err != nil || v == st.version {
+		return CacheFresh, err
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	defer tx.Rollback()
-	v, err := cacheVersion(ctx, tx)
+	var watermark, rows, seen int64
+	err = tx.QueryRowContext(ctx, `SELECT coalesce(max(file_id), 0), count(*), count(*) FILTER (file_id <= ?) FROM requests`, st.watermark).
+		Scan(&watermark, &rows, &seen)
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	for _, t := range []string{"state", "cube_m", "cube_l", "gcube", "cube", "multi", "chain"} {
-		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+cacheName+"_"+t); err != nil {
-			return false, err
+	how := CacheRebuilt
+	if st.version != "" && strings.HasSuffix(st.version, ":"+sqlDigest) && seen == st.rows && watermark > st.watermark {
+		how = CacheUpdated
+		err = update(ctx, tx, st.watermark)
+	} else {
+		err = rebuild(ctx, tx)
+	}
+	if err != nil {
+		return "", fmt.Errorf("cache: %w", err)
+	}
+	for _, q := range []string{
+		"DROP TABLE IF EXISTS " + cacheName + "_state",
+		"CREATE TABLE " + cacheName + "_state (version VARCHAR NOT NULL, watermark BIGINT NOT NULL, rows BIGINT NOT NULL)",
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return "", fmt.Errorf("cache: %w", err)
 		}
 	}
-	lit := prepareLiterals{
-		Since: "TIMESTAMP '0001-01-01'", Until: "TIMESTAMP '9999-12-31'",
-		MaxGap: fmt.Sprint(DefaultMaxGap.Seconds()), Infer: "false",
+	if _, err := tx.ExecContext(ctx, "INSERT INTO "+cacheName+"_state VALUES (?, ?, ?)", v, watermark, rows); err != nil {
+		return "", err
+	}
+	return how, tx.Commit()
+}
+
+// cacheLiterals select every row and link them the default way.
+var cacheLiterals = prepareLiterals{
+	Since: "TIMESTAMP '0001-01-01'", Until: "TIMESTAMP '9999-12-31'",
+	MaxGap: fmt.Sprint(DefaultMaxGap.Seconds()), Infer: "false",
+}
+
+// rebuild builds every table of the cache from every row.
+func rebuild(ctx context.Context, tx *sql.Tx) error {
+	for _, t := range []string{"cube_m", "cube_l", "gcube", "cube", "multi", "chain"} {
+		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+cacheName+"_"+t); err != nil {
+			return err
+		}
 	}
 	// The tables are stored; the views and the route parameter are temporary.
 	steps := []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi", "prepare_cube", "prepare_gcube", "prepare_lcube", "prepare_mcube"}
-	if err := prepare(ctx, tx, cacheName, "TABLE", lit, nil, steps); err != nil {
-		return false, fmt.Errorf("cache: %w", err)
+	if err := prepare(ctx, tx, cacheName, "TABLE", cacheLiterals, nil, steps); err != nil {
+		return err
 	}
-	for _, q := range []string{
-		"DROP VIEW " + cacheName, "DROP VIEW " + cacheName + "_rows", "DROP TABLE " + cacheName + "_p",
-		"CREATE TABLE " + cacheName + "_state (version VARCHAR NOT NULL)",
-	} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return false, fmt.Errorf("cache: %w", err)
+	return execAll(ctx, tx, "DROP VIEW "+cacheName, "DROP VIEW "+cacheName+"_rows", "DROP TABLE "+cacheName+"_p")
+}
+
+// strongKey and heuristicKey are the hashes update finds a row's logical request by: its
+// key the client sent, or what the heuristic links it by (prepare.sql's partitions).
+const (
+	hasStrongKey = "(r.idempotency_key IS NOT NULL OR r.invocation_id IS NOT NULL OR r.request_id IS NOT NULL)"
+	strongKey    = "hash(coalesce(r.idempotency_key, r.invocation_id, r.request_id))"
+	heuristicKey = "hash(r.remote_addr, r.user_agent, r.method, r.uri)"
+)
+
+// update brings the cache up to date with the rows of the loads after watermark. Linking
+// them can change only the logical requests they belong to: the keys they carry, and the
+// heuristic's client-method-URI groups of those without a key. Those requests' rows, old
+// and new, are linked again and replace theirs in cache_chain and cache_multi (a hash
+// collision only brings more whole requests in); the row counts of the new rows are added
+// to the cubes; the logical cubes are counted again from cache_multi.
+func update(ctx context.Context, tx *sql.Tx, watermark int64) error {
+	after := fmt.Sprintf("r.file_id > %d", watermark)
+	err := execAll(ctx, tx,
+		`CREATE TEMP TABLE cache_k AS SELECT DISTINCT `+strongKey+` AS h FROM requests r
+		 WHERE `+after+` AND r.attempt IS NOT NULL AND `+hasStrongKey,
+		`CREATE TEMP TABLE cache_h AS SELECT DISTINCT `+heuristicKey+` AS h FROM requests r
+		 WHERE `+after+` AND r.attempt IS NOT NULL AND NOT `+hasStrongKey)
+	if err != nil {
+		return err
+	}
+	// The requests the new rows belong to, all their rows read once, linked again.
+	// Untagged rows are linked to nothing; a side with no key to match is left out (most
+	// logs send a key with every request: no heuristic group to look for).
+	var nk, nh int64
+	if err := tx.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM cache_k), (SELECT count(*) FROM cache_h)").Scan(&nk, &nh); err != nil {
+		return err
+	}
+	var sides []string
+	if nk > 0 {
+		sides = append(sides, "("+hasStrongKey+" AND "+strongKey+" IN (SELECT h FROM cache_k))")
+	}
+	if nh > 0 {
+		sides = append(sides, "(NOT "+hasStrongKey+" AND "+heuristicKey+" IN (SELECT h FROM cache_h))")
+	}
+	if len(sides) == 0 {
+		sides = []string{"false"}
+	}
+	err = execAll(ctx, tx, "CREATE TEMP TABLE cache_src AS SELECT * FROM requests r WHERE r.attempt IS NOT NULL AND ("+strings.Join(sides, " OR ")+")")
+	if err != nil {
+		return err
+	}
+	touched := cacheLiterals
+	touched.From = "cache_src"
+	if err := prepare(ctx, tx, "cache_t", "TEMP TABLE", touched, nil,
+		[]string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi", "prepare_lcube", "prepare_mcube"}); err != nil {
+		return err
+	}
+	// What those requests counted for before: their rows in cache_multi.
+	touchedMulti := "(strong AND hash(lkey) IN (SELECT h FROM cache_k))" +
+		" OR (NOT strong AND split_part(lkey, ':', 2) IN (SELECT CAST(h AS VARCHAR) FROM cache_h))" // heuristic lkey: 'h:' || hash || ':' || chain
+	if err := execAll(ctx, tx, "CREATE TEMP VIEW cache_o_multi AS SELECT * FROM "+cacheName+"_multi WHERE "+touchedMulti); err != nil {
+		return err
+	}
+	if err := prepare(ctx, tx, "cache_o", "TEMP TABLE", cacheLiterals, nil, []string{"prepare_lcube", "prepare_mcube"}); err != nil {
+		return err
+	}
+	// The new rows alone, for the row counts (they do not depend on linking).
+	fresh := cacheLiterals
+	fresh.Where = after
+	if err := prepare(ctx, tx, "cache_n", "TEMP TABLE", fresh, nil,
+		[]string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_cube", "prepare_gcube"}); err != nil {
+		return err
+	}
+	// merge adds up a cube and what changes it: sign +1 tables added, -1 taken out. A row
+	// whose counts all come to zero (a request that moved) is dropped.
+	merge := func(cube, cols, sums string, parts map[string]int) []string {
+		var from []string
+		for t, sign := range parts {
+			sel := "SELECT " + cols
+			for _, c := range strings.Split(sums, ", ") {
+				sel += fmt.Sprintf(", %d * %s AS %s", sign, c, c)
+			}
+			from = append(from, sel+" FROM "+t)
+		}
+		var agg, nonzero []string
+		for _, c := range strings.Split(sums, ", ") {
+			agg = append(agg, "sum("+c+")::BIGINT AS "+c)
+			nonzero = append(nonzero, "coalesce(sum("+c+"), 0) <> 0")
+		}
+		return []string{
+			"CREATE TEMP TABLE cache_merged AS SELECT " + cols + ", " + strings.Join(agg, ", ") +
+				" FROM (" + strings.Join(from, " UNION ALL ") + ") GROUP BY ALL HAVING " + strings.Join(nonzero, " OR "),
+			"DELETE FROM " + cacheName + "_" + cube,
+			"INSERT INTO " + cacheName + "_" + cube + " BY NAME SELECT * FROM cache_merged",
+			"DROP TABLE cache_merged",
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO "+cacheName+"_state VALUES (?)", v); err != nil {
-		return false, err
+	const rowCols = "ts, status, attempt, inferred, strong, linked_by"
+	const groupCols = "method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by"
+	const logicalCols = "ts, method, route, host, upstream_addr, status, attempt"
+	qs := []string{
+		"DELETE FROM " + cacheName + "_chain r WHERE " + heuristicKey + " IN (SELECT h FROM cache_h)",
+		"INSERT INTO " + cacheName + "_chain BY NAME SELECT * FROM cache_t_chain",
+		"DELETE FROM " + cacheName + "_multi WHERE " + touchedMulti,
+		"INSERT INTO " + cacheName + "_multi BY NAME SELECT * FROM cache_t_multi",
 	}
-	return true, tx.Commit()
+	qs = append(qs, merge("cube", rowCols, "n, proxied, tries", map[string]int{cacheName + "_cube": 1, "cache_n_cube": 1})...)
+	qs = append(qs, merge("gcube", groupCols, "n, proxied, tries", map[string]int{cacheName + "_gcube": 1, "cache_n_gcube": 1})...)
+	qs = append(qs, merge("cube_l", logicalCols, "recovered, exhausted, logical, final_ok",
+		map[string]int{cacheName + "_cube_l": 1, "cache_o_cube_l": -1, "cache_t_cube_l": 1})...)
+	qs = append(qs, merge("cube_m", logicalCols, "firsts, firsts_ok",
+		map[string]int{cacheName + "_cube_m": 1, "cache_o_cube_m": -1, "cache_t_cube_m": 1})...)
+	if err := execAll(ctx, tx, qs...); err != nil {
+		return err
+	}
+	drops := []string{"DROP VIEW cache_o_multi"}
+	for _, t := range []string{"cache_t", "cache_n", "cache_o"} {
+		for _, o := range []string{"_cube_m", "_cube_l", "_gcube", "_cube", "_multi", "_chain", "_p"} {
+			drops = append(drops, "DROP TABLE IF EXISTS "+t+o)
+		}
+		drops = append(drops, "DROP VIEW IF EXISTS "+t, "DROP VIEW IF EXISTS "+t+"_rows")
+	}
+	return execAll(ctx, tx, append(drops, "DROP TABLE cache_src", "DROP TABLE cache_k", "DROP TABLE cache_h")...)
+}
+
+// execAll runs statements in order, stopping at the first error.
+func execAll(ctx context.Context, tx execer, qs ...string) error {
+	for _, q := range qs {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%.60s…: %w", q, err)
+		}
+	}
+	return nil
 }

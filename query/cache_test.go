@@ -1,9 +1,12 @@
 package query_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,15 +82,42 @@ func TestCacheSameFigures(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	retry, _ := parse.Preset("retry")
-	gen := filepath.Join(dir, "generated.log")
-	f, err := os.Create(gen)
-	if err != nil {
+	var buf bytes.Buffer
+	if _, err := lab.Generate(&buf, retry, 20000, 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lab.Generate(f, retry, 20000, 3); err != nil {
-		t.Fatal(err)
+	// Half the requests lose their keys, for the heuristic to link; the log is cut in two
+	// files, so that some requests have attempts on both sides of a load.
+	lines := strings.SplitAfter(buf.String(), "\n")
+	keyless := regexp.MustCompile(`rid="[0-9a-f]*[0-7]" ik="[^"]*"`)
+	for i, l := range lines {
+		lines[i] = keyless.ReplaceAllString(l, `rid="-" ik="-"`)
 	}
-	f.Close()
+	half := len(lines) / 2
+	gen1, gen2 := filepath.Join(dir, "generated.log.1"), filepath.Join(dir, "generated.log")
+	for path, part := range map[string][]string{gen1: lines[:half], gen2: lines[half:]} {
+		if err := os.WriteFile(path, []byte(strings.Join(part, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	split := 0 // requests with attempts in both files: by key, or by client and URI
+	ids := regexp.MustCompile(`^(\S+) .*"\S+ (\S+) [^"]*".* rid="([^"]*)"`)
+	firstHalf := map[string]bool{}
+	for _, l := range lines[:half] {
+		if m := ids.FindStringSubmatch(l); m != nil {
+			firstHalf[m[3]], firstHalf[m[1]+m[2]] = true, true
+		}
+	}
+	for _, l := range lines[half:] {
+		if m := ids.FindStringSubmatch(l); m != nil && m[3] != "-" && firstHalf[m[3]] || m != nil && m[3] == "-" && firstHalf[m[1]+m[2]] {
+			split++
+		}
+	}
+	if split == 0 {
+		t.Fatal("no request has attempts in both files: the cut tests nothing")
+	}
+	t.Logf("%d lines of the second file belong to requests begun in the first", split)
+
 	db := memDB(t)
 	load := func(paths ...string) {
 		t.Helper()
@@ -95,7 +125,13 @@ func TestCacheSameFigures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	load("../testdata/incident-hour/access.log", gen)
+	refresh := func(want string) {
+		t.Helper()
+		if how, err := query.Refresh(ctx, db); err != nil || how != want {
+			t.Fatalf("refresh: %q, %v; want %q", how, err, want)
+		}
+	}
+	load("../testdata/incident-hour/access.log", gen1)
 
 	compare := func(wantCached bool, o query.Options) {
 		t.Helper()
@@ -116,21 +152,25 @@ func TestCacheSameFigures(t *testing.T) {
 			t.Errorf("cache changed figures (-linked again +cache):\n%s", diff)
 		}
 	}
-	if built, err := query.Refresh(ctx, db); err != nil || !built {
-		t.Fatalf("refresh: built %v, %v", built, err)
-	}
+	refresh(query.CacheRebuilt)
 	compare(true, query.Options{})
 	// A range around every row selects them all: the cache still answers.
 	around := query.Options{Since: time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), MaxGap: query.DefaultMaxGap}
 	compare(true, around)
-	if built, err := query.Refresh(ctx, db); err != nil || built {
-		t.Fatalf("second refresh: built %v, %v; want nothing to do", built, err)
-	}
-	load("../testdata/quiet-hour/access.log")
+	refresh(query.CacheFresh)
+	// The second half: requests begun in the first file are linked again, old and new rows.
+	load(gen2)
 	compare(false, query.Options{}) // stale: not read
-	if built, err := query.Refresh(ctx, db); err != nil || !built {
-		t.Fatalf("refresh after a load: built %v, %v", built, err)
+	refresh(query.CacheUpdated)
+	compare(true, query.Options{})
+	load("../testdata/quiet-hour/access.log")
+	refresh(query.CacheUpdated)
+	compare(true, query.Options{})
+	// A cache that does not know its rows any more (here: its state dropped) is rebuilt.
+	if _, err := db.ExecContext(ctx, "DROP TABLE cache_state"); err != nil {
+		t.Fatal(err)
 	}
+	refresh(query.CacheRebuilt)
 	compare(true, query.Options{})
 	// Options that select rows or link differently never read it.
 	for _, o := range []query.Options{{Route: "/api/orders"}, {InferAttempts: true}, {MaxGap: time.Second},

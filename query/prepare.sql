@@ -6,7 +6,9 @@ Objects are named after {{.Table}}, chosen by the program.
   _rows   view: the rows of the range, with their strong key (skey) and start time.
           {{.Since}}, {{.Until}}, {{.MaxGap}} and {{.Infer}} are SQL literals the program
           formats from parsed values (a time, a number, a boolean), so that DuckDB can
-          skip row groups outside the range
+          skip row groups outside the range; {{.Where}}, when set, is a condition the
+          cache's update writes (query/cache.go), never text a user typed, and {{.From}}
+          a table of requests' rows it made to read instead of requests
   _chain  table (a temporary one, or a stored one for the cache: {{.Kind}}): rows linked by the heuristic (tagged, no strong key) and, with infer,
           untagged rows with inferred attempt numbers
   (main)  view: every row of the range with its attempt number (logged or inferred),
@@ -41,10 +43,13 @@ SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.
             WHEN r.invocation_id IS NOT NULL THEN 'invocation_id'
             WHEN r.request_id IS NOT NULL THEN 'request_id' END AS skind,
        r.ts - to_microseconds(CAST(coalesce(r.request_time, 0) * 1000000 AS BIGINT)) AS started
-FROM requests r
+FROM {{or .From "requests"}} r
 WHERE r.ts >= {{.Since}} AND r.ts < {{.Until}}
 {{- if .HasRoute}}
   AND r.route = (SELECT route FROM {{.Table}}_p)
+{{- end}}
+{{- if .Where}}
+  AND ({{.Where}})
 {{- end}}
 {{end}}
 
@@ -115,7 +120,7 @@ SELECT * FROM {{.Table}}_chain
 CREATE {{.Kind}} {{.Table}}_cube AS
 SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
        status, attempt, inferred, strong, linked_by,
-       count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries) AS tries
+       count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries)::BIGINT AS tries
 FROM {{.Table}}
 GROUP BY ALL
 {{end}}
@@ -124,7 +129,7 @@ GROUP BY ALL
 -- The rows counted by the columns of every --by grouping, without time.
 CREATE {{.Kind}} {{.Table}}_gcube AS
 SELECT method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by,
-       count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries) AS tries
+       count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries)::BIGINT AS tries
 FROM {{.Table}}
 GROUP BY ALL
 {{end}}

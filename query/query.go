@@ -175,7 +175,9 @@ func (s *Set) statement(name, key, cube string) (string, error) {
 // a number and a boolean, never text a user typed.
 type prepareLiterals struct {
 	Since, Until, MaxGap, Infer string
-	HasRoute                    bool // filter on the route in _p
+	HasRoute                    bool   // filter on the route in _p
+	Where                       string // one more condition on the rows (cache.go's update)
+	From                        string // the table of rows to read instead of requests (cache.go's update)
 }
 
 // timeLiteral formats t as a DuckDB TIMESTAMP literal (UTC), or open when t is zero.

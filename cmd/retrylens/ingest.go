@@ -158,17 +158,17 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	// needs, still bounded. A cache that could not be built costs reports speed, not
 	// correctness, so the load stands and this only warns.
 	start := time.Now()
-	built, err := func() (bool, error) {
+	how, err := func() (string, error) {
 		if _, err := db.ExecContext(ctx, "SET memory_limit = '"+refreshMemory+"'"); err != nil {
-			return false, err
+			return "", err
 		}
 		return query.Refresh(ctx, db)
 	}()
 	switch {
 	case err != nil:
 		fmt.Fprintf(e.stderr, "retrylens: warning: the report cache was not built (reports will link the rows themselves, slower): %v\n", err)
-	case built && !o.quiet:
-		fmt.Fprintf(e.stderr, "Report cache rebuilt in %.1fs.\n", time.Since(start).Seconds())
+	case how != query.CacheFresh && !o.quiet:
+		fmt.Fprintf(e.stderr, "Report cache %s in %.1fs.\n", how, time.Since(start).Seconds())
 	}
 	if err := db.Close(); err != nil {
 		return err
