@@ -150,11 +150,16 @@ func Refresh(ctx context.Context, db *sql.DB) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The cache still describes the rows it saw when they are all there, counted the same way.
+	kept := st.version != "" && strings.HasSuffix(st.version, ":"+sqlDigest) && seen == st.rows
 	how := CacheRebuilt
-	if st.version != "" && strings.HasSuffix(st.version, ":"+sqlDigest) && seen == st.rows && watermark > st.watermark {
+	switch {
+	case kept && rows == st.rows:
+		how = CacheFresh // only the registry changed (a load whose lines were all rejected)
+	case kept:
 		how = CacheUpdated
 		err = update(ctx, tx, st.watermark)
-	} else {
+	default:
 		err = rebuild(ctx, tx)
 	}
 	if err != nil {

@@ -166,6 +166,20 @@ func TestCacheSameFigures(t *testing.T) {
 	load("../testdata/quiet-hour/access.log")
 	refresh(query.CacheUpdated)
 	compare(true, query.Options{})
+	// A load that adds no row (blank lines) changes the registry, not the cache.
+	var files0, files1 int
+	db.QueryRowContext(ctx, "SELECT count(*) FROM files").Scan(&files0)
+	blank := filepath.Join(dir, "blank.log")
+	if err := os.WriteFile(blank, []byte("\n\n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	load(blank)
+	db.QueryRowContext(ctx, "SELECT count(*) FROM files").Scan(&files1)
+	if files1 != files0+1 {
+		t.Fatalf("files registered: %d, then %d: the blank file tests nothing", files0, files1)
+	}
+	refresh(query.CacheFresh)
+	compare(true, query.Options{})
 	// A cache that does not know its rows any more (here: its state dropped) is rebuilt.
 	if _, err := db.ExecContext(ctx, "DROP TABLE cache_state"); err != nil {
 		t.Fatal(err)
