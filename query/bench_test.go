@@ -55,7 +55,7 @@ FROM range(10000000) t(i)`)
 }
 
 // BenchmarkReport10M is one whole report over 10M rows, step by step as retrylens
-// report runs them: prepare, summary, hourly and minute windows, endpoints, 429 loops,
+// report runs them: prepare, span, summary, hourly and minute windows, endpoints, 429 loops,
 // findings, linking, backoff. Each step's mean time is reported as <step>-ms. The
 // "cached" report reads the cache ingest stores (query.Refresh, timed once as
 // refresh-ms); "linked" links the rows again, as a report with --since does.
@@ -102,6 +102,8 @@ func benchReport(b *testing.B, db *sql.DB, o query.Options, cached bool) {
 		if set.Cached() != cached {
 			b.Fatalf("cached %v, want %v", set.Cached(), cached)
 		}
+		_, _, err = set.Span(ctx)
+		lap("span", err)
 		m, err := set.Summary(ctx)
 		lap("summary", err)
 		if m.Requests != 10_000_000 && os.Getenv("RETRYLENS_BENCH_DB") == "" {

@@ -424,7 +424,9 @@ func keyID(k any) string {
 // Span returns the first and last request time in the Set.
 func (s *Set) Span(ctx context.Context) (from, to time.Time, err error) {
 	var f, t sql.NullTime
-	err = s.conn.QueryRowContext(ctx, "SELECT min(ts), max(ts) FROM "+s.table).Scan(&f, &t)
+	// From the range's rows: every one of them is in the Set once, and the plain view
+	// lets DuckDB read the ts column alone (the Set's own view took 0.7 s on 10M rows).
+	err = s.conn.QueryRowContext(ctx, "SELECT min(ts), max(ts) FROM "+s.table+"_rows").Scan(&f, &t)
 	if err != nil {
 		return from, to, fmt.Errorf("span: %w", err)
 	}
