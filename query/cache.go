@@ -45,15 +45,18 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// sqlDigest changes with the SQL that builds the cache, so that a cache written by
-// another version of retrylens is not read.
+// sqlDigest changes with the SQL that builds the cache (prepare.sql, and logical.sql's
+// logical_counts), so that a cache written by another version of retrylens is not read.
 var sqlDigest = func() string {
-	b, err := fs.ReadFile(sqlFiles, "prepare.sql")
-	if err != nil {
-		panic(err)
+	h := sha256.New()
+	for _, name := range []string{"prepare.sql", "logical.sql"} {
+		b, err := fs.ReadFile(sqlFiles, name)
+		if err != nil {
+			panic(err)
+		}
+		h.Write(b)
 	}
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:8])
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }()
 
 // cacheVersion names the database's content: the loads in the registry, the rows, and

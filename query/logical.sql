@@ -33,11 +33,7 @@ WITH l AS (
     GROUP BY lkey
 ),
 lg AS (
-    SELECT k,
-        count(*) FILTER (first_n = 0 AND NOT coalesce(first_status BETWEEN 200 AND 299, false) AND any_ok) AS recovered,
-        count(*) FILTER (last_n >= 1 AND NOT any_ok)                                                      AS exhausted,
-        count(*)                                                                                          AS logical,
-        count(*) FILTER (final_status BETWEEN 200 AND 299)                                                AS final_ok
+    SELECT k, {{template "logical_counts"}}
     FROM l
     GROUP BY k
 ),
@@ -58,3 +54,12 @@ SELECT
     coalesce(mf.firsts_ok, 0)::BIGINT AS multi_firsts_ok
 FROM lg FULL JOIN mf USING (k)
 ORDER BY k
+
+{{- /* The logical metrics over requests (first_n, first_status, final_status, last_n,
+any_ok each): here and in the cache's cube (prepare.sql, prepare_lcube). */}}
+{{define "logical_counts"}}
+        count(*) FILTER (first_n = 0 AND NOT coalesce(first_status BETWEEN 200 AND 299, false) AND any_ok) AS recovered,
+        count(*) FILTER (last_n >= 1 AND NOT any_ok)                                                      AS exhausted,
+        count(*)                                                                                          AS logical,
+        count(*) FILTER (final_status BETWEEN 200 AND 299)                                                AS final_ok
+{{- end}}

@@ -153,14 +153,11 @@ WITH l AS (
 ),
 f AS (
     SELECT time_bucket(to_seconds(60), m.ts, TIMESTAMP '1970-01-01') AS ts, m.method, m.route, m.host,
-        m.upstream_addr, m.status, m.attempt, l.final_status, l.last_n, l.any_ok
+        m.upstream_addr, m.status, m.attempt, m.status AS first_status, m.attempt AS first_n,
+        l.final_status, l.last_n, l.any_ok
     FROM l JOIN {{.Table}}_multi m ON m.file_id = l.first.f AND m.line = l.first.l
 )
-SELECT ts, method, route, host, upstream_addr, status, attempt,
-    count(*) FILTER (attempt = 0 AND NOT coalesce(status BETWEEN 200 AND 299, false) AND any_ok) AS recovered,
-    count(*) FILTER (last_n >= 1 AND NOT any_ok)                                                AS exhausted,
-    count(*)                                                                                    AS logical,
-    count(*) FILTER (final_status BETWEEN 200 AND 299)                                          AS final_ok
+SELECT ts, method, route, host, upstream_addr, status, attempt, {{template "logical_counts"}}
 FROM f
 GROUP BY ALL
 {{end}}
