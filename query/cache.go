@@ -158,7 +158,7 @@ func Refresh(ctx context.Context, db *sql.DB) (string, error) {
 	how := CacheRebuilt
 	switch {
 	case kept && rows == st.rows:
-		how = CacheFresh // only the registry changed (a load whose lines were all rejected)
+		how = CacheFresh // only the registry changed: a load that added no row
 	case kept:
 		how = CacheUpdated
 		err = update(ctx, tx, st.watermark)
