@@ -21,12 +21,11 @@ mf AS (
 {{- else}}
 WITH l AS (
     SELECT lkey,
-        -- first and final attempt: by attempt number, then time and place in the logs
-        -- (a request can log the same attempt number twice)
-        arg_min({{.Key}}, {'a': attempt, 't': ts, 'f': file_id, 'l': line}) AS k,
+        -- first and final attempt, in attempt_order
+        arg_min({{.Key}}, {{template "attempt_order"}}) AS k,
         min(attempt)                                         AS first_n,
-        arg_min(status, {'a': attempt, 't': ts, 'f': file_id, 'l': line})   AS first_status,
-        arg_max(status, {'a': attempt, 't': ts, 'f': file_id, 'l': line})   AS final_status,
+        arg_min(status, {{template "attempt_order"}})   AS first_status,
+        arg_max(status, {{template "attempt_order"}})   AS final_status,
         max(attempt)                                         AS last_n,
         coalesce(bool_or(status BETWEEN 200 AND 299), false) AS any_ok
     FROM {{.Table}}_multi
@@ -63,3 +62,8 @@ any_ok each): here and in the cache's cube (prepare.sql, prepare_lcube). */}}
         count(*)                                                                                          AS logical,
         count(*) FILTER (final_status BETWEEN 200 AND 299)                                                AS final_ok
 {{- end}}
+
+{{- /* The order of a logical request's attempts: by attempt number, then time and place in
+the logs (a request can log the same attempt number twice). The report and the cache
+(prepare.sql) both pick first and final attempts by it. */}}
+{{define "attempt_order"}}{'a': attempt, 't': ts, 'f': file_id, 'l': line}{{end}}

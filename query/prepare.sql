@@ -114,13 +114,16 @@ UNION ALL BY NAME
 SELECT * FROM {{.Table}}_chain
 {{end}}
 
+{{- /* What the cubes count of their rows; update (query/cache.go) adds these columns up. */}}
+{{define "row_counts"}}count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries)::BIGINT AS tries{{end}}
+
 {{define "prepare_cube"}}
 -- The rows counted by minute, for the summary and the windows: time and the columns the
 -- row metrics read, not the groupings' (100K routes would make it as large as the rows).
 CREATE {{.Kind}} {{.Table}}_cube AS
 SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
        status, attempt, inferred, strong, linked_by,
-       count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries)::BIGINT AS tries
+       {{template "row_counts"}}
 FROM {{.Table}}
 GROUP BY ALL
 {{end}}
@@ -129,7 +132,7 @@ GROUP BY ALL
 -- The rows counted by the columns of every --by grouping, without time.
 CREATE {{.Kind}} {{.Table}}_gcube AS
 SELECT method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by,
-       count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries)::BIGINT AS tries
+       {{template "row_counts"}}
 FROM {{.Table}}
 GROUP BY ALL
 {{end}}
@@ -144,8 +147,8 @@ WITH l AS (
     -- place in the logs and joined back (keeping its columns per request ran out of memory
     -- at 128 MB on 833K requests)
     SELECT lkey,
-        min({'a': attempt, 't': ts, 'f': file_id, 'l': line})               AS first,
-        arg_max(status, {'a': attempt, 't': ts, 'f': file_id, 'l': line})   AS final_status,
+        min({{template "attempt_order"}})               AS first,
+        arg_max(status, {{template "attempt_order"}})   AS final_status,
         max(attempt)                                                         AS last_n,
         coalesce(bool_or(status BETWEEN 200 AND 299), false)                 AS any_ok
     FROM {{.Table}}_multi
