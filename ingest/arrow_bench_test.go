@@ -2,14 +2,13 @@
 
 package ingest
 
-// Arrow against the tab-separated file, for issue 5's "measure both": the same parsed
-// records of the 1M-line benchmark log (see parse's benchmarks) loaded into a fresh
-// database file, each way, in one run. Needs the build tag:
+// Arrow against the table function ingest loads with (rows.go), for issue 5's "measure
+// both": the same parsed records of the 1M-line benchmark log (see parse's benchmarks)
+// loaded into a fresh database file, each way, in one run. Needs the build tag:
 //
-//	go test -tags duckdb_arrow ./ingest -run '^$' -bench Load1M -benchtime 1x
+//	go test -tags duckdb_arrow ./ingest -run '^$' -bench Arrow1M -benchtime 1x
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -65,40 +64,36 @@ func freshDB(b *testing.B) (*sql.DB, *sql.Conn) {
 	return db, conn
 }
 
-func BenchmarkLoad1M(b *testing.B) {
+func BenchmarkArrow1M(b *testing.B) {
 	recs, routes := benchRecords(b)
 	ctx := context.Background()
 	const chunk = 250_000 // rows per transaction, about what a 64 MiB chunk holds
 	report := func(b *testing.B, d time.Duration) {
 		b.ReportMetric(float64(len(recs))/d.Seconds(), "rows/s")
 	}
-	b.Run("tsv", func(b *testing.B) {
+	b.Run("rows", func(b *testing.B) {
 		for range b.N {
 			db, conn := freshDB(b)
 			start := time.Now()
 			for lo := 0; lo < len(recs); lo += chunk {
 				hi := min(lo+chunk, len(recs))
-				tmp, path, err := rowsFile()
-				if err != nil {
-					b.Fatal(err)
-				}
-				t := &tsvWriter{w: bufio.NewWriterSize(tmp, 1<<20)}
-				for i := lo; i < hi; i++ {
-					if err := t.row(int64(i+1), &recs[i], routes[i]); err != nil {
-						b.Fatal(err)
+				batches := make(chan *batch, 4)
+				go func() {
+					defer close(batches)
+					for i := lo; i < hi; i += batchSize {
+						j := min(i+batchSize, hi)
+						lines := make([]int64, 0, j-i)
+						for k := i; k < j; k++ {
+							lines = append(lines, int64(k+1))
+						}
+						batches <- &batch{recs: recs[i:j], lines: lines, routes: routes[i:j]}
 					}
-				}
-				t.w.Flush()
-				if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+				}()
+				id, drop := newRowSource(ctx, batches, make(chan *batch, 8))
+				if _, err := conn.ExecContext(ctx, "BEGIN; "+insertRows(id, int64(lo/chunk+1))+"; COMMIT"); err != nil {
 					b.Fatal(err)
 				}
-				if err := loadTSV(ctx, conn, path, int64(lo/chunk+1)); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-					b.Fatal(err)
-				}
-				tmp.Close()
+				drop()
 			}
 			report(b, time.Since(start))
 			conn.Close()

@@ -33,6 +33,10 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 		db.Close()
 		return nil, openError(path, err)
 	}
+	if err := registerRows(ctx, db); err != nil {
+		db.Close()
+		return nil, openError(path, err)
+	}
 	if path != "" {
 		if err := checkSchema(ctx, db); err != nil {
 			db.Close()

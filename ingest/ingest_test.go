@@ -63,46 +63,61 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-// A load that fails half way (here: the context is cancelled by the reader) leaves no
-// rows and no registry entry behind, and the same file then loads whole.
+// A load that fails half way (the context is cancelled, or the input breaks, while DuckDB
+// is inserting the rows already parsed) leaves no rows and no registry entry behind, and
+// the same file then loads whole.
 func TestLoadIsAtomic(t *testing.T) {
-	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "a.duckdb"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	format, _ := parse.Preset("retry")
 	src, err := os.ReadFile("../testdata/quiet-hour/access.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	failing := &cancelAfter{r: strings.NewReader(string(src)), n: len(src) / 2, cancel: cancel}
-	if _, err := Load(cctx, db, []string{"-"}, Options{Format: format, Stdin: failing}); err == nil {
-		t.Fatal("Load with a cancelled context succeeded")
-	}
-	var rows, files int
-	db.QueryRow("SELECT (SELECT count(*) FROM requests), (SELECT count(*) FROM files)").Scan(&rows, &files)
-	if rows != 0 || files != 0 {
-		t.Fatalf("after a failed load: %d rows, %d files; want none", rows, files)
-	}
-	res, err := Load(ctx, db, []string{"../testdata/quiet-hour/access.log"}, Options{Format: format})
-	if err != nil || res.Totals().Rows != 123 {
-		t.Fatalf("reload: %v, %+v", err, res.Totals())
+	broken := errors.New("disk on fire")
+	for _, tc := range []struct {
+		name string
+		fail error // nil: cancel the context
+	}{{"cancelled", nil}, {"read error", broken}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db, err := Open(ctx, filepath.Join(t.TempDir(), "a.duckdb"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			failing := &cancelAfter{r: strings.NewReader(string(src)), n: len(src) / 2, cancel: cancel, err: tc.fail}
+			_, err = Load(cctx, db, []string{"-"}, Options{Format: format, Stdin: failing})
+			if err == nil || (tc.fail != nil && !errors.Is(err, tc.fail)) {
+				t.Fatalf("Load with a failing input: error %v, want %v", err, tc.fail)
+			}
+			var rows, files int
+			db.QueryRow("SELECT (SELECT count(*) FROM requests), (SELECT count(*) FROM files)").Scan(&rows, &files)
+			if rows != 0 || files != 0 {
+				t.Fatalf("after a failed load: %d rows, %d files; want none", rows, files)
+			}
+			res, err := Load(ctx, db, []string{"../testdata/quiet-hour/access.log"}, Options{Format: format})
+			if err != nil || res.Totals().Rows != 123 {
+				t.Fatalf("reload: %v, %+v", err, res.Totals())
+			}
+		})
 	}
 }
 
-// cancelAfter cancels its context once n bytes were read, then reports end of input, as
-// an interrupted stream would.
+// cancelAfter fails once n bytes were read: with err, or by cancelling its context when
+// err is nil, as an interrupted stream would.
 type cancelAfter struct {
 	r      *strings.Reader
 	n      int
 	cancel func()
+	err    error
 }
 
 func (c *cancelAfter) Read(p []byte) (int, error) {
 	if c.n <= 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
 		c.cancel()
 		return 0, context.Canceled
 	}
@@ -175,9 +190,9 @@ func TestOldSchema(t *testing.T) {
 	}
 }
 
-// Log fields with every byte the rows file must carry (tab, newline, CR, quote, NUL,
+// Log fields with every byte the rows must carry into DuckDB (tab, newline, CR, quote, NUL,
 // backslash, non-ASCII) come out of the database exactly as the parser read them.
-func TestRowsFileRoundTrip(t *testing.T) {
+func TestRowsRoundTrip(t *testing.T) {
 	const line = `10.0.0.1 - - [29/Nov/2026:10:00:00 +0000] "GET /a\x09b\x0Ac\x22d\x00e\x5Cf\x0Dg/\xC3\xA9 HTTP/1.1" 502 3 "-" "ua \x22q\x22\x09\x00" rt=0.012 urt="0.011" us="502, 200" ra="1" rr="5xx" rid="r\x09\x22" ik="-" retry_after="-" msec=1795946400.012` + "\n"
 	format, _ := parse.Preset("retry")
 	want, err := format.ParseLine([]byte(line))
@@ -222,9 +237,9 @@ func TestRowsFileRoundTrip(t *testing.T) {
 }
 
 // Random strings with every kind of byte a JSON log can carry (control characters, quotes,
-// tabs, newlines, NUL, backslashes, multi-byte runes) go through parse, the rows file and
+// tabs, newlines, NUL, backslashes, multi-byte runes) go through parse, retrylens_rows and
 // DuckDB unchanged: the database holds what the parser read, field by field.
-func TestRowsFileRandom(t *testing.T) {
+func TestRowsRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	alphabet := []rune("ab\"\\\t\n\r\x00\x01\x1f ,;'=+-@é✓\U0001F600<>{}|")
 	str := func() string {

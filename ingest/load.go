@@ -11,13 +11,12 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/sync/errgroup"
+	duckdb "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/retrylens/retrylens/parse"
 )
@@ -38,9 +37,8 @@ type Options struct {
 	// MaxRoutes is the number of distinct routes past which the result names hotspots
 	// (default 500): routes are what endpoint tables group by.
 	MaxRoutes int64
-	// ChunkBytes is about how much of a file each transaction loads (default 256 MiB): it
-	// bounds the temporary file the rows go through, and a load killed half way resumes
-	// after the last chunk.
+	// ChunkBytes is about how much of a file each transaction loads (default 256 MiB): a
+	// load killed half way resumes after the last chunk that committed.
 	ChunkBytes int64
 	// Progress, when set, is given each file's path and the bytes about to be loaded
 	// (-1: unknown) and returns a writer that is sent those bytes as they are read.
@@ -248,21 +246,15 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 	if path == "-" {
 		cuts = []int64{-1} // one chunk: all of it
 	}
-	// Each chunk is parsed into its rows file, then committed with its registry entry.
-	// (Parsing the next chunk while one commits was measured: no faster, both sides use
-	// both cores.)
+	// Each chunk is parsed while DuckDB inserts its rows, and commits with its registry
+	// entry.
 	pos, line := from.bytes, from.lines
 	for _, cut := range cuts {
 		var r io.Reader = in.r
 		if cut >= 0 {
 			r = io.LimitReader(in.r, cut-pos)
 		}
-		p, err := parseChunk(ctx, r, h, format, path, pos, line, opt)
-		if err != nil {
-			return out, err
-		}
-		err = commitChunk(ctx, db, p, format, opt)
-		p.close()
+		p, err := loadChunk(ctx, db, r, h, format, path, pos, line, opt)
 		if err != nil {
 			return out, err
 		}
@@ -291,52 +283,29 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 	return out, nil
 }
 
-// parsed is one chunk read and parsed, its rows in a file, waiting to commit.
-type parsed struct {
+// chunk is what a loaded chunk of a file was.
+type chunk struct {
 	out          File
-	rows         *os.File
-	path         string // how DuckDB reads rows (see rowsFile)
 	offset, line int64  // where the chunk starts: byte offset, lines before it
 	end          int64  // the byte offset it ends at
 	sum          string // SHA-256 of the file's content up to end
 }
 
-func (p *parsed) close() {
-	p.rows.Close()
-	os.Remove(p.rows.Name())
-}
-
-// parseChunk parses the lines of r, which start at byte offset and after line line of
-// the file, into a rows file. The hash h, which has seen every byte of the file before r,
-// then covers [0, end): what the registry entry records.
-func parseChunk(ctx context.Context, r io.Reader, h *countingHash, format *parse.Format, path string, offset, line int64, opt Options) (*parsed, error) {
-	tmp, rowsPath, err := rowsFile()
-	if err != nil {
-		return nil, fmt.Errorf("a temporary file for the rows: %w", err)
-	}
-	p := &parsed{out: File{Path: path, Reasons: map[string]int64{}}, rows: tmp, path: rowsPath, offset: offset, line: line}
-	if err := appendAll(ctx, &tsvWriter{w: bufio.NewWriterSize(tmp, 1<<20)}, r, h, format, line, &p.out, opt); err != nil {
-		p.close()
-		return nil, err
-	}
-	// What was hashed is exactly what was read, up to the chunk's end: the readers ahead
-	// of the parser may have buffered more of the file, but not of the chunk.
-	p.end = h.n
-	p.out.Bytes = h.n - offset
-	p.sum = hex.EncodeToString(h.Sum(nil))
-	return p, nil
-}
-
-// commitChunk loads a parsed chunk's rows in one transaction with its registry entry.
-func commitChunk(ctx context.Context, db *sql.DB, p *parsed, format *parse.Format, opt Options) error {
-	out := &p.out
+// loadChunk parses the lines of r, which start at byte offset and after line line of the
+// file, and loads their rows, rejects and registry entry in one transaction. The hash h,
+// which has seen every byte of the file before r, then covers [0, end): what the registry
+// entry records. stdin ("-") is skipped, and its transaction rolled back, when a load
+// before had the same content.
+func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, format *parse.Format, path string, offset, line int64, opt Options) (*chunk, error) {
+	c := &chunk{out: File{Path: path, Reasons: map[string]int64{}}, offset: offset, line: line}
+	out := &c.out
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
-		return err
+		return nil, err
 	}
 	committed := false
 	defer func() {
@@ -344,27 +313,55 @@ func commitChunk(ctx context.Context, db *sql.DB, p *parsed, format *parse.Forma
 			conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
-	if out.Path == "-" {
-		if prev, err := loadedAs(ctx, conn, p.sum); err != nil || prev != "" {
-			*out = File{Path: out.Path, Format: format.Name, Skipped: prev != "", SameAs: prev, Bytes: out.Bytes}
-			return err
-		}
-	}
 	var id int64
 	if err := conn.QueryRowContext(ctx, "SELECT coalesce(max(file_id), 0) + 1 FROM files").Scan(&id); err != nil {
-		return err
+		return nil, err
 	}
-	if out.Rows > 0 {
-		if err := loadTSV(ctx, conn, p.path, id); err != nil {
-			return fmt.Errorf("load the rows: %w", err)
+
+	// The parser sends batches of records; DuckDB's threads take them through
+	// retrylens_rows while the INSERT runs. When the INSERT ends, whether early on an
+	// error or because the parser closed the channel, the parser is stopped and waited
+	// for: only a parser that read the whole chunk lets it commit.
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	batches := make(chan *batch, 4)
+	free := make(chan *batch, 8)
+	source, drop := newRowSource(ctx, batches, free)
+	defer drop()
+	parsed := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		parsed <- readAll(pctx, r, h, format, line, out, opt, batches, free)
+	}()
+	_, err = conn.ExecContext(ctx, insertRows(source, id))
+	stop()
+	if perr := <-parsed; perr != nil && !errors.Is(perr, context.Canceled) {
+		return nil, perr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load the rows: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// What was hashed is exactly what was read, up to the chunk's end: the readers ahead
+	// of the parser may have buffered more of the file, but not of the chunk.
+	c.end = h.n
+	out.Bytes = h.n - offset
+	c.sum = hex.EncodeToString(h.Sum(nil))
+
+	if path == "-" {
+		if prev, err := loadedAs(ctx, conn, c.sum); err != nil || prev != "" {
+			c.out = File{Path: path, Format: format.Name, Skipped: prev != "", SameAs: prev, Bytes: out.Bytes}
+			return c, err // the deferred ROLLBACK takes the rows out again
 		}
 	}
 	_, err = conn.ExecContext(ctx, `INSERT INTO files (file_id, path, sha256, offset_bytes, bytes, first_line, lines_end,
 			format, lines, rows, rejected, first_ts, last_ts, loaded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		id, out.Path, p.sum, p.offset, p.end, p.line+1, p.line+out.Lines, format.Name, out.Lines, out.Rows, out.Rejected,
+		id, path, c.sum, c.offset, c.end, c.line+1, c.line+out.Lines, format.Name, out.Lines, out.Rows, out.Rejected,
 		nullTime(out.First), nullTime(out.Last), opt.Now().UTC())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	reasons := make([]string, 0, len(out.Reasons))
 	for r := range out.Reasons {
@@ -373,19 +370,19 @@ func commitChunk(ctx context.Context, db *sql.DB, p *parsed, format *parse.Forma
 	sort.Strings(reasons)
 	for _, r := range reasons {
 		if _, err := conn.ExecContext(ctx, `INSERT INTO reject_counts VALUES (?, ?, ?)`, id, r, out.Reasons[r]); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, s := range out.Samples {
 		if _, err := conn.ExecContext(ctx, `INSERT INTO rejects VALUES (?, ?, ?, ?, ?)`, id, s.Line, s.Reason, s.Message, s.Excerpt); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return err
+		return nil, err
 	}
 	committed = true
-	return nil
+	return c, nil
 }
 
 type querier interface {
@@ -431,8 +428,8 @@ func loadedAs(ctx context.Context, q querier, sum string) (string, error) {
 	return path, err
 }
 
-// batchSize is how many records the parser hands the appender at a time.
-const batchSize = 4096
+// batchSize is how many records the parser hands DuckDB at a time: a DataChunk's capacity.
+var batchSize = duckdb.GetDataChunkCapacity()
 
 type batch struct {
 	recs   []parse.Record
@@ -440,36 +437,7 @@ type batch struct {
 	routes []string
 }
 
-// appendAll reads every line of in, appending good records and counting bad ones. The
-// parser runs in its own goroutine, a batch ahead of the appender, so that parsing and
-// DuckDB's work overlap.
-func appendAll(ctx context.Context, t *tsvWriter, in io.Reader, h hash.Hash, format *parse.Format, firstLine int64, out *File, opt Options) error {
-	g, ctx := errgroup.WithContext(ctx)
-	batches := make(chan *batch, 4)
-	free := make(chan *batch, 6)
-	g.Go(func() error {
-		defer close(batches)
-		return readAll(ctx, in, h, format, firstLine, out, opt, batches, free)
-	})
-	g.Go(func() error {
-		for b := range batches {
-			for i := range b.recs {
-				if err := t.row(b.lines[i], &b.recs[i], b.routes[i]); err != nil {
-					return fmt.Errorf("line %d: %w", b.lines[i], err)
-				}
-			}
-			out.Rows += int64(len(b.recs))
-			select {
-			case free <- b:
-			default:
-			}
-		}
-		return t.w.Flush()
-	})
-	return g.Wait()
-}
-
-// readAll parses in into batches. It owns every field of out but Rows.
+// readAll parses in into batches. It owns every field of out.
 func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Format, firstLine int64, out *File, opt Options, batches chan<- *batch, free <-chan *batch) error {
 	r := parse.NewReader(io.TeeReader(in, h), format)
 	r.StartAt(int(firstLine))
@@ -528,6 +496,7 @@ func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Forma
 				out.Last = t
 			}
 		}
+		out.Rows++
 		b.lines = append(b.lines, int64(r.Line()))
 		b.routes = append(b.routes, opt.Router.Route(rec.URI))
 		if len(b.recs) == batchSize {

@@ -1,0 +1,110 @@
+package ingest
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// benchLog is the 1M-line log of the retry format that bench/ingest.sh and parse's
+// benchmarks use; the benchmarks skip without it:
+//
+//	go run ./bench/genlog -n 1000000 > /tmp/retrylens-1m.log
+//	go test ./ingest -run '^$' -bench Load1M -benchtime 1x -count 3
+const benchLog = "/tmp/retrylens-1m.log"
+
+// benchDB opens a fresh database file with the settings retrylens ingest loads with.
+func benchDB(b *testing.B) *sql.DB {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(b.TempDir(), "bench.duckdb"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "SET memory_limit = '128MB'; SET preserve_insertion_order = false"); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+// BenchmarkLoad1M loads the 1M-line log into a fresh database file, each op one whole
+// load, next to two floors measured in the same run: reading the file (read), and DuckDB
+// copying the same rows, already parsed and in memory, into a fresh file (duckdb-copy):
+// what no loader into DuckDB can beat here. The figure to compare is load's rows/s as a
+// fraction of duckdb-copy's.
+func BenchmarkLoad1M(b *testing.B) {
+	if _, err := os.Stat(benchLog); err != nil {
+		b.Skipf("no %s: go run ./bench/genlog -n 1000000 > %[1]s", benchLog)
+	}
+	ctx := context.Background()
+	var rows int64
+	b.Run("read", func(b *testing.B) {
+		for range b.N {
+			f, err := os.Open(benchLog)
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			n, err := io.Copy(io.Discard, f)
+			f.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(n)/time.Since(start).Seconds()/1e6, "MB/s")
+		}
+	})
+	b.Run("load", func(b *testing.B) {
+		for range b.N {
+			db := benchDB(b)
+			start := time.Now()
+			res, err := Load(ctx, db, []string{benchLog}, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows = res.Totals().Rows
+			b.ReportMetric(float64(rows)/time.Since(start).Seconds(), "rows/s")
+			db.Close()
+		}
+	})
+	b.Run("duckdb-copy", func(b *testing.B) {
+		// The rows, loaded once into memory; each op copies them into a fresh file.
+		mem, err := Open(ctx, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer mem.Close()
+		if _, err := Load(ctx, mem, []string{benchLog}, Options{}); err != nil {
+			b.Fatal(err)
+		}
+		conn, err := mem.Conn(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		for i := range b.N {
+			path := filepath.Join(b.TempDir(), "copy.duckdb")
+			if _, err := conn.ExecContext(ctx, "SET memory_limit = '128MB'; SET preserve_insertion_order = false; ATTACH '"+path+"' AS copy"); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := conn.ExecContext(ctx, "CREATE TABLE copy.requests AS SELECT * FROM requests LIMIT 0"); err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			if _, err := conn.ExecContext(ctx, "BEGIN; INSERT INTO copy.requests SELECT * FROM requests; COMMIT"); err != nil {
+				b.Fatal(err)
+			}
+			var n int64
+			if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM requests").Scan(&n); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "rows/s")
+			if _, err := conn.ExecContext(ctx, "DETACH copy; SET memory_limit = '4GB'"); err != nil {
+				b.Fatal(err)
+			}
+			_ = i
+		}
+	})
+}
