@@ -86,8 +86,9 @@ type scan struct {
 	cuts    []int64 // line ends about every chunk bytes apart, the last one end
 }
 
-// scanFile hashes a file's decompressed content in one pass, checking at each length in
-// known whether the content so far is that registered prefix.
+// scanFile reads a file's decompressed content in one pass, hashing it as far as the
+// longest length in known and checking at each whether the content so far is that
+// registered prefix.
 func scanFile(name string, known []prefix, chunk int64) (scan, error) {
 	var sc scan
 	in, err := openInput(name, nil)
@@ -104,6 +105,12 @@ func scanFile(name string, known []prefix, chunk int64) (scan, error) {
 		byLen[p.bytes] = append(byLen[p.bytes], p)
 	}
 	sort.Slice(cuts, func(i, j int) bool { return cuts[i] < cuts[j] })
+	// Hashing stops at the longest registered length: past it there is nothing to match
+	// (on a first load, nothing is hashed at all; the load hashes what it reads).
+	var hashUpTo int64
+	if len(cuts) > 0 {
+		hashUpTo = cuts[len(cuts)-1]
+	}
 	h := sha256.New()
 	check := func() {
 		sum := hex.EncodeToString(h.Sum(nil))
@@ -128,7 +135,9 @@ func scanFile(name string, known []prefix, chunk int64) (scan, error) {
 				take = cuts[0] - sc.size
 			}
 			part := chunk[:take]
-			h.Write(part)
+			if sc.size < hashUpTo { // parts end at every registered length, hashUpTo too
+				h.Write(part)
+			}
 			if i := bytes.LastIndexByte(part, '\n'); i >= 0 {
 				sc.end = sc.size + int64(i) + 1
 				// A cut at the first line end past each chunk's worth of bytes.
