@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"io"
@@ -10,12 +11,12 @@ import (
 	"time"
 )
 
-// benchLog is the 1M-line log of the retry format that bench/ingest.sh and parse's
-// benchmarks use; the benchmarks skip without it:
+// benchLog is the 1M-line log of the retry format parse's benchmarks use (or the file
+// $RETRYLENS_BENCH_LOG names, as bench/ingest.sh does); the benchmarks skip without it:
 //
 //	go run ./bench/genlog -n 1000000 > /tmp/retrylens-1m.log
 //	go test ./ingest -run '^$' -bench Load1M -benchtime 1x -count 3
-const benchLog = "/tmp/retrylens-1m.log"
+var benchLog = cmp.Or(os.Getenv("RETRYLENS_BENCH_LOG"), "/tmp/retrylens-1m.log")
 
 // benchDB opens a fresh database file with the settings retrylens ingest loads with.
 func benchDB(b *testing.B) *sql.DB {
