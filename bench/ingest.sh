@@ -54,8 +54,8 @@ awk -v g="$t_goaccess" -v r="$t_retrylens" 'BEGIN { printf "retrylens/GoAccess s
 # rebuilt in 1.5s."
 load=$(sed -n 's/^loaded .* in \([0-9.]*\)s (.*/\1/p' "$dir/retrylens.err")
 cache=$(sed -n 's/^Report cache .* in \([0-9.]*\)s\./\1/p' "$dir/retrylens.err")
-RETRYLENS_BENCH_LOG="$dir/access.log" go test ./ingest -run '^$' -bench 'Load1M/duckdb-copy' -benchtime 1x > "$dir/floor.txt"
-floor=$(awk '/rows\/s/ { for (i = 1; i < NF; i++) if ($(i+1) == "rows/s") print $i }' "$dir/floor.txt")
+RETRYLENS_BENCH_LOG="$dir/access.log" go test ./ingest -run '^$' -bench 'Load1M/duckdb-copy$' -benchtime 1x > "$dir/floor.txt"
+floor=$(awk '/duckdb-copy-/ { for (i = 1; i < NF; i++) if ($(i+1) == "rows/s") print $i }' "$dir/floor.txt")
 awk -v n="$n" -v l="$load" -v c="$cache" -v f="$floor" 'BEGIN {
   printf "retrylens load %.2f s (%.0f lines/s) + report cache %.2f s\n", l, n / l, c
   printf "floor: DuckDB copying the same rows from memory into a fresh file, %.0f rows/s (%.2f s)\n", f, n / f

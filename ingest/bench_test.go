@@ -70,42 +70,54 @@ func BenchmarkLoad1M(b *testing.B) {
 			db.Close()
 		}
 	})
-	b.Run("duckdb-copy", func(b *testing.B) {
-		// The rows, loaded once into memory; each op copies them into a fresh file.
-		mem, err := Open(ctx, "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer mem.Close()
-		if _, err := Load(ctx, mem, []string{benchLog}, Options{}); err != nil {
-			b.Fatal(err)
-		}
-		conn, err := mem.Conn(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close()
-		for i := range b.N {
-			path := filepath.Join(b.TempDir(), "copy.duckdb")
-			if _, err := conn.ExecContext(ctx, "SET memory_limit = '128MB'; SET preserve_insertion_order = false; ATTACH '"+path+"' AS copy"); err != nil {
+	// The floors: the rows, loaded once into memory, copied into a fresh file each op,
+	// whole (duckdb-copy) and as the 12 columns issue 5's own measurements used
+	// (duckdb-copy-12). DuckDB may use 4 GB here, so that the rows in memory never spill:
+	// a floor, not a like-for-like (a load gets 128 MB; 1 GB makes it about 5 % faster).
+	mem, err := Open(ctx, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mem.Close()
+	loaded := false
+	for _, copy := range []struct{ name, cols string }{
+		{"duckdb-copy", "*"},
+		{"duckdb-copy-12", "line, ts, remote_addr, method, uri, protocol, status, bytes, referer, user_agent, request_time, attempt"},
+	} {
+		b.Run(copy.name, func(b *testing.B) {
+			if !loaded {
+				if _, err := Load(ctx, mem, []string{benchLog}, Options{}); err != nil {
+					b.Fatal(err)
+				}
+				loaded = true
+			}
+			conn, err := mem.Conn(ctx)
+			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := conn.ExecContext(ctx, "CREATE TABLE copy.requests AS SELECT * FROM requests LIMIT 0"); err != nil {
-				b.Fatal(err)
+			defer conn.Close()
+			for range b.N {
+				path := filepath.Join(b.TempDir(), "copy.duckdb")
+				if _, err := conn.ExecContext(ctx, "SET memory_limit = '4GB'; SET preserve_insertion_order = false; ATTACH '"+path+"' AS copy"); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := conn.ExecContext(ctx, "CREATE TABLE copy.rows AS SELECT "+copy.cols+" FROM requests LIMIT 0"); err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				if _, err := conn.ExecContext(ctx, "BEGIN; INSERT INTO copy.rows SELECT "+copy.cols+" FROM requests; COMMIT"); err != nil {
+					b.Fatal(err)
+				}
+				d := time.Since(start)
+				var n int64
+				if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM copy.rows").Scan(&n); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(n)/d.Seconds(), "rows/s")
+				if _, err := conn.ExecContext(ctx, "DETACH copy"); err != nil {
+					b.Fatal(err)
+				}
 			}
-			start := time.Now()
-			if _, err := conn.ExecContext(ctx, "BEGIN; INSERT INTO copy.requests SELECT * FROM requests; COMMIT"); err != nil {
-				b.Fatal(err)
-			}
-			var n int64
-			if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM requests").Scan(&n); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "rows/s")
-			if _, err := conn.ExecContext(ctx, "DETACH copy; SET memory_limit = '4GB'"); err != nil {
-				b.Fatal(err)
-			}
-			_ = i
-		}
-	})
+		})
+	}
 }

@@ -165,10 +165,12 @@ func routeCheck(ctx context.Context, db *sql.DB, res *Result, max int64) error {
 	if res.Routes <= max {
 		return nil
 	}
+	// The prefixes are cut from the distinct routes, not from every row: a tenth of the
+	// work on the 1M-line benchmark log.
 	rows, err := db.QueryContext(ctx, `
-		SELECT coalesce(nullif(regexp_replace(route, '/[^/]*$', ''), ''), '/') AS prefix, count(DISTINCT route) AS n, min(route)
-		FROM requests WHERE route IS NOT NULL
-		GROUP BY prefix ORDER BY n DESC, prefix LIMIT 5`)
+		WITH r AS (SELECT DISTINCT route FROM requests WHERE route IS NOT NULL)
+		SELECT coalesce(nullif(regexp_replace(route, '/[^/]*$', ''), ''), '/') AS prefix, count(*) AS n, min(route)
+		FROM r GROUP BY prefix ORDER BY n DESC, prefix LIMIT 5`)
 	if err != nil {
 		return fmt.Errorf("route hotspots: %w", err)
 	}
