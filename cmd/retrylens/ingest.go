@@ -75,7 +75,7 @@ flags, 4 more lines rejected than --max-reject-ratio allows.`,
 	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print nothing but errors")
 	c.Flags().IntVar(&o.dryRun, "dry-run", 0, "load nothing: show how the first N lines of each FILE parse, field by field")
 	c.Flags().Lookup("dry-run").NoOptDefVal = "5"
-	c.Flags().Int64Var(&o.chunkMiB, "chunk-mib", 256, "MiB of a file loaded per transaction (through a temporary file of about that size): a killed load resumes after the last one")
+	c.Flags().Int64Var(&o.chunkMiB, "chunk-mib", 256, "MiB of a file loaded per transaction: a killed load resumes after the last one that committed")
 	c.Flags().Float64Var(&o.maxReject, "max-reject-ratio", 1, "exit 4 when more than this share of lines (0..1) was rejected, for CI")
 	c.Flags().Int64Var(&o.maxRoutes, "max-routes", 500, "warn, naming the path prefixes behind them, past this many distinct routes")
 	return c
