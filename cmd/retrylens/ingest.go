@@ -203,7 +203,9 @@ func (l *lineRate) Write(p []byte) (int, error) {
 	l.lines += int64(bytes.Count(p, []byte{'\n'}))
 	if now := time.Now(); now.Sub(l.shown) >= 250*time.Millisecond {
 		l.shown = now
-		if secs := now.Sub(l.start).Seconds(); secs > 0 {
+		// Not in the first second: the readers ahead of the parser fill their buffers
+		// then, which would show a rate several times the real one.
+		if secs := now.Sub(l.start).Seconds(); secs >= 1 {
 			l.bar.Describe(fmt.Sprintf("%s %.0fk lines/s", l.name, float64(l.lines)/secs/1000))
 		}
 	}
