@@ -183,7 +183,9 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 
 // refreshMemory is DuckDB's memory limit while ingest brings the report cache up to date:
 // the load's. Measured on 10M lines (1.26M rows of retried requests): the whole ingest
-// peaks at 369 MiB, the rebuild taking 20.5 s (192 MB: 493 MiB and 15.3 s).
+// peaks at 346 MiB, the rebuild taking 18.0 s. The rebuild alone, on that database: 256
+// MB took 17.1 s and 412 MiB, 384 MB 13.6 s and 508 MiB (128 MB in the same minutes: 29 s,
+// 284 MiB; an earlier whole ingest with 192 MB peaked at 493 MiB).
 const refreshMemory = "128MB"
 
 // exitRejects is ingest's exit code when the rejected share passed --max-reject-ratio.
