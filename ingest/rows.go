@@ -175,39 +175,44 @@ func (s *rowSource) FillChunk(_ any, c duckdb.DataChunk) error {
 	return nil
 }
 
-// fillChunk writes a batch's rows into c, column by column of rowColumns. Setting a value
-// of the column's type cannot fail, so only the last error of a row is kept.
+// fillChunk writes a batch's rows into c, column by column of rowColumns; the first
+// error stops it (setting a value of the column's own type should never fail). Each
+// value is set with its own concrete type: through a generic helper the load ran at
+// 60 % of this speed.
 func fillChunk(c duckdb.DataChunk, b *batch) error {
-	var err error
-	str := func(col, row int, v string) {
-		if v == "" {
-			err = c.SetValue(col, row, nil)
-		} else {
-			err = duckdb.SetChunkValue(c, col, row, v)
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
 		}
 	}
-	null := func(col, row int) { err = c.SetValue(col, row, nil) }
+	null := func(col, row int) { keep(c.SetValue(col, row, nil)) }
+	str := func(col, row int, v string) {
+		if v == "" {
+			null(col, row)
+		} else {
+			keep(duckdb.SetChunkValue(c, col, row, v))
+		}
+	}
 	for row := range b.recs {
 		r := &b.recs[row]
-		if err = duckdb.SetChunkValue(c, 0, row, b.lines[row]); err != nil {
-			return err
-		}
+		keep(duckdb.SetChunkValue(c, 0, row, b.lines[row]))
 		if r.Time.IsZero() {
 			null(1, row)
 		} else {
-			err = duckdb.SetChunkValue(c, 1, row, r.Time.UnixMicro())
+			keep(duckdb.SetChunkValue(c, 1, row, r.Time.UnixMicro()))
 		}
 		str(2, row, r.RemoteAddr)
 		str(3, row, r.Method)
 		str(4, row, r.URI)
 		str(5, row, r.Protocol)
 		if r.Status >= 0 {
-			err = duckdb.SetChunkValue(c, 6, row, int16(min(r.Status, 32767)))
+			keep(duckdb.SetChunkValue(c, 6, row, int16(min(r.Status, 32767))))
 		} else {
 			null(6, row)
 		}
 		if r.Bytes >= 0 {
-			err = duckdb.SetChunkValue(c, 7, row, r.Bytes)
+			keep(duckdb.SetChunkValue(c, 7, row, r.Bytes))
 		} else {
 			null(7, row)
 		}
@@ -215,7 +220,7 @@ func fillChunk(c duckdb.DataChunk, b *batch) error {
 		str(9, row, r.UserAgent)
 		str(10, row, r.Host)
 		if r.RequestTime >= 0 {
-			err = duckdb.SetChunkValue(c, 11, row, r.RequestTime)
+			keep(duckdb.SetChunkValue(c, 11, row, r.RequestTime))
 		} else {
 			null(11, row)
 		}
@@ -223,20 +228,20 @@ func fillChunk(c duckdb.DataChunk, b *batch) error {
 		str(13, row, r.UpstreamStatus)
 		str(14, row, r.UpstreamResponseTime)
 		if r.UpstreamTries > 0 {
-			err = duckdb.SetChunkValue(c, 15, row, int16(min(r.UpstreamTries, 32767)))
+			keep(duckdb.SetChunkValue(c, 15, row, int16(min(r.UpstreamTries, 32767))))
 		} else {
 			null(15, row)
 		}
 		source, max := "", 0
 		if r.Attempt >= 0 {
-			err = duckdb.SetChunkValue(c, 16, row, int32(r.Attempt))
+			keep(duckdb.SetChunkValue(c, 16, row, int32(r.Attempt)))
 			source, max = r.AttemptSource, r.MaxAttempts
 		} else {
 			null(16, row)
 		}
 		str(17, row, source)
 		if max > 0 {
-			err = duckdb.SetChunkValue(c, 18, row, int16(min(max, 32767)))
+			keep(duckdb.SetChunkValue(c, 18, row, int16(min(max, 32767))))
 		} else {
 			null(18, row)
 		}
@@ -246,8 +251,8 @@ func fillChunk(c duckdb.DataChunk, b *batch) error {
 		str(22, row, r.InvocationID)
 		str(23, row, r.RetryAfter)
 		str(24, row, b.routes[row])
-		if err != nil {
-			return fmt.Errorf("line %d: %w", b.lines[row], err)
+		if first != nil {
+			return fmt.Errorf("line %d: %w", b.lines[row], first)
 		}
 	}
 	return nil
