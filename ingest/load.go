@@ -466,15 +466,17 @@ func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Forma
 		n := len(b.recs)
 		b.recs = b.recs[:n+1] // parse straight into the batch's next slot (cap is batchSize)
 		rec := &b.recs[n]
-		err := r.ReadInto(rec)
-		if err != nil {
+		if err := r.ReadInto(rec); err != nil {
 			b.recs = b.recs[:n]
-		}
-		if err == io.EOF {
-			break
-		}
-		var perr *parse.Error
-		if errors.As(err, &perr) {
+			if err == io.EOF {
+				break
+			}
+			// perr is declared here, not for every line: errors.As takes its address,
+			// which puts it on the heap.
+			var perr *parse.Error
+			if !errors.As(err, &perr) {
+				return fmt.Errorf("read line %d: %w", r.Line()+1, err)
+			}
 			out.Rejected++
 			reason := perr.Reason()
 			out.Reasons[reason]++
@@ -486,9 +488,6 @@ func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Forma
 				})
 			}
 			continue
-		}
-		if err != nil {
-			return fmt.Errorf("read line %d: %w", r.Line()+1, err)
 		}
 		if t := rec.Time; !t.IsZero() {
 			if out.First.IsZero() || t.Before(out.First) {

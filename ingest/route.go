@@ -79,13 +79,43 @@ func (r *Router) Route(uri string) string {
 	if !needsRewrite(uri) {
 		return uri
 	}
-	segs := strings.Split(uri, "/")
-	for i, s := range segs {
-		if isID(s) {
-			segs[i] = ":id"
+	return replaceIDs(uri)
+}
+
+// replaceIDs replaces each segment of path that isID by ":id". It allocates only when
+// some segment is one (a path with digits often has none: /static/app.3.js), once.
+func replaceIDs(path string) string {
+	var b strings.Builder
+	for start := 0; ; {
+		end := strings.IndexByte(path[start:], '/')
+		if end < 0 {
+			end = len(path)
+		} else {
+			end += start
 		}
+		seg := path[start:end]
+		switch {
+		case isID(seg):
+			if b.Cap() == 0 {
+				b.Grow(len(path) + 2) // ":id" is at most 2 bytes longer than the first id
+				b.WriteString(path[:start])
+			}
+			b.WriteString(":id")
+		case b.Cap() > 0:
+			b.WriteString(seg)
+		}
+		if end == len(path) {
+			break
+		}
+		if b.Cap() > 0 {
+			b.WriteByte('/')
+		}
+		start = end + 1
 	}
-	return strings.Join(segs, "/")
+	if b.Cap() == 0 {
+		return path
+	}
+	return b.String()
 }
 
 func match(t []string, uri string) (string, bool) {

@@ -52,5 +52,15 @@ func FuzzRoute(f *testing.F) {
 		if again := r.Route(got); again != got {
 			t.Fatalf("Route is not idempotent: %q -> %q -> %q", uri, got, again)
 		}
+		// replaceIDs against the obvious split, replace and join.
+		segs := strings.Split(uri, "/")
+		for i, s := range segs {
+			if isID(s) {
+				segs[i] = ":id"
+			}
+		}
+		if want, got := strings.Join(segs, "/"), replaceIDs(uri); got != want {
+			t.Fatalf("replaceIDs(%q) = %q, want %q", uri, got, want)
+		}
 	})
 }
