@@ -151,16 +151,20 @@ func (s *rowSource) Init() duckdb.ParallelTableSourceInfo {
 }
 func (s *rowSource) NewLocalState() any { return new(struct{}) }
 
-// FillChunk writes the next batch into c.
+// FillChunk writes the next batch into c. An empty chunk ends the rows, so an empty
+// batch (the parser sends none) is passed over.
 func (s *rowSource) FillChunk(_ any, c duckdb.DataChunk) error {
 	var b *batch
-	select {
-	case b = <-s.batches:
-	case <-s.ctx.Done():
-		return s.ctx.Err()
-	}
-	if b == nil { // closed: the parser is done
-		return c.SetSize(0)
+	for b == nil || len(b.recs) == 0 {
+		var ok bool
+		select {
+		case b, ok = <-s.batches:
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+		if !ok { // closed: the parser is done
+			return c.SetSize(0)
+		}
 	}
 	if err := fillChunk(c, b); err != nil {
 		return err
