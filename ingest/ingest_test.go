@@ -104,6 +104,42 @@ func TestLoadIsAtomic(t *testing.T) {
 	}
 }
 
+// When DuckDB stops reading a chunk's rows before the parser is done (here: the INSERT is
+// given a LIMIT), the load fails and commits nothing, rather than taking the rows DuckDB
+// read for the whole chunk.
+func TestLoadRefusesPartialChunk(t *testing.T) {
+	defer func(f func(int64, int64) string) { rowsInsert = f }(rowsInsert)
+	rowsInsert = func(id, file int64) string { return insertRows(id, file) + " LIMIT 10" }
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "p.duckdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	format, _ := parse.Preset("retry")
+	// 123 lines: one batch, of which DuckDB takes 10; 4,920 lines: several batches, of
+	// which DuckDB reads one.
+	for _, n := range []int{1, 40} {
+		var in strings.Builder
+		src, err := os.ReadFile("../testdata/quiet-hour/access.log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			in.Write(src)
+		}
+		_, err = Load(ctx, db, []string{"-"}, Options{Format: format, Stdin: strings.NewReader(in.String())})
+		var rows, files int
+		db.QueryRow("SELECT (SELECT count(*) FROM requests), (SELECT count(*) FROM files)").Scan(&rows, &files)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("inserted 10 of the %d rows parsed", 123*n)) {
+			t.Errorf("%d lines through a LIMIT 10: error %v, want one naming 10 of %d rows", 123*n, err, 123*n)
+		}
+		if rows != 0 || files != 0 {
+			t.Errorf("a failed load left %d rows, %d files", rows, files)
+		}
+	}
+}
+
 // cancelAfter fails once n bytes were read: with err, or by cancelling its context when
 // err is nil, as an interrupted stream would.
 type cancelAfter struct {

@@ -335,16 +335,25 @@ func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, fo
 		defer close(batches)
 		parsed <- readAll(pctx, r, h, format, line, out, opt, batches, free)
 	}()
-	_, err = conn.ExecContext(ctx, insertRows(source, id))
+	res, err := conn.ExecContext(ctx, rowsInsert(source, id))
 	stop()
-	if perr := <-parsed; perr != nil && !errors.Is(perr, context.Canceled) {
-		return nil, perr
+	perr := <-parsed
+	switch {
+	case perr != nil && !errors.Is(perr, context.Canceled):
+		return nil, perr // the input failed: the reason the rows stopped
+	case err != nil:
+		return nil, fmt.Errorf("load the rows: %w", err)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
 	}
+	// Never commit part of a chunk as if it were all of it: the rows inserted must be the
+	// rows parsed.
+	inserted, err := res.RowsAffected()
 	if err != nil {
 		return nil, fmt.Errorf("load the rows: %w", err)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if perr != nil || inserted != out.Rows {
+		return nil, fmt.Errorf("load the rows: DuckDB inserted %d of the %d rows parsed", inserted, out.Rows)
 	}
 	// What was hashed is exactly what was read, up to the chunk's end: the readers ahead
 	// of the parser may have buffered more of the file, but not of the chunk.

@@ -105,6 +105,9 @@ func registerRows(ctx context.Context, db *sql.DB) error {
 	})
 }
 
+// rowsInsert is insertRows; tests replace it to make DuckDB stop reading early.
+var rowsInsert = insertRows
+
 // insertRows is the INSERT that loads the rows of source id as those of file_id file.
 func insertRows(id, file int64) string {
 	var b strings.Builder
