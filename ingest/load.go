@@ -323,7 +323,8 @@ func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, fo
 	// The parser sends batches of records; DuckDB's threads take them through
 	// retrylens_rows while the INSERT runs. When the INSERT ends, whether early on an
 	// error or because the parser closed the channel, the parser is stopped and waited
-	// for: only a parser that read the whole chunk lets it commit.
+	// for: the chunk commits only if the parser read all of it and DuckDB inserted every
+	// row it parsed.
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
 	batches := make(chan *batch, 4)
