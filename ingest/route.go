@@ -97,7 +97,7 @@ func replaceIDs(path string) string {
 		switch {
 		case isID(seg):
 			if b.Cap() == 0 {
-				b.Grow(len(path) + 2) // ":id" is at most 2 bytes longer than the first id
+				b.Grow(len(path) + 2) // room for one ":id" in place of a one-byte id; more grow it
 				b.WriteString(path[:start])
 			}
 			b.WriteString(":id")
