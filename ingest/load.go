@@ -147,8 +147,13 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 		}
 		res.Files = append(res.Files, f)
 	}
-	if err := routeCheck(ctx, db, &res, opt.MaxRoutes); err != nil {
-		errs = append(errs, err)
+	// Routes change only with new rows: a run that adds none (ingest again over logs
+	// already loaded, the usual loop during an incident) skips the count, a pass over
+	// every row's route (about 1 s on 10M rows).
+	if t := res.Totals(); t.Rows > 0 {
+		if err := routeCheck(ctx, db, &res, opt.MaxRoutes); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	res.Elapsed = time.Since(start)
 	return res, errors.Join(errs...)
