@@ -14,7 +14,6 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -48,16 +47,10 @@ func benchRecords(b *testing.B) ([]parse.Record, []string) {
 	return recs, routes
 }
 
+// freshDB is benchDB (bench_test.go) with a connection.
 func freshDB(b *testing.B) (*sql.DB, *sql.Conn) {
-	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(b.TempDir(), "load.duckdb"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, "SET memory_limit = '128MB'; SET preserve_insertion_order = false"); err != nil {
-		b.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
+	db := benchDB(b)
+	conn, err := db.Conn(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
