@@ -50,10 +50,22 @@ for k in cat goaccess retrylens; do
 done
 awk -v g="$t_goaccess" -v r="$t_retrylens" 'BEGIN { printf "retrylens/GoAccess speed: %.2fx\n", g / r }'
 
-# The load and the cache, as ingest reported them: "loaded … in 4.1s (…)", "Report cache
-# rebuilt in 1.5s."
-load=$(sed -n 's/^loaded .* in \([0-9.]*\)s (.*/\1/p' "$dir/retrylens.err")
+# The load and the cache, as ingest reported them: "loaded … in 4.1s (…)" (a Go duration:
+# also 937ms or 1m2.345s), "Report cache rebuilt in 1.5s."
+load=$(sed -n 's/^loaded .* in \([0-9hms.]*\) (.*/\1/p' "$dir/retrylens.err" | awk '{
+  s = 0; d = $0
+  while (match(d, /^[0-9.]+(h|ms|m|s)/)) {
+    v = substr(d, RSTART, RLENGTH); d = substr(d, RLENGTH + 1)
+    u = v; sub(/^[0-9.]+/, "", u); v += 0
+    s += (u == "h") ? v * 3600 : (u == "m") ? v * 60 : (u == "ms") ? v / 1000 : v
+  }
+  print s }')
 cache=$(sed -n 's/^Report cache .* in \([0-9.]*\)s\./\1/p' "$dir/retrylens.err")
+if [ -z "$load" ] || [ -z "$cache" ]; then
+  echo "bench: could not read the load and cache times from retrylens's summary:" >&2
+  cat "$dir/retrylens.err" >&2
+  exit 1
+fi
 RETRYLENS_BENCH_LOG="$dir/access.log" go test ./ingest -run '^$' -bench 'Load1M/duckdb-copy$' -benchtime 1x > "$dir/floor.txt"
 floor=$(awk '/duckdb-copy-/ { for (i = 1; i < NF; i++) if ($(i+1) == "rows/s") print $i }' "$dir/floor.txt")
 awk -v n="$n" -v l="$load" -v c="$cache" -v f="$floor" 'BEGIN {

@@ -44,7 +44,6 @@ func BenchmarkLoad1M(b *testing.B) {
 		b.Skipf("no %s: go run ./bench/genlog -n 1000000 > %[1]s", benchLog)
 	}
 	ctx := context.Background()
-	var rows int64
 	b.Run("read", func(b *testing.B) {
 		for range b.N {
 			f, err := os.Open(benchLog)
@@ -68,8 +67,7 @@ func BenchmarkLoad1M(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rows = res.Totals().Rows
-			b.ReportMetric(float64(rows)/time.Since(start).Seconds(), "rows/s")
+			b.ReportMetric(float64(res.Totals().Rows)/time.Since(start).Seconds(), "rows/s")
 			db.Close()
 		}
 	})
@@ -85,10 +83,10 @@ func BenchmarkLoad1M(b *testing.B) {
 		}
 		var all []*batch
 		r := parse.NewReader(f, format)
-		for b := (*batch)(nil); ; {
-			if b == nil || len(b.recs) == batchSize {
-				b = &batch{}
-				all = append(all, b)
+		for cur := (*batch)(nil); ; {
+			if cur == nil || len(cur.recs) == batchSize {
+				cur = &batch{}
+				all = append(all, cur)
 			}
 			rec, err := r.Read()
 			if err == io.EOF {
@@ -97,9 +95,9 @@ func BenchmarkLoad1M(b *testing.B) {
 			if err != nil {
 				continue
 			}
-			b.recs = append(b.recs, rec)
-			b.lines = append(b.lines, int64(r.Line()))
-			b.routes = append(b.routes, (*Router)(nil).Route(rec.URI))
+			cur.recs = append(cur.recs, rec)
+			cur.lines = append(cur.lines, int64(r.Line()))
+			cur.routes = append(cur.routes, (*Router)(nil).Route(rec.URI))
 		}
 		f.Close()
 		for range b.N {
@@ -120,7 +118,12 @@ func BenchmarkLoad1M(b *testing.B) {
 			if _, err := conn.ExecContext(ctx, "BEGIN; "+insertRows(id, 1)+"; COMMIT"); err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "rows/s")
+			d := time.Since(start)
+			var inserted int
+			if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM requests").Scan(&inserted); err != nil || inserted != n {
+				b.Fatalf("inserted %d of %d rows: %v", inserted, n, err)
+			}
+			b.ReportMetric(float64(n)/d.Seconds(), "rows/s")
 			drop()
 			conn.Close()
 			db.Close()
