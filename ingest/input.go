@@ -140,15 +140,22 @@ func scanFile(name string, known []prefix, chunk int64) (scan, error) {
 			}
 			if i := bytes.LastIndexByte(part, '\n'); i >= 0 {
 				sc.end = sc.size + int64(i) + 1
-				// A cut at the first line end past each chunk's worth of bytes.
-				last := int64(0)
-				if len(sc.cuts) > 0 {
-					last = sc.cuts[len(sc.cuts)-1]
-				}
-				if sc.size+take-last >= chunkBytes {
-					if j := bytes.IndexByte(part[max(0, last+chunkBytes-sc.size-1):], '\n'); j >= 0 {
-						sc.cuts = append(sc.cuts, max(0, last+chunkBytes-sc.size-1)+sc.size+int64(j)+1)
+				// A cut at the first line end past each chunk's worth of bytes (a part can
+				// hold several when chunks are small).
+				for {
+					last := int64(0)
+					if len(sc.cuts) > 0 {
+						last = sc.cuts[len(sc.cuts)-1]
 					}
+					from := max(0, last+chunkBytes-sc.size-1)
+					if from >= take {
+						break
+					}
+					j := bytes.IndexByte(part[from:], '\n')
+					if j < 0 {
+						break
+					}
+					sc.cuts = append(sc.cuts, sc.size+from+int64(j)+1)
 				}
 			}
 			sc.size += take

@@ -43,6 +43,31 @@ type Options struct {
 	// Progress, when set, is given each file's path and the bytes about to be loaded
 	// (-1: unknown) and returns a writer that is sent those bytes as they are read.
 	Progress func(path string, size int64) io.WriteCloser
+	// Step, when set, is called at each step of a chunk's transaction (see Step), so that
+	// crash tests can kill a load exactly there. Nil in the product.
+	Step func(step Step)
+}
+
+// Step names a point in a chunk's transaction.
+type Step string
+
+// The steps of a chunk, in order; StepRows comes every stepRows rows parsed.
+const (
+	StepBegun      Step = "begun"      // the transaction is open, nothing written
+	StepRows       Step = "rows"       // the INSERT is under way: stepRows more rows handed to DuckDB
+	StepInserted   Step = "inserted"   // every row inserted, the registry entry not yet
+	StepRegistered Step = "registered" // registry entry and rejects written, COMMIT next
+	StepCommitted  Step = "committed"  // COMMIT returned
+)
+
+// stepRows is how many rows pass between two StepRows: about two of DuckDB's row groups,
+// which the INSERT writes to the file before the commit.
+const stepRows = 1 << 18
+
+func (o *Options) step(s Step) {
+	if o.Step != nil {
+		o.Step(s)
+	}
 }
 
 // Reject is a malformed line.
@@ -79,6 +104,10 @@ type Result struct {
 	// passes Options.MaxRoutes, Hotspots names the path prefixes that produced most.
 	Routes   int64
 	Hotspots []Hotspot
+	// Repaired is what the check before the load found wrong and repaired (see Check),
+	// RepairedRows the rows that took out.
+	Repaired     Damage
+	RepairedRows int64
 }
 
 // Hotspot is a path prefix (a route without its last segment) with many distinct routes: ids the
@@ -135,6 +164,19 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 		opt.Now = time.Now
 	}
 	var res Result
+	// Rows are never trusted to match the registry after a crash: repair first, so that a
+	// killed load's rows cannot stay beside the same lines loaded again.
+	d, err := Check(ctx, db)
+	if err != nil {
+		return res, err
+	}
+	if !d.OK() {
+		n, err := Repair(ctx, db, d)
+		if err != nil {
+			return res, fmt.Errorf("the database's rows do not match its registry (%s) and the repair failed: %w", strings.Join(d.Problems(), "; "), err)
+		}
+		res.Repaired, res.RepairedRows = d, n
+	}
 	var errs []error
 	for _, p := range paths {
 		f, err := loadFile(ctx, db, p, opt)
@@ -320,8 +362,11 @@ func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, fo
 			conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
+	opt.step(StepBegun)
 	var id int64
-	if err := conn.QueryRowContext(ctx, "SELECT coalesce(max(file_id), 0) + 1 FROM files").Scan(&id); err != nil {
+	// A new id is above every id in the rows too, registered or not.
+	if err := conn.QueryRowContext(ctx, `SELECT greatest((SELECT coalesce(max(file_id), 0) FROM files),
+			(SELECT coalesce(max(file_id), 0) FROM requests)) + 1`).Scan(&id); err != nil {
 		return nil, err
 	}
 
@@ -366,6 +411,7 @@ func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, fo
 	c.end = h.n
 	out.Bytes = h.n - offset
 	c.sum = hex.EncodeToString(h.Sum(nil))
+	opt.step(StepInserted)
 
 	if path == "-" {
 		if prev, err := loadedAs(ctx, conn, c.sum); err != nil || prev != "" {
@@ -395,10 +441,12 @@ func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, fo
 			return nil, err
 		}
 	}
+	opt.step(StepRegistered)
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		return nil, err
 	}
 	committed = true
+	opt.step(StepCommitted)
 	return c, nil
 }
 
@@ -513,6 +561,9 @@ func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Forma
 			}
 		}
 		out.Rows++
+		if out.Rows%stepRows == 0 {
+			opt.step(StepRows)
+		}
 		b.lines = append(b.lines, int64(r.Line()))
 		b.routes = append(b.routes, opt.Router.Route(rec.URI))
 		if len(b.recs) == batchSize {

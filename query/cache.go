@@ -190,14 +190,13 @@ var cacheLiterals = prepareLiterals{
 
 // rebuild builds every table of the cache from every row.
 func rebuild(ctx context.Context, tx *sql.Tx) error {
-	for _, t := range []string{"cube_m", "cube_l", "gcube", "cube", "multi", "chain"} {
+	for _, t := range cacheTables {
 		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+cacheName+"_"+t); err != nil {
 			return err
 		}
 	}
 	// The tables are stored; the views and the route parameter are temporary.
-	steps := []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi", "prepare_cube", "prepare_gcube", "prepare_lcube", "prepare_mcube"}
-	if err := prepare(ctx, tx, cacheName, "TABLE", cacheLiterals, nil, steps); err != nil {
+	if err := prepare(ctx, tx, cacheName, "TABLE", cacheLiterals, nil, buildSteps); err != nil {
 		return err
 	}
 	return execAll(ctx, tx, "DROP VIEW "+cacheName, "DROP VIEW "+cacheName+"_rows", "DROP TABLE "+cacheName+"_p")
@@ -330,4 +329,75 @@ func execAll(ctx context.Context, tx execer, qs ...string) error {
 		}
 	}
 	return nil
+}
+
+// What CheckCache found.
+const (
+	CacheNone    = "none"    // no cache, or one another retrylens wrote: reports link the rows
+	CacheStale   = "stale"   // the rows changed since it was built: reports link the rows until the next ingest
+	CacheMatches = "matches" // every stored table equals the same table built again from the rows
+	CacheDiffers = "differs" // a stored table that reports would read differs from the rows
+)
+
+// cacheTables are the stored tables of the cache, as rebuild names them after cacheName,
+// and buildSteps the statements of prepare.sql that build them from every row.
+var (
+	cacheTables = []string{"chain", "multi", "cube", "gcube", "cube_l", "cube_m"}
+	buildSteps  = []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi", "prepare_cube", "prepare_gcube", "prepare_lcube", "prepare_mcube"}
+)
+
+// CheckCache builds the cache's tables again from the rows, in temporary tables, and
+// compares them with the stored ones, row for row (EXCEPT ALL both ways). A cache that
+// does not match the database's version is not read by reports, so it is only said to be
+// stale. problems names each stored table that differs and by how many rows.
+func CheckCache(ctx context.Context, db *sql.DB) (state string, problems []string, err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	defer conn.Close()
+	st, err := storedState(ctx, conn)
+	if err != nil {
+		return "", nil, err
+	}
+	if st.version == "" || !strings.HasSuffix(st.version, ":"+sqlDigest) {
+		return CacheNone, nil, nil
+	}
+	if fresh, err := cacheFresh(ctx, conn); err != nil || !fresh {
+		return CacheStale, nil, err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	defer tx.Rollback() // the temporary tables go with it
+	const again = "verify"
+	if err := prepare(ctx, tx, again, "TEMP TABLE", cacheLiterals, nil, buildSteps); err != nil {
+		return "", nil, fmt.Errorf("build the cache again: %w", err)
+	}
+	for _, t := range cacheTables {
+		stored, built := cacheName+"_"+t, again+"_"+t
+		var extra, missing int64
+		err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (SELECT * FROM `+stored+` EXCEPT ALL SELECT * FROM `+built+`)),
+			(SELECT count(*) FROM (SELECT * FROM `+built+` EXCEPT ALL SELECT * FROM `+stored+`))`).Scan(&extra, &missing)
+		if err != nil {
+			return "", nil, fmt.Errorf("compare %s: %w", stored, err)
+		}
+		if extra+missing > 0 {
+			problems = append(problems, fmt.Sprintf("%s: %d stored rows not in the rows' own, %d of theirs missing", stored, extra, missing))
+		}
+	}
+	if len(problems) > 0 {
+		return CacheDiffers, problems, nil
+	}
+	return CacheMatches, nil, nil
+}
+
+// Rebuild builds the cache again from every row, whatever its state says.
+func Rebuild(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+cacheName+"_state"); err != nil {
+		return err
+	}
+	_, err := Refresh(ctx, db)
+	return err
 }

@@ -131,7 +131,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 		return usagef("--chunk-mib must be at least 1")
 	}
 	opts := ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router,
-		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20}
+		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20, Step: ingestStep}
 	if !o.quiet && terminal(e.stderr) {
 		opts.Progress = func(path string, size int64) io.WriteCloser {
 			name := report.Clean(filepath.Base(path))
@@ -159,6 +159,11 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	debug.SetGCPercent(gc)
 	debug.SetMemoryLimit(limit)
 	debug.FreeOSMemory()
+	if !res.Repaired.OK() {
+		// Said even with --quiet: rows were deleted.
+		fmt.Fprintf(e.stderr, "retrylens: repaired the database before loading: %s (%d rows deleted; see 'retrylens verify')\n",
+			res.Repaired.Summary(), res.RepairedRows)
+	}
 	if !o.quiet {
 		if err := report.Ingest(e.stderr, &res); err != nil {
 			return err
@@ -194,6 +199,10 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	}
 	return nil
 }
+
+// ingestStep is called at each step of a chunk's transaction; crash tests set it to kill
+// a load exactly there. Nil in the product.
+var ingestStep func(ingest.Step)
 
 // refreshMemory is DuckDB's memory limit while ingest brings the report cache up to date.
 // Measured on 10M lines (1.26M rows of retried requests), whole ingests, with the load's

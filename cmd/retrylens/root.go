@@ -101,7 +101,7 @@ The database is --db, else $RETRYLENS_DB, else ./retrylens.duckdb.
 
 Exit codes: 0 success, 1 error (some input could not be read, the database is busy…),
 2 bad flags or arguments, 3 (check) an alert at or above --fail-on fired, 4 (ingest)
-more lines rejected than --max-reject-ratio allows.`,
+more lines rejected than --max-reject-ratio allows, 5 (verify) the database is damaged.`,
 		Example: `  retrylens ingest /var/log/nginx/access.log*
   retrylens report --window 1h
   retrylens report --window 1m --since 2026-11-29T10:00:00Z --until 2026-11-29T11:00:00Z --format json
@@ -111,7 +111,7 @@ more lines rejected than --max-reject-ratio allows.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(e.ingestCmd(), e.reportCmd(), e.checkCmd(), e.budgetCmd(), e.queryCmd(), e.formatsCmd())
+	root.AddCommand(e.ingestCmd(), e.reportCmd(), e.checkCmd(), e.budgetCmd(), e.queryCmd(), e.verifyCmd(), e.formatsCmd())
 	return root
 }
 
