@@ -193,7 +193,7 @@ func TestTornCommitIsRepaired(t *testing.T) {
 	}
 	db := filepath.Join(dir, "torn.duckdb")
 	var torn ingest.Damage
-	for i := range 8 {
+	for i := range 5 {
 		os.Remove(db)
 		os.Remove(db + ".wal")
 		delay := time.Duration(i) * time.Millisecond
