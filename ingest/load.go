@@ -166,7 +166,7 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 	var res Result
 	// Rows are never trusted to match the registry after a crash: repair first, so that a
 	// killed load's rows cannot stay beside the same lines loaded again.
-	d, err := Check(ctx, db)
+	d, err := Check(ctx, db, false)
 	if err != nil {
 		return res, err
 	}
@@ -176,6 +176,11 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 			return res, fmt.Errorf("the database's rows do not match its registry (%s) and the repair failed: %w", strings.Join(d.Problems(), "; "), err)
 		}
 		res.Repaired, res.RepairedRows = d, n
+	}
+	if len(d.unsummed) > 0 {
+		if err := fillLineSums(ctx, db, d.unsummed); err != nil {
+			return res, fmt.Errorf("record line sums: %w", err)
+		}
 	}
 	var errs []error
 	for _, p := range paths {
@@ -338,6 +343,7 @@ type chunk struct {
 	offset, line int64  // where the chunk starts: byte offset, lines before it
 	end          int64  // the byte offset it ends at
 	sum          string // SHA-256 of the file's content up to end
+	lineSum      int64  // the sum of its rows' line numbers, which Check compares
 }
 
 // loadChunk parses the lines of r, which start at byte offset and after line line of the
@@ -384,7 +390,7 @@ func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, fo
 	parsed := make(chan error, 1)
 	go func() {
 		defer close(batches)
-		parsed <- readAll(pctx, r, h, format, line, out, opt, batches, free)
+		parsed <- readAll(pctx, r, h, format, line, out, &c.lineSum, opt, batches, free)
 	}()
 	res, err := conn.ExecContext(ctx, rowsInsert(source, id))
 	stop()
@@ -420,9 +426,9 @@ func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, fo
 		}
 	}
 	_, err = conn.ExecContext(ctx, `INSERT INTO files (file_id, path, sha256, offset_bytes, bytes, first_line, lines_end,
-			format, lines, rows, rejected, first_ts, last_ts, loaded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			format, lines, rows, rejected, first_ts, last_ts, loaded_at, line_sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		id, path, c.sum, c.offset, c.end, c.line+1, c.line+out.Lines, format.Name, out.Lines, out.Rows, out.Rejected,
-		nullTime(out.First), nullTime(out.Last), opt.Now().UTC())
+		nullTime(out.First), nullTime(out.Last), opt.Now().UTC(), c.lineSum)
 	if err != nil {
 		return nil, err
 	}
@@ -502,8 +508,9 @@ type batch struct {
 	routes []string
 }
 
-// readAll parses in into batches. It owns every field of out.
-func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Format, firstLine int64, out *File, opt Options, batches chan<- *batch, free <-chan *batch) error {
+// readAll parses in into batches. It owns every field of out, and adds each row's line
+// number to lineSum.
+func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Format, firstLine int64, out *File, lineSum *int64, opt Options, batches chan<- *batch, free <-chan *batch) error {
 	r := parse.NewReader(io.TeeReader(in, h), format)
 	r.StartAt(int(firstLine))
 	next := func() *batch {
@@ -565,6 +572,7 @@ func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Forma
 			opt.step(StepRows)
 		}
 		b.lines = append(b.lines, int64(r.Line()))
+		*lineSum += int64(r.Line())
 		b.routes = append(b.routes, opt.Router.Route(rec.URI))
 		if len(b.recs) == batchSize {
 			if err := send(); err != nil {

@@ -17,8 +17,11 @@ CREATE TABLE IF NOT EXISTS files (
     rejected     BIGINT  NOT NULL,
     first_ts     TIMESTAMP,
     last_ts      TIMESTAMP,
-    loaded_at    TIMESTAMP NOT NULL
+    loaded_at    TIMESTAMP NOT NULL,
+    line_sum     BIGINT                 -- sum of its rows' line numbers (see ingest.Check)
 );
+-- Databases from before line_sum: Check fills it in for their loads.
+ALTER TABLE files ADD COLUMN IF NOT EXISTS line_sum BIGINT;
 
 -- One row per access-log line: one physical attempt.
 CREATE TABLE IF NOT EXISTS requests (

@@ -23,6 +23,8 @@ type Damage struct {
 	Orphans []Orphan
 	// Bad are registered loads whose rows differ from what was registered.
 	Bad []BadLoad
+	// unsummed are sound loads registered without a line sum (by an older retrylens).
+	unsummed []int64
 }
 
 // Orphan is a load id with no registry entry.
@@ -41,12 +43,15 @@ type BadLoad struct {
 	Rows                int64 // rows present under its id
 	Lines               int64 // distinct line numbers among them
 	Outside             bool  // some row's line is outside [FirstLine, LastLine]
+	SumDiffers          bool  // its rows' line numbers do not add up to the sum it registered
 	RejectsRegistered   int64
 	Rejects             int64 // sum of its reject_counts
 	// Later are the loads that continue this one's file after it (the next chunks, or
 	// its tail loaded by a later run): they go with it, or the registry would resume
 	// after them and never load this one's lines again.
 	Later []int64
+
+	legacy bool // registered without a line sum
 }
 
 // OK reports whether nothing is wrong.
@@ -68,6 +73,9 @@ func (d Damage) Problems() []string {
 		}
 		if b.Outside {
 			why = append(why, "rows outside its lines")
+		}
+		if b.SumDiffers && b.Rows == b.Registered && b.Lines == b.Rows {
+			why = append(why, "its line numbers are not the ones it loaded")
 		}
 		if b.Rejects != b.RejectsRegistered {
 			why = append(why, fmt.Sprintf("%d rejected lines counted where it registered %d", b.Rejects, b.RejectsRegistered))
@@ -116,49 +124,117 @@ func (d Damage) ids() []int64 {
 }
 
 // Check compares the rows with the registry in one grouped pass over the rows' load id
-// and line columns: per load, the rows present against the rows registered, each line
-// once and within the load's lines, and the rejected lines counted against those
-// registered; and no rows or rejects under a load id the registry does not hold.
-func Check(ctx context.Context, db *sql.DB) (Damage, error) {
+// and line columns: per load, the rows present against the rows registered, their lines
+// within the load's lines and adding up to the sum it registered, and the rejected lines
+// counted against those registered; and no rows or rejects under a load id the registry
+// does not hold. A line stored twice changes the count or, with another line missing,
+// the sum; only lines swapped to keep both (which no crash does) would pass, and full
+// counts each load's distinct lines too (about ten times the cost: verify does it).
+// Loads registered before line sums were recorded are always counted distinct.
+func Check(ctx context.Context, db *sql.DB, full bool) (Damage, error) {
 	var d Damage
 	rows, err := db.QueryContext(ctx, `
-		WITH r AS (SELECT file_id, count(*) AS n, count(DISTINCT line) AS lines, min(line) AS lo, max(line) AS hi
+		WITH r AS (SELECT file_id, count(*) AS n, sum(line)::BIGINT AS s, min(line) AS lo, max(line) AS hi
 		           FROM requests GROUP BY file_id),
-		     j AS (SELECT file_id, sum(n) AS n FROM reject_counts GROUP BY file_id),
-		     s AS (SELECT file_id, count(*) AS n FROM rejects GROUP BY file_id),
-		     ids AS (SELECT file_id FROM r UNION SELECT file_id FROM j UNION SELECT file_id FROM s UNION SELECT file_id FROM files)
+		     j AS (SELECT file_id, sum(n)::BIGINT AS n FROM reject_counts GROUP BY file_id),
+		     x AS (SELECT file_id, count(*) AS n FROM rejects GROUP BY file_id),
+		     ids AS (SELECT file_id FROM r UNION SELECT file_id FROM j UNION SELECT file_id FROM x UNION SELECT file_id FROM files)
 		SELECT ids.file_id, f.file_id IS NOT NULL, coalesce(f.path, ''), coalesce(f.first_line, 0), coalesce(f.lines_end, 0),
-		       coalesce(f.rows, 0), coalesce(r.n, 0), coalesce(r.lines, 0), coalesce(r.lo < f.first_line OR r.hi > f.lines_end, false),
-		       coalesce(f.rejected, 0), coalesce(j.n, 0)::BIGINT, coalesce(s.n, 0)
-		FROM ids LEFT JOIN files f USING (file_id) LEFT JOIN r USING (file_id) LEFT JOIN j USING (file_id) LEFT JOIN s USING (file_id)
-		WHERE f.file_id IS NULL OR coalesce(r.n, 0) <> f.rows OR r.lines <> r.n OR r.lo < f.first_line OR r.hi > f.lines_end
-		   OR coalesce(j.n, 0) <> f.rejected
+		       coalesce(f.rows, 0), coalesce(r.n, 0), coalesce(r.lo < f.first_line OR r.hi > f.lines_end, false),
+		       coalesce(r.s, 0) <> coalesce(f.line_sum, r.s, 0), f.file_id IS NOT NULL AND f.line_sum IS NULL,
+		       coalesce(f.rejected, 0), coalesce(j.n, 0), coalesce(x.n, 0)
+		FROM ids LEFT JOIN files f USING (file_id) LEFT JOIN r USING (file_id) LEFT JOIN j USING (file_id) LEFT JOIN x USING (file_id)
 		ORDER BY ids.file_id`)
 	if err != nil {
 		return d, fmt.Errorf("check the rows against the registry: %w", err)
 	}
 	defer rows.Close()
+	var all []BadLoad
+	var distinct []int64 // loads whose distinct lines are counted
 	for rows.Next() {
 		var b BadLoad
-		var registered bool
+		var registered, legacy bool
 		var samples int64
-		if err := rows.Scan(&b.ID, &registered, &b.Path, &b.FirstLine, &b.LastLine, &b.Registered, &b.Rows, &b.Lines, &b.Outside,
-			&b.RejectsRegistered, &b.Rejects, &samples); err != nil {
+		if err := rows.Scan(&b.ID, &registered, &b.Path, &b.FirstLine, &b.LastLine, &b.Registered, &b.Rows, &b.Outside,
+			&b.SumDiffers, &legacy, &b.RejectsRegistered, &b.Rejects, &samples); err != nil {
 			return d, err
 		}
 		if !registered {
 			d.Orphans = append(d.Orphans, Orphan{ID: b.ID, Rows: b.Rows, Rejects: b.Rejects + samples})
 			continue
 		}
-		d.Bad = append(d.Bad, b)
+		b.Lines = b.Rows
+		if full || legacy {
+			distinct = append(distinct, b.ID)
+		}
+		b.legacy = legacy
+		all = append(all, b)
 	}
 	if err := rows.Err(); err != nil {
 		return d, err
+	}
+	if len(distinct) > 0 {
+		lines, err := distinctLines(ctx, db, distinct, full)
+		if err != nil {
+			return d, err
+		}
+		for i := range all {
+			if n, ok := lines[all[i].ID]; ok {
+				all[i].Lines = n
+			}
+		}
+	}
+	for _, b := range all {
+		if b.Rows != b.Registered || b.Lines != b.Rows || b.Outside || b.SumDiffers || b.Rejects != b.RejectsRegistered {
+			d.Bad = append(d.Bad, b)
+		} else if b.legacy {
+			d.unsummed = append(d.unsummed, b.ID)
+		}
 	}
 	if len(d.Bad) == 0 {
 		return d, nil
 	}
 	return d, laterLoads(ctx, db, d.Bad)
+}
+
+// distinctLines counts the distinct line numbers of the given loads (all of them when
+// every is set).
+func distinctLines(ctx context.Context, db *sql.DB, ids []int64, every bool) (map[int64]int64, error) {
+	where := ""
+	if !every {
+		where = " WHERE file_id IN " + idList(ids)
+	}
+	rows, err := db.QueryContext(ctx, "SELECT file_id, count(DISTINCT line) FROM requests"+where+" GROUP BY file_id")
+	if err != nil {
+		return nil, fmt.Errorf("count distinct lines: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]int64{}
+	for rows.Next() {
+		var id, n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
+
+// fillLineSums records the line sums of sound loads registered before line sums were,
+// so that later checks need not count their distinct lines.
+func fillLineSums(ctx context.Context, db *sql.DB, ids []int64) error {
+	_, err := db.ExecContext(ctx, `UPDATE files SET line_sum = s.sum FROM
+		(SELECT file_id, sum(line)::BIGINT AS sum FROM requests WHERE file_id IN `+idList(ids)+` GROUP BY file_id) s
+		WHERE files.file_id = s.file_id AND files.line_sum IS NULL`)
+	return err
+}
+
+func idList(ids []int64) string {
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = fmt.Sprint(id)
+	}
+	return "(" + strings.Join(list, ", ") + ")"
 }
 
 // laterLoads fills each bad load's Later: the loads that start where it ended, at the
@@ -211,11 +287,7 @@ func Repair(ctx context.Context, db *sql.DB, d Damage) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	list := make([]string, len(ids))
-	for i, id := range ids {
-		list[i] = fmt.Sprint(id)
-	}
-	in := "(" + strings.Join(list, ", ") + ")"
+	in := idList(ids)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err

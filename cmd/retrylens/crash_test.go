@@ -218,6 +218,55 @@ func TestTornCommitIsRepaired(t *testing.T) {
 	assertOnce(t, db, int64(truth.Lines))
 }
 
+// TestKilledThreeTimes repeats the report's reproduction of a doubled load: a
+// 3,000,000-line log, ingest killed with SIGKILL after 0.7 s, 1.5 s and 3 s, then run to
+// the end; every line must be in once and verify pass, in every trial. About 20 s a
+// trial: it runs only when RETRYLENS_CRASH_TRIALS says how many.
+func TestKilledThreeTimes(t *testing.T) {
+	trials, _ := strconv.Atoi(os.Getenv("RETRYLENS_CRASH_TRIALS"))
+	if trials <= 0 {
+		t.Skip("set RETRYLENS_CRASH_TRIALS=N to run N trials of about 20 s")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, _ := parse.Preset("retry")
+	truth, err := lab.Generate(f, pf, 3_000_000, 5)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for trial := range trials {
+		db := filepath.Join(dir, fmt.Sprintf("t%d.duckdb", trial))
+		var left []string
+		for _, d := range []time.Duration{700 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second} {
+			cmd := exec.Command(os.Args[0], "ingest", "--quiet", "--db", db, "--log-format", "retry", path)
+			cmd.Env = append(os.Environ(), "RETRYLENS_TEST_MAIN=1")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(d)
+			cmd.Process.Kill()
+			cmd.Wait()
+			if dmg := checkDB(t, db); !dmg.OK() {
+				left = append(left, fmt.Sprintf("after %v: %s", d, strings.Join(dmg.Problems(), "; ")))
+			}
+		}
+		if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, "--log-format", "retry", path); code != 0 {
+			t.Fatalf("trial %d: full ingest: exit %d: %s", trial, code, stderr)
+		}
+		assertOnce(t, db, int64(truth.Lines))
+		if out, stderr, code := retrylens(t, nil, "verify", "--db", db); code != 0 {
+			t.Errorf("trial %d: verify: exit %d\n%s%s", trial, code, out, stderr)
+		}
+		t.Logf("trial %d: kills left %d damaged databases %v", trial, len(left), left)
+		os.Remove(db)
+	}
+}
+
 // killAtStep runs ingest with the step hook spec and kills it with SIGKILL delay after it
 // reports the step; false if the load ended first.
 func killAtStep(t *testing.T, db, path, spec string, delay time.Duration) bool {
@@ -266,7 +315,7 @@ func checkDB(t *testing.T, path string) ingest.Damage {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	d, err := ingest.Check(t.Context(), db)
+	d, err := ingest.Check(t.Context(), db, false)
 	if err != nil {
 		t.Fatal(err)
 	}

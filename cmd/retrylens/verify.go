@@ -66,7 +66,7 @@ func (e *env) runVerify(c *cobra.Command, o *verifyOptions) error {
 	if err := db.QueryRowContext(ctx, "SELECT count(*), (SELECT count(*) FROM requests) FROM files").Scan(&loads, &rows); err != nil {
 		return err
 	}
-	damage, err := ingest.Check(ctx, db)
+	damage, err := ingest.Check(ctx, db, true)
 	if err != nil {
 		return err
 	}
