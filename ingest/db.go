@@ -110,6 +110,17 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
+// Damaged reports whether err is DuckDB finding the database file corrupt: blocks that
+// do not read back as written (a disk, a copy or a filesystem at fault).
+func Damaged(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "Corrupt database file") || strings.Contains(msg, "Data Corruption Error") ||
+		strings.Contains(msg, "does not match stored checksum")
+}
+
 var lockHolder = regexp.MustCompile(`\(PID (\d+)\)`)
 
 // openError turns DuckDB's lock conflict into a short message naming the holder.

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -87,9 +88,14 @@ func TestLoadIsAtomic(t *testing.T) {
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			failing := &cancelAfter{r: strings.NewReader(string(src)), n: len(src) / 2, cancel: cancel, err: tc.fail}
-			_, err = Load(cctx, db, []string{"-"}, Options{Format: format, Stdin: failing})
+			// The chunk's own reader fails (a stream fails earlier, while it is spooled).
+			_, err = loadChunk(cctx, db, failing, &countingHash{Hash: sha256.New()}, format, "x.log", 0, 0, Options{Samples: 20, Now: time.Now})
 			if err == nil || (tc.fail != nil && !errors.Is(err, tc.fail)) {
-				t.Fatalf("Load with a failing input: error %v, want %v", err, tc.fail)
+				t.Fatalf("a chunk with a failing input: error %v, want %v", err, tc.fail)
+			}
+			failing = &cancelAfter{r: strings.NewReader(string(src)), n: len(src) / 2, cancel: cancel, err: broken}
+			if _, err = Load(ctx, db, []string{"-"}, Options{Format: format, Stdin: failing}); !errors.Is(err, broken) {
+				t.Fatalf("Load with a failing stdin: error %v, want %v", err, broken)
 			}
 			var rows, files int
 			db.QueryRow("SELECT (SELECT count(*) FROM requests), (SELECT count(*) FROM files)").Scan(&rows, &files)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -69,6 +70,77 @@ func (in *input) Close() error {
 	return nil
 }
 
+// spoolStream copies a stream (stdin for "-", a FIFO, a pipe, a character device) to a
+// spool file, whose path it returns with stream true; a regular file is returned as it
+// is. The copy is the stream's bytes as they came (gzip stays gzip).
+func spoolStream(ctx context.Context, path string, opt Options) (string, bool, error) {
+	var src io.Reader
+	if path == "-" {
+		if opt.Stdin == nil {
+			return "", false, errors.New("no standard input")
+		}
+		src = opt.Stdin
+	} else {
+		st, err := os.Stat(path)
+		if err != nil {
+			return "", false, err
+		}
+		if st.Mode().IsRegular() || st.IsDir() {
+			return path, false, nil // a directory fails in openInput, with its name
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return "", false, err
+		}
+		defer f.Close()
+		src = f
+	}
+	dir, prefix := os.TempDir(), "retrylens-stream-"
+	if opt.Spool != "" {
+		dir, prefix = filepath.Split(opt.Spool)
+		if dir == "" {
+			dir = "."
+		}
+	}
+	tmp, err := os.CreateTemp(dir, prefix+"*")
+	if err != nil {
+		return "", false, fmt.Errorf("spool the stream: %w", err)
+	}
+	_, err = io.Copy(tmp, readerCtx{ctx, src})
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", false, fmt.Errorf("read the stream: %w", err)
+	}
+	return tmp.Name(), true, nil
+}
+
+// readerCtx stops reading when its context is done.
+type readerCtx struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r readerCtx) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}
+
+// removeSpools removes the spool files a killed run left behind.
+func removeSpools(spool string) {
+	if spool == "" {
+		return
+	}
+	old, _ := filepath.Glob(spool + "*")
+	for _, f := range old {
+		os.Remove(f)
+	}
+}
+
 // prefix is a loaded prefix of some file's content: its length, hash, and the number
 // of lines in it.
 type prefix struct {
@@ -80,10 +152,15 @@ type prefix struct {
 
 // scan is what one pass over a file's content found.
 type scan struct {
-	size    int64   // decompressed bytes
-	end     int64   // just past the last newline: what can be loaded now
-	matched prefix  // the longest registered prefix this content starts with; bytes 0 if none
-	cuts    []int64 // line ends about every chunk bytes apart, the last one end
+	size  int64 // decompressed bytes
+	lines int64 // newlines in them
+	// truncated: a gzip stream that ended early (broken says how); size is what could be
+	// read, and only its whole lines are loaded.
+	truncated bool
+	broken    error
+	end       int64   // just past the last newline: what can be loaded now
+	matched   prefix  // the longest registered prefix this content starts with; bytes 0 if none
+	cuts      []int64 // line ends about every chunk bytes apart, the last one end
 }
 
 // scanFile reads a file's decompressed content in one pass, hashing it as far as the
@@ -138,6 +215,7 @@ func scanFile(name string, known []prefix, chunk int64) (scan, error) {
 			if sc.size < hashUpTo { // parts end at every registered length, hashUpTo too
 				h.Write(part)
 			}
+			sc.lines += int64(bytes.Count(part, []byte{'\n'}))
 			if i := bytes.LastIndexByte(part, '\n'); i >= 0 {
 				sc.end = sc.size + int64(i) + 1
 				// A cut at the first line end past each chunk's worth of bytes (a part can
@@ -165,6 +243,10 @@ func scanFile(name string, known []prefix, chunk int64) (scan, error) {
 			}
 		}
 		if err == io.EOF {
+			break
+		}
+		if err != nil && in.gz != nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader)) {
+			sc.truncated, sc.broken = true, err
 			break
 		}
 		if err != nil {

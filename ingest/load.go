@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -30,6 +31,10 @@ type Options struct {
 	Samples int
 	// Stdin is read for the path "-".
 	Stdin io.Reader
+	// Spool is where a stream (stdin, a pipe, a FIFO) is copied before it is loaded: a
+	// path prefix, the file being Spool + a random suffix. Spool files a killed run left
+	// are removed first. "" copies into $TMPDIR and removes nothing else.
+	Spool string
 	// Now is the clock for loaded_at; nil means time.Now.
 	Now func() time.Time
 	// Router turns URIs into routes; nil applies the built-in rules only.
@@ -164,6 +169,7 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 		opt.Now = time.Now
 	}
 	var res Result
+	removeSpools(opt.Spool)
 	// Rows are never trusted to match the registry after a crash: repair first, so that a
 	// killed load's rows cannot stay beside the same lines loaded again.
 	d, err := Check(ctx, db, false)
@@ -190,7 +196,9 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 				return res, ctx.Err()
 			}
 			errs = append(errs, fmt.Errorf("%s: %w", p, err))
-			continue
+			if !errors.Is(err, ErrTruncated) {
+				continue // a truncated file's readable lines were loaded
+			}
 		}
 		res.Files = append(res.Files, f)
 	}
@@ -239,35 +247,45 @@ func routeCheck(ctx context.Context, db *sql.DB, res *Result, max int64) error {
 
 func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, error) {
 	out := File{Path: path, Reasons: map[string]int64{}}
-	// What to load: for a file, only what no load has covered yet, up to its last
-	// newline (a last line still being written is left for the next run), in chunks
-	// that each commit with their registry entry. stdin is read whole, its last line
-	// too, in one transaction, skipped at the end if its content is known.
-	var from prefix
+	// A stream (stdin, a pipe, a FIFO, <(…)) can be read once: it is copied whole to a
+	// spool file first and then loaded like a file, registered under its own name. Its
+	// last line counts even without a newline: the stream has ended.
+	src, stream, err := spoolStream(ctx, path, opt)
+	if err != nil {
+		return out, err
+	}
+	if stream {
+		defer os.Remove(src)
+	}
+	// What to load: only what no load has covered yet, up to the file's last newline (a
+	// last line still being written is left for the next run), in chunks that each
+	// commit with their registry entry.
+	known, err := registered(ctx, db)
+	if err != nil {
+		return out, err
+	}
+	sc, err := scanFile(src, known, opt.ChunkBytes)
+	if err != nil {
+		return out, err
+	}
+	if stream && sc.end < sc.size && !sc.truncated {
+		sc.end = sc.size
+		sc.cuts = append(sc.cuts, sc.size)
+	}
+	from := sc.matched
+	if from.bytes >= sc.end {
+		// Nothing new: the content, up to its last newline, was loaded before.
+		out.Skipped, out.SameAs, out.Bytes = from.bytes > 0, from.path, sc.size
+		return out, truncated(sc)
+	}
+	out.From, out.SameAs = from.lines, from.path
 	var cuts []int64
-	if path != "-" {
-		known, err := registered(ctx, db)
-		if err != nil {
-			return out, err
-		}
-		sc, err := scanFile(path, known, opt.ChunkBytes)
-		if err != nil {
-			return out, err
-		}
-		from = sc.matched
-		if from.bytes >= sc.end {
-			// Nothing new: the content, up to its last newline, was loaded before.
-			out.Skipped, out.SameAs, out.Bytes = from.bytes > 0, from.path, sc.size
-			return out, nil
-		}
-		out.From, out.SameAs = from.lines, from.path
-		for _, c := range sc.cuts {
-			if c > from.bytes {
-				cuts = append(cuts, c)
-			}
+	for _, c := range sc.cuts {
+		if c > from.bytes {
+			cuts = append(cuts, c)
 		}
 	}
-	in, err := openInput(path, opt.Stdin)
+	in, err := openInput(src, nil)
 	if err != nil {
 		return out, err
 	}
@@ -297,26 +315,16 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 		return out, err
 	}
 	out.Format = format.Name
-	if path == "-" {
-		cuts = []int64{-1} // one chunk: all of it
-	}
 	// Each chunk is parsed while DuckDB inserts its rows, and commits with its registry
 	// entry.
 	pos, line := from.bytes, from.lines
 	for _, cut := range cuts {
-		var r io.Reader = in.r
-		if cut >= 0 {
-			r = io.LimitReader(in.r, cut-pos)
-		}
-		p, err := loadChunk(ctx, db, r, h, format, path, pos, line, opt)
+		p, err := loadChunk(ctx, db, io.LimitReader(in.r, cut-pos), h, format, path, pos, line, opt)
 		if err != nil {
 			return out, err
 		}
 		pos, line = p.end, line+p.out.Lines
 		c := p.out
-		if c.Skipped {
-			return c, nil
-		}
 		out.Lines += c.Lines
 		out.Rows += c.Rows
 		out.Rejected += c.Rejected
@@ -334,7 +342,20 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 			out.Last = c.Last
 		}
 	}
-	return out, nil
+	return out, truncated(sc)
+}
+
+// ErrTruncated means a gzip file ends before its stream does: the lines before the break
+// were loaded.
+var ErrTruncated = errors.New("truncated")
+
+// truncated is the error for a gzip file that ended early, nil for one that did not.
+func truncated(sc scan) error {
+	if !sc.truncated {
+		return nil
+	}
+	return fmt.Errorf("the gzip stream is %w after line %d (%d bytes decompressed, then: %v): the lines before were loaded; the rest of the file cannot be read",
+		ErrTruncated, sc.lines, sc.size, sc.broken)
 }
 
 // chunk is what a loaded chunk of a file was.
@@ -349,8 +370,7 @@ type chunk struct {
 // loadChunk parses the lines of r, which start at byte offset and after line line of the
 // file, and loads their rows, rejects and registry entry in one transaction. The hash h,
 // which has seen every byte of the file before r, then covers [0, end): what the registry
-// entry records. stdin ("-") is skipped, and its transaction rolled back, when a load
-// before had the same content.
+// entry records.
 func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, format *parse.Format, path string, offset, line int64, opt Options) (*chunk, error) {
 	c := &chunk{out: File{Path: path, Reasons: map[string]int64{}}, offset: offset, line: line}
 	out := &c.out
@@ -419,12 +439,6 @@ func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, fo
 	c.sum = hex.EncodeToString(h.Sum(nil))
 	opt.step(StepInserted)
 
-	if path == "-" {
-		if prev, err := loadedAs(ctx, conn, c.sum); err != nil || prev != "" {
-			c.out = File{Path: path, Format: format.Name, Skipped: prev != "", SameAs: prev, Bytes: out.Bytes}
-			return c, err // the deferred ROLLBACK takes the rows out again
-		}
-	}
 	_, err = conn.ExecContext(ctx, `INSERT INTO files (file_id, path, sha256, offset_bytes, bytes, first_line, lines_end,
 			format, lines, rows, rejected, first_ts, last_ts, loaded_at, line_sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		id, path, c.sum, c.offset, c.end, c.line+1, c.line+out.Lines, format.Name, out.Lines, out.Rows, out.Rejected,
@@ -456,10 +470,6 @@ func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, fo
 	return c, nil
 }
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // countingHash is a hash that counts the bytes written to it.
 type countingHash struct {
 	hash.Hash
@@ -487,16 +497,6 @@ func registered(ctx context.Context, db *sql.DB) ([]prefix, error) {
 		ps = append(ps, p)
 	}
 	return ps, rows.Err()
-}
-
-// loadedAs returns the path under which content with this digest was loaded, or "".
-func loadedAs(ctx context.Context, q querier, sum string) (string, error) {
-	var path string
-	err := q.QueryRowContext(ctx, "SELECT path FROM files WHERE sha256 = ? ORDER BY file_id LIMIT 1", sum).Scan(&path)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	return path, err
 }
 
 // batchSize is how many records the parser hands DuckDB at a time: a DataChunk's capacity.

@@ -237,6 +237,25 @@ func idList(ids []int64) string {
 	return "(" + strings.Join(list, ", ") + ")"
 }
 
+// ReadAll reads every column of every table of the database back, so that DuckDB checks
+// each block's checksum: a damaged file fails here (see Damaged).
+func ReadAll(ctx context.Context, db *sql.DB) error {
+	for _, t := range []string{"files", "requests", "reject_counts", "rejects"} {
+		rows, err := db.QueryContext(ctx, "SELECT count(*), sum(hash(COLUMNS(*))) FROM "+t)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", t, err)
+		}
+		for rows.Next() {
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
 // laterLoads fills each bad load's Later: the loads that start where it ended, at the
 // next line, and were made after it, and so on (a chunk's next chunk, or the tail a
 // later run loaded). An unrelated file that happens to match goes too: it loads again.

@@ -32,6 +32,10 @@ func Ingest(w io.Writer, res *ingest.Result) error {
 				Clean(f.Path), f.Format, f.Lines, f.From, Clean(f.SameAs), f.Rows, f.Rejected)
 			continue
 		}
+		if f.Format == "" {
+			fmt.Fprintf(&b, "%s: empty\n", Clean(f.Path))
+			continue
+		}
 		fmt.Fprintf(&b, "%s: %s format, %d lines, %d rows, %d rejected\n", Clean(f.Path), f.Format, f.Lines, f.Rows, f.Rejected)
 	}
 	t := res.Totals()

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"time"
@@ -115,6 +118,8 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	}
 	ctx := c.Context()
 	path := e.dbPath(o.db)
+	_, statErr := os.Stat(path)
+	fresh := errors.Is(statErr, fs.ErrNotExist)
 	db, err := ingest.Open(ctx, path)
 	if err != nil {
 		return err
@@ -131,7 +136,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 		return usagef("--chunk-mib must be at least 1")
 	}
 	opts := ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router,
-		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20, Step: ingestStep}
+		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20, Step: ingestStep, Spool: path + ".stream-"}
 	if !o.quiet && terminal(e.stderr) {
 		opts.Progress = func(path string, size int64) io.WriteCloser {
 			name := report.Clean(filepath.Base(path))
@@ -169,13 +174,30 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 			return err
 		}
 	}
-	if loadErr != nil {
+	if fresh {
+		// A database that nothing went into is not left behind: a later check or report
+		// would read it as a quiet, healthy log.
+		var loads int64
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM files").Scan(&loads); err == nil && loads == 0 {
+			db.Close()
+			for _, f := range []string{path, path + ".wal", path + ".tmp"} {
+				os.RemoveAll(f)
+			}
+			if loadErr == nil {
+				fmt.Fprintf(e.stderr, "retrylens: nothing loaded, so no database was created at %s\n", report.Clean(path))
+				return nil
+			}
+			return fmt.Errorf("nothing loaded, so no database was created at %s:\n%w", path, loadErr)
+		}
+	}
+	if loadErr != nil && ctx.Err() != nil {
 		return fmt.Errorf("some input was not loaded:\n%w", loadErr)
 	}
 	// What a whole-database report would link again every time, stored once (see
-	// query.Refresh). It sorts and groups the retried requests: more memory than a load
-	// needs, still bounded. A cache that could not be built costs reports speed, not
-	// correctness, so the load stands and this only warns.
+	// query.Refresh), for what did load even when some input failed. It sorts and groups
+	// the retried requests: more memory than a load needs, still bounded. A cache that
+	// could not be built costs reports speed, not correctness, so the load stands and
+	// this only warns, unless the database itself is damaged.
 	start := time.Now()
 	how, err := func() (string, error) {
 		if _, err := db.ExecContext(ctx, "SET memory_limit = '"+refreshMemory+"'"); err != nil {
@@ -184,10 +206,15 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 		return query.Refresh(ctx, db)
 	}()
 	switch {
+	case err != nil && (ingest.Damaged(err) || ctx.Err() != nil):
+		return errors.Join(loadErr, err)
 	case err != nil:
 		fmt.Fprintf(e.stderr, "retrylens: warning: the report cache was not built (reports will link the rows themselves, slower): %v\n", err)
 	case how != query.CacheFresh && !o.quiet:
 		fmt.Fprintf(e.stderr, "Report cache %s in %.1fs.\n", how, time.Since(start).Seconds())
+	}
+	if loadErr != nil {
+		return fmt.Errorf("some input was not loaded:\n%w", loadErr)
 	}
 	if err := db.Close(); err != nil {
 		return err

@@ -73,6 +73,11 @@ func (e *env) run(args []string) int {
 	if errors.As(err, &code) {
 		return int(code) // the command has said what it had to say
 	}
+	if ingest.Damaged(err) {
+		fmt.Fprintf(e.stderr, "retrylens: the database file is damaged: part of it does not read back as it was written (a disk, copy or filesystem fault).\n"+
+			"Restore it from a copy, or load the logs again into a new --db file; 'retrylens verify' reads every block of one.\n(%v)\n", err)
+		return exitError
+	}
 	fmt.Fprintf(e.stderr, "retrylens: %v\n", err)
 	var ue usageError
 	if errors.As(err, &ue) {

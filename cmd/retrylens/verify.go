@@ -66,6 +66,11 @@ func (e *env) runVerify(c *cobra.Command, o *verifyOptions) error {
 	if err := db.QueryRowContext(ctx, "SELECT count(*), (SELECT count(*) FROM requests) FROM files").Scan(&loads, &rows); err != nil {
 		return err
 	}
+	// Every block of every table is read back first: a damaged file fails here, whatever
+	// the registry says.
+	if err := ingest.ReadAll(ctx, db); err != nil {
+		return err
+	}
 	damage, err := ingest.Check(ctx, db, true)
 	if err != nil {
 		return err

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// incidentLines is `wc -l testdata/incident-hour/access.log`; line 60 is cut short (see
+// its EXPECTED.md), so 125 of them are rows.
+const incidentLines, incidentRows = 126, 125
+
+// asRetrylens runs a shell command line in which "$RL" is retrylens (this test binary
+// standing in for it), and returns its exit code and output.
+func asRetrylens(t *testing.T, dir, script string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "RETRYLENS_TEST_MAIN=1", "RL="+os.Args[0])
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), out.String()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, out.String()
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s: still running after 60 s (hung):\n%s", script, out.String())
+		return 0, ""
+	}
+}
+
+// Process substitution, /dev/stdin, stdin and a FIFO are each read once, in full, and
+// registered by content like a file: check fails on the incident as it does on the file,
+// and a stream whose content was loaded before is skipped.
+func TestStreams(t *testing.T) {
+	t.Parallel()
+	log, err := filepath.Abs(scenario("incident-hour"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, script string
+		code         int
+		want         string
+	}{
+		{"check on a file", `"$RL" check --fail-on P1 ` + log, exitAlert, "1 alert(s) at or above P1"},
+		{"check <(…)", `"$RL" check --fail-on P1 <(cat ` + log + `)`, exitAlert, "1 alert(s) at or above P1"},
+		{"check <(zcat …)", `gzip -c ` + log + ` > l.gz && "$RL" check --fail-on P1 <(zcat l.gz)`, exitAlert, "1 alert(s) at or above P1"},
+		{"check on stdin", `cat ` + log + ` | "$RL" check --fail-on P1 -`, exitAlert, "1 alert(s) at or above P1"},
+		{"report /dev/stdin", `cat ` + log + ` | "$RL" report --format json /dev/stdin`, 0, `"requests": 125`},
+		{"ingest <(…)", `"$RL" ingest --db a.duckdb <(cat ` + log + `)`, 0, fmt.Sprintf("%d lines, %d rows, 1 rejected", incidentLines, incidentRows)},
+		{"ingest <(…) again", `"$RL" ingest --db a.duckdb <(cat ` + log + `)`, 0, "/dev/fd/63: skipped, already loaded"},
+		{"ingest the file after", `"$RL" ingest --db a.duckdb ` + log, 0, "skipped, already loaded as /dev/fd/"},
+		{"ingest /dev/stdin", `cat ` + log + ` | "$RL" ingest --db b.duckdb /dev/stdin`, 0, fmt.Sprintf("%d lines, %d rows, 1 rejected", incidentLines, incidentRows)},
+		// A stream's last line counts without its newline: the stream has ended.
+		{"stdin without the last newline", `head -c -1 ` + log + ` | "$RL" ingest --db c.duckdb -`, 0, fmt.Sprintf("%d lines, %d rows, 1 rejected", incidentLines, incidentRows)},
+	} {
+		code, out := asRetrylens(t, dir, tc.script)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, want %d and %q in:\n%s", tc.name, code, tc.code, tc.want, out)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.stream-*")); len(left) > 0 {
+		t.Errorf("spool files left behind: %v", left)
+	}
+}
+
+// A FIFO is read once: ingest neither hangs after its writer closes nor loads nothing.
+func TestFIFO(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(scenario("incident-hour"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "f.duckdb")
+	for i, want := range []string{fmt.Sprintf("%d lines, %d rows, 1 rejected", incidentLines, incidentRows), "skipped, already loaded as"} {
+		fifo := filepath.Join(dir, fmt.Sprintf("fifo%d", i))
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err != nil {
+				return
+			}
+			w.Write(src)
+			w.Close()
+		}()
+		code, out := asRetrylens(t, dir, `"$RL" ingest --db `+db+` `+fifo)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("FIFO %d: exit %d, want 0 and %q in:\n%s", i, code, want, out)
+		}
+	}
+}
+
+// A gzip file cut short loads its readable lines, then says where it broke and exits 1.
+// The line count comes from Go's gzip reader, read until it fails.
+func TestTruncatedGzip(t *testing.T) {
+	t.Parallel()
+	var plain bytes.Buffer
+	for i := range 400 { // 400 copies of the quiet hour: a stream long enough to cut
+		src, err := os.ReadFile(scenario("quiet-hour"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			plain.Grow(len(src) * 400)
+		}
+		plain.Write(src)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(plain.Bytes())
+	zw.Close()
+	cut := gz.Bytes()[:gz.Len()/2]
+	zr, _ := gzip.NewReader(bytes.NewReader(cut))
+	readable, err := io.ReadAll(zr)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("reading the cut file: %v", err)
+	}
+	whole := int64(bytes.Count(readable, []byte("\n")))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "access.log.2.gz")
+	if err := os.WriteFile(path, cut, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "t.duckdb")
+	_, stderr, code := retrylens(t, nil, "ingest", "--db", db, "--log-format", "retry", path)
+	want := fmt.Sprintf("truncated after line %d", whole)
+	if code != exitError || !strings.Contains(stderr, want) || !strings.Contains(stderr, fmt.Sprintf("%d lines, %d rows", whole, whole)) {
+		t.Errorf("exit %d, want %d, %q and %d rows in:\n%s", code, exitError, want, whole, stderr)
+	}
+	var rows int64
+	conn := openDB(t, db)
+	conn.QueryRow("SELECT count(*) FROM requests").Scan(&rows)
+	conn.Close()
+	if rows != whole {
+		t.Errorf("%d rows, want %d", rows, whole)
+	}
+}
+
+// An ingest that loads nothing leaves no database behind for check to find healthy.
+func TestNothingLoadedNoDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "none.duckdb")
+	empty := filepath.Join(dir, "empty.log")
+	os.WriteFile(empty, nil, 0o644)
+	for _, args := range [][]string{{filepath.Join(dir, "missing.log")}, {empty}} {
+		_, stderr, _ := retrylens(t, nil, append([]string{"ingest", "--db", db}, args...)...)
+		if !strings.Contains(stderr, "nothing loaded, so no database was created") {
+			t.Errorf("ingest %v: %s", args, stderr)
+		}
+		if left, _ := filepath.Glob(db + "*"); len(left) > 0 {
+			t.Errorf("ingest %v left %v", args, left)
+		}
+	}
+	if _, stderr, code := retrylens(t, nil, "check", "--db", db); code != exitError || !strings.Contains(stderr, "no database at") {
+		t.Errorf("check: exit %d: %s", code, stderr)
+	}
+}
+
+// A database file with a damaged block: verify and ingest say so, and what to do.
+func TestDamagedDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "d.duckdb")
+	var big bytes.Buffer // enough rows for blocks of their own past the file's first ones
+	src, _ := os.ReadFile(scenario("quiet-hour"))
+	for range 400 {
+		big.Write(src)
+	}
+	if _, stderr, code := retrylens(t, bytes.NewReader(big.Bytes()), "ingest", "--quiet", "--db", db, "-"); code != 0 {
+		t.Fatalf("ingest: %s", stderr)
+	}
+	f, err := os.OpenFile(db, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	junk := bytes.Repeat([]byte{0xff}, int(st.Size()/2))
+	f.WriteAt(junk, st.Size()/4) // the middle half of the file
+	f.Close()
+	const want = "the database file is damaged"
+	if out, stderr, code := retrylens(t, nil, "verify", "--db", db); code != exitError || !strings.Contains(stderr, want) {
+		t.Errorf("verify: exit %d, want %d and %q:\n%s%s", code, exitError, want, out, stderr)
+	}
+	if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, scenario("incident-hour")); code != exitError || !strings.Contains(stderr, want) {
+		t.Errorf("ingest: exit %d, want %d and %q:\n%s", code, exitError, want, stderr)
+	}
+}
