@@ -18,10 +18,12 @@ CREATE TABLE IF NOT EXISTS files (
     first_ts     TIMESTAMP,
     last_ts      TIMESTAMP,
     loaded_at    TIMESTAMP NOT NULL,
-    line_sum     BIGINT                 -- sum of its rows' line numbers (see ingest.Check)
+    line_sum     BIGINT,                -- sum of its rows' line numbers (see ingest.Check)
+    duplicates   BIGINT                 -- lines left out as repeats of earlier loads (ingest --dedupe)
 );
--- Databases from before line_sum: Check fills it in for their loads.
+-- Databases from before these columns: Check fills line_sum in for their loads.
 ALTER TABLE files ADD COLUMN IF NOT EXISTS line_sum BIGINT;
+ALTER TABLE files ADD COLUMN IF NOT EXISTS duplicates BIGINT;
 
 -- One row per access-log line: one physical attempt.
 CREATE TABLE IF NOT EXISTS requests (

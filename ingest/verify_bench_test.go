@@ -23,7 +23,7 @@ func BenchmarkCheck(b *testing.B) {
 	}
 	defer db.Close()
 	if os.Getenv("RETRYLENS_BENCH_DB") == "" {
-		if _, err := db.ExecContext(ctx, `INSERT INTO files SELECT 1, 'x', '', 0, 1, 1, 200000, 'retry', 200000, 200000, 0, NULL, NULL, now(), 20000100000;
+		if _, err := db.ExecContext(ctx, `INSERT INTO files SELECT 1, 'x', '', 0, 1, 1, 200000, 'retry', 200000, 200000, 0, NULL, NULL, now(), 20000100000, NULL;
 			INSERT INTO requests (file_id, line) SELECT 1, i FROM range(1, 200001) t(i)`); err != nil {
 			b.Fatal(err)
 		}

@@ -38,6 +38,15 @@ func Ingest(w io.Writer, res *ingest.Result) error {
 		}
 		fmt.Fprintf(&b, "%s: %s format, %d lines, %d rows, %d rejected\n", Clean(f.Path), f.Format, f.Lines, f.Rows, f.Rejected)
 	}
+	for _, f := range res.Files {
+		switch {
+		case f.Repeats > 0 && f.Deduped:
+			fmt.Fprintf(&b, "%s: %d lines left out, repeating rows already loaded (--dedupe)\n", Clean(f.Path), f.Repeats)
+		case f.Repeats > 0 && f.Repeats*100 >= f.Rows: // fewer: two servers' lines that happen to agree
+			fmt.Fprintf(&b, "warning: %s: %d of its %d rows repeat rows already loaded (same second, key, attempt, status, method, URI and client): "+
+				"the same traffic logged twice? Every figure counts them twice; --dedupe leaves them out\n", Clean(f.Path), f.Repeats, f.Rows)
+		}
+	}
 	t := res.Totals()
 	secs := res.Elapsed.Seconds()
 	rate := 0.0

@@ -29,6 +29,7 @@ type ingestOptions struct {
 	maxReject float64
 	chunkMiB  int64
 	dryRun    int
+	dedupe    bool
 }
 
 func (e *env) ingestCmd() *cobra.Command {
@@ -38,15 +39,22 @@ func (e *env) ingestCmd() *cobra.Command {
 		Short: "Parse access logs and load them into the database",
 		Long: `Parse access logs and load them into the database, one row per line.
 
-FILE may be plain text, gzip (recognised by content, not name) or - for stdin; a quoted
-glob ('/var/log/nginx/access.log*') is expanded here, and a rotated set (access.log
-access.log.1 access.log.2.gz, or dateext's access.log-20261129.gz) is read oldest first
-whatever the order given. A file is
-loaded in chunks (--chunk-mib), each in one transaction with its entry in the registry of
-loaded content: content loaded before, under any name or compression, adds nothing; a
-file that grew adds its new lines only; a last line without its newline waits for the
-next run; a load killed half way resumes after its last chunk. Running ingest again and
-again while logs rotate is safe.
+FILE may be plain text, gzip (recognised by content, not name), - for stdin, or a stream
+(/dev/stdin, a FIFO, <(zcat …)), which is copied once beside the database and loaded like
+a file; a quoted glob ('/var/log/nginx/access.log*') is expanded here, and a rotated set
+(access.log access.log.1 access.log.2.gz, or dateext's access.log-20261129.gz) is read
+oldest first whatever the order given. A file is loaded in chunks (--chunk-mib), each in
+one transaction with its entry in the registry of loaded content: content loaded before,
+under any name or compression, adds nothing; a file that grew adds its new lines only; a
+file's last line without its newline waits for the next run (a stream's is loaded); a
+load killed half way resumes after its last chunk, and every ingest first checks the
+rows against the registry and repairs what a crash left. Running ingest again and again
+while logs rotate is safe. A gzip file cut short loads its readable lines and exits 1
+naming the line it broke after.
+
+Lines that repeat rows already loaded (same second, key, attempt, status, method, URI and
+client) are the same traffic logged twice, as by a text and a JSON access_log of one
+server: ingest warns, and --dedupe leaves them out.
 
 Malformed lines never stop a load: they are counted by reason, the first ones are kept
 with file and line number in the rejects table, and the summary shows them. When no
@@ -59,6 +67,7 @@ flags, 4 more lines rejected than --max-reject-ratio allows.`,
   retrylens ingest --log-format retry --db incident.duckdb access.log.2.gz
   retrylens ingest --nginx-format '$remote_addr [$time_local] "$request" $status $http_x_retry_attempt' app.log
   zcat access.log.*.gz | retrylens ingest -
+  retrylens ingest <(kubectl logs deploy/gateway)
   retrylens ingest --dry-run access.log          # how the first 5 lines parse, nothing loaded
   retrylens ingest --nginx-conf /etc/nginx/nginx.conf --log-format-name main access.log
   retrylens ingest '/var/log/nginx/access.log*'   # the rotated set, oldest first
@@ -79,6 +88,7 @@ flags, 4 more lines rejected than --max-reject-ratio allows.`,
 	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print nothing but errors")
 	c.Flags().IntVar(&o.dryRun, "dry-run", 0, "load nothing: show how the first N lines of each FILE parse, field by field")
 	c.Flags().Lookup("dry-run").NoOptDefVal = "5"
+	c.Flags().BoolVar(&o.dedupe, "dedupe", false, "leave out lines that repeat rows already loaded (same second, key, attempt, status, method, URI, client): the same traffic logged twice; without it they load and a warning says how many")
 	c.Flags().Int64Var(&o.chunkMiB, "chunk-mib", 256, "MiB of a file loaded per transaction: a killed load resumes after the last one that committed")
 	c.Flags().Float64Var(&o.maxReject, "max-reject-ratio", 1, "exit 4 when more than this share of lines (0..1) was rejected, for CI")
 	c.Flags().Int64Var(&o.maxRoutes, "max-routes", 500, "warn, naming the path prefixes behind them, past this many distinct routes")
@@ -136,7 +146,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 		return usagef("--chunk-mib must be at least 1")
 	}
 	opts := ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router,
-		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20, Step: ingestStep, Spool: path + ".stream-"}
+		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20, Step: ingestStep, Spool: path + ".stream-", Dedupe: o.dedupe}
 	if !o.quiet && terminal(e.stderr) {
 		opts.Progress = func(path string, size int64) io.WriteCloser {
 			name := report.Clean(filepath.Base(path))

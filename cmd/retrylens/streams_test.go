@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/retrylens/retrylens/lab"
+	"github.com/retrylens/retrylens/parse"
 )
 
 // incidentLines is `wc -l testdata/incident-hour/access.log`; line 60 is cut short (see
@@ -211,5 +214,73 @@ func TestDamagedDatabase(t *testing.T) {
 	}
 	if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, scenario("incident-hour")); code != exitError || !strings.Contains(stderr, want) {
 		t.Errorf("ingest: exit %d, want %d and %q:\n%s", code, exitError, want, stderr)
+	}
+}
+
+// The same nginx traffic logged twice, as text and as JSON (parse/testdata: one real
+// nginx's two access_logs of the same 5 requests): ingest warns, and with --dedupe leaves
+// the repeats out, so that the report is the one of either log alone.
+func TestSameTrafficTwice(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	text, json := "../../parse/testdata/nginx-retry.log", "../../parse/testdata/nginx-retry.jsonl"
+	_, stderr, code := retrylens(t, nil, "ingest", "--db", filepath.Join(dir, "twice.duckdb"), text, json)
+	if want := "warning: " + json + ": 5 of its 5 rows repeat rows already loaded"; code != 0 || !strings.Contains(stderr, want) {
+		t.Errorf("without --dedupe: exit %d, want %q in:\n%s", code, want, stderr)
+	}
+	once := filepath.Join(dir, "once.duckdb")
+	_, stderr, code = retrylens(t, nil, "ingest", "--dedupe", "--db", once, text, json)
+	if want := json + ": 5 lines left out, repeating rows already loaded (--dedupe)"; code != 0 || !strings.Contains(stderr, want) || strings.Contains(stderr, "warning") {
+		t.Errorf("--dedupe: exit %d, want %q in:\n%s", code, want, stderr)
+	}
+	if out, stderr, code := retrylens(t, nil, "verify", "--db", once); code != 0 {
+		t.Errorf("verify: exit %d\n%s%s", code, out, stderr)
+	}
+	alone := filepath.Join(dir, "alone.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--db", alone, text); code != 0 {
+		t.Fatal(stderr)
+	}
+	a, _, _ := retrylens(t, nil, "report", "--db", once, "--format", "json")
+	b, _, _ := retrylens(t, nil, "report", "--db", alone, "--format", "json")
+	if a != b || !strings.Contains(a, `"requests": 5`) {
+		t.Errorf("report after --dedupe differs from the text log's alone:\n%s\n%s", a, b)
+	}
+}
+
+// The same: 70,000 generated requests written once as the retry preset and once as
+// nginx-json, large enough that a chunk is first sampled.
+func TestSameTrafficTwiceLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 140,000 lines")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	var paths []string
+	var lines int
+	for _, preset := range []string{"retry", "nginx-json"} {
+		p := filepath.Join(dir, preset+".log")
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, _ := parse.Preset(preset)
+		truth, err := lab.Generate(f, pf, 70_000, 3)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths, lines = append(paths, p), truth.Lines
+	}
+	db := filepath.Join(dir, "d.duckdb")
+	_, stderr, code := retrylens(t, nil, append([]string{"ingest", "--dedupe", "--db", db}, paths...)...)
+	if want := fmt.Sprintf("%d lines left out, repeating rows already loaded", lines); code != 0 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, want %q in:\n%s", code, want, stderr)
+	}
+	var rows int
+	conn := openDB(t, db)
+	conn.QueryRow("SELECT count(*) FROM requests").Scan(&rows)
+	conn.Close()
+	if rows != lines {
+		t.Errorf("%d rows, want %d", rows, lines)
 	}
 }
