@@ -322,7 +322,7 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 	} else if err := checkFormat(in.r, format); err != nil {
 		return out, err
 	}
-	out.Format = format.Name
+	out.Format, out.Deduped = format.Name, opt.Dedupe
 	// Each chunk is parsed while DuckDB inserts its rows, and commits with its registry
 	// entry.
 	pos, line := from.bytes, from.lines
@@ -337,7 +337,6 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 		out.Rows += c.Rows
 		out.Rejected += c.Rejected
 		out.Repeats += c.Repeats
-		out.Deduped = c.Deduped
 		out.Bytes += c.Bytes
 		for k, v := range c.Reasons {
 			out.Reasons[k] += v
