@@ -46,6 +46,29 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 	return db, nil
 }
 
+// OpenReadOnly opens an existing database for reading only, as the commands that only
+// read do, so that they work on a file the user cannot write (a shared postmortem
+// database, a read-only mount) and can change nothing in it.
+func OpenReadOnly(ctx context.Context, path string) (*sql.DB, error) {
+	db, err := sql.Open("duckdb", path+"?access_mode=read_only")
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, openError(path, err)
+	}
+	if err := checkSchema(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// addedLater are the columns Open adds to the tables of older databases; a read-only
+// open does without them.
+var addedLater = map[string]bool{"files.line_sum": true, "files.duplicates": true}
+
 // ErrOldSchema means the database was written by a retrylens whose tables differ.
 var ErrOldSchema = errors.New("written by another version of retrylens")
 
@@ -99,7 +122,7 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 	}
 	var missing []string
 	for c := range wantColumns {
-		if !have[c] {
+		if !have[c] && !addedLater[c] {
 			missing = append(missing, c)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 type queryOptions struct {
 	db     string
 	format string
+	write  bool
 }
 
 func (e *env) queryCmd() *cobra.Command {
@@ -32,7 +33,11 @@ func (e *env) queryCmd() *cobra.Command {
 Tables: requests (one row per line: ts, method, uri, route, status, attempt, request_id,
 …), files (the registry of loaded content), reject_counts and rejects (malformed lines,
 with file_id and line number). Text from the logs is printed with control characters
-escaped.`,
+escaped.
+
+The database is opened read-only: a DELETE or DROP could take rows out of the registry's
+reach. --write allows changes; the next ingest repairs rows and registry that no longer
+match (see 'retrylens verify').`,
 		Example: `  retrylens query 'SELECT * FROM rejects'
   retrylens query 'SELECT route, count(*) FROM requests WHERE attempt >= 1 GROUP BY 1 ORDER BY 2 DESC LIMIT 10'
   retrylens query --format csv 'SELECT * FROM requests WHERE status = 429' > throttled.csv`,
@@ -46,6 +51,7 @@ escaped.`,
 	}
 	c.Flags().StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
 	c.Flags().StringVarP(&o.format, "format", "f", "", "table, tsv, csv or json (default: table on a terminal, tsv in a pipe)")
+	c.Flags().BoolVar(&o.write, "write", false, "open the database for writing: allow INSERT, UPDATE, DELETE, CREATE and DROP")
 	return c
 }
 
@@ -61,12 +67,19 @@ func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
 		return fmt.Errorf("no database at %s: run 'retrylens ingest FILE…' first", path)
 	}
 	ctx := c.Context()
-	db, err := ingest.Open(ctx, path)
+	open := ingest.OpenReadOnly
+	if o.write {
+		open = ingest.Open
+	}
+	db, err := open(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	rows, err := db.QueryContext(ctx, q)
+	if err != nil && !o.write && strings.Contains(err.Error(), "read-only mode") {
+		return fmt.Errorf("query: the database is opened read-only; --write allows changes (%w)", err)
+	}
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}

@@ -269,7 +269,7 @@ func (e *env) openOrLoad(c *cobra.Command, dbFlag string, formats *formatFlags, 
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("no database at %s: run 'retrylens ingest FILE…' first, or give log files to report", path)
 		}
-		return ingest.Open(ctx, path)
+		return ingest.OpenReadOnly(ctx, path)
 	}
 	if c.Flags().Changed("db") {
 		return nil, usagef("--db and FILE arguments are exclusive: FILEs are read into a temporary database")

@@ -284,3 +284,48 @@ func TestSameTrafficTwiceLarge(t *testing.T) {
 		t.Errorf("%d rows, want %d", rows, lines)
 	}
 }
+
+// report, check, budget and query only read: they open the database read-only, so they
+// work while another process holds a shared lock on it (as readers of a shared postmortem
+// database do; a read-write open would fail on it), and query changes nothing unless
+// --write.
+func TestReadOnlyCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "shared.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario("incident-hour")); code != 0 {
+		t.Fatal(stderr)
+	}
+	f, err := os.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lock := syscall.Flock_t{Type: syscall.F_RDLCK, Whence: 0, Start: 0, Len: 0}
+	if err := syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &lock); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args string
+		code int
+		want string
+	}{
+		{"report --format json", 0, `"requests": 125`},
+		{"check --fail-on P1", exitAlert, "1 alert(s) at or above P1"},
+		{"budget", 0, "finagle"},
+		{"query 'SELECT count(*) AS n FROM requests'", 0, "125"},
+		{"query 'DELETE FROM files'", exitError, "opened read-only; --write allows changes"},
+		{"ingest " + scenario("quiet-hour"), exitError, "database is in use by another process"}, // the lock is real
+	} {
+		name, rest, _ := strings.Cut(tc.args, " ")
+		code, out := asRetrylens(t, ".", `"$RL" `+name+" --db "+db+" "+rest)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, want %d and %q in:\n%s", tc.args, code, tc.code, tc.want, out)
+		}
+	}
+	lock.Type = syscall.F_UNLCK
+	syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &lock)
+	if code, out := asRetrylens(t, ".", `"$RL" query --write --db `+db+` 'DELETE FROM rejects'`); code != 0 {
+		t.Errorf("query --write: exit %d\n%s", code, out)
+	}
+}
