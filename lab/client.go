@@ -26,7 +26,7 @@ type Policy struct {
 	IdempotencyKeys  bool          // send Idempotency-Key on writes
 }
 
-// The lab's two policies (SPEC: what a good client does, and what a naive one does).
+// The lab's two policies (what a good client does, and what a naive one does).
 var (
 	Good = Policy{Name: "good", MaxRetries: 2, Base: 20 * time.Millisecond, Exponential: true,
 		HonourRetryAfter: true, Timeout: 5 * time.Second, IdempotencyKeys: true}

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Truth is what the client's record says, by the SPEC's definitions. Field names follow
+// Truth is what the client's record says, by the definitions of docs/metrics.md. Field names follow
 // the JSON report's.
 type Truth struct {
 	Requests         int

@@ -45,7 +45,7 @@ const (
 	fieldProxyRetries   // the proxy's own retries: tries - 1 (Traefik RetryAttempts, HAProxy %rc)
 	fieldProxyTryList   // a JSON array with one element per try (Kong's tries)
 	fieldRemoteAddrPort // "ip:port" or "[ip6]:port": the port is dropped
-	// Attempt sources, in the SPEC's order of precedence.
+	// Attempt sources, in the order of precedence docs/formats.md gives.
 	fieldAttemptRetry
 	fieldAttemptStainless
 	fieldAttemptEnvoy
@@ -261,7 +261,7 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 	return nil
 }
 
-// finish folds the attempt headers into Attempt, first source in SPEC order wins. A header
+// finish folds the attempt headers into Attempt, first source in that order wins. A header
 // whose value is not a number (it is client-controlled) leaves the line untagged rather
 // than rejecting it.
 func finish(r *Record, st *state, only int) {

@@ -47,7 +47,7 @@ type Format struct {
 	plainLits bool // the text between variables is ASCII without a backslash: parseClean applies
 }
 
-// AttemptSources are the attempt headers retrylens reads, in the SPEC's order.
+// AttemptSources are the attempt headers retrylens reads, in the order docs/formats.md gives.
 func AttemptSources() []string { return append([]string(nil), attemptSources[:]...) }
 
 // OnlyAttemptHeader returns a copy of f that takes attempt numbers from the named header

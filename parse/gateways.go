@@ -141,7 +141,7 @@ func FieldNames() []string {
 // own) that also reads the given mappings, each "name=path": name one of FieldNames,
 // path the dotted key path to the value, matched case-insensitively, e.g.
 // "attempt=request.headers.X-Retry-Attempt". An empty path ("request_id=") stops f from
-// reading that field at all. Attempt headers keep the SPEC's meaning: "attempt" is
+// reading that field at all. Attempt headers keep their documented meaning (docs/formats.md): "attempt" is
 // x-retry-attempt (0 for the first attempt).
 func WithFields(f *Format, mappings []string) (*Format, error) {
 	if f == nil {

@@ -186,7 +186,7 @@ func TestAttemptSources(t *testing.T) {
 		{`$status $http_grpc_previous_rpc_attempts`, `200 4`, 4, 0, "grpc-previous-rpc-attempts"},
 		{`$status $http_x_envoy_attempt_count`, `200 0`, -1, 0, ""}, // envoy counts from 1
 		{`$status $http_x_retry_attempt`, `200 -`, -1, 0, ""},
-		// The SPEC's order decides when a line carries two headers.
+		// The order of docs/formats.md decides when a line carries two headers.
 		{`$status $http_x_envoy_attempt_count $http_x_retry_attempt`, `200 5 1`, 1, 0, "x-retry-attempt"},
 	}
 	for _, tt := range tests {

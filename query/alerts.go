@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Rule is an alert rule (SPEC "Alerts"): it fires when its condition holds on Sustain
+// Rule is an alert rule (docs/metrics.md): it fires when its condition holds on Sustain
 // consecutive one-minute buckets.
 type Rule struct {
 	Name      string        `json:"rule"`
@@ -18,7 +18,7 @@ type Rule struct {
 	MinRetryRate float64 `json:"min_retry_rate,omitempty"`
 }
 
-// DefaultRules are the SPEC's thresholds.
+// DefaultRules are the thresholds of docs/metrics.md.
 func DefaultRules() []Rule {
 	return []Rule{
 		{Name: "retry_rate_high", Severity: "P2", Threshold: HighRetryRate, Sustain: 2 * time.Minute},
@@ -155,7 +155,7 @@ func AtLeast(s, min string) bool {
 }
 
 // MarkFuelling sets the verdict of every window of the given width that an alert
-// overlaps to fuelling (SPEC: a window's verdict is fuelling when a P1 or P2 rule fired in
+// overlaps to fuelling (docs/metrics.md: a window's verdict is fuelling when a P1 or P2 rule fired in
 // it).
 func MarkFuelling(ws []Window, width time.Duration, alerts []Alert) {
 	for i := range ws {

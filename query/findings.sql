@@ -1,4 +1,4 @@
--- Policy findings (SPEC "Policy findings"): each row of f is one retry attempt that a good
+-- Policy findings (docs/metrics.md): each row of f is one retry attempt that a good
 -- client would not have made. count is logical requests, attempts is retry attempts.
 -- $1 is the policy cap on attempts (--max-attempts): attempt numbers >= $1 are over it.
 WITH g AS MATERIALIZED (

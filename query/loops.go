@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Loops429 sums up 429 feedback loops (SPEC "429 feedback loops").
+// Loops429 sums up 429 feedback loops (docs/metrics.md).
 type Loops429 struct {
 	Loops            int64 // logical requests with two or more consecutive 429s
 	MaxLength        int64 // longest run of consecutive 429s in a loop
@@ -52,7 +52,7 @@ func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 	return l, err
 }
 
-// Finding is one kind of thing a good client never does (SPEC "Policy findings").
+// Finding is one kind of thing a good client never does (docs/metrics.md).
 type Finding struct {
 	Kind     string   // duplicate_write_risk, false_success, non_retryable_retry, over_cap, synchronised
 	Count    int64    // logical requests affected
@@ -60,7 +60,7 @@ type Finding struct {
 	Examples []string // up to three logical requests, by key as logged, else method, URI and time
 }
 
-// DefaultMaxAttempts is the policy cap the SPEC assumes: three attempts in all.
+// DefaultMaxAttempts is the policy cap docs/metrics.md assumes: three attempts in all.
 const DefaultMaxAttempts = 3
 
 // Findings returns the policy findings of the Set; maxAttempts is the cap on attempts per
@@ -97,7 +97,7 @@ func sortGroups(gs []Group) {
 	})
 }
 
-// Backoff is the gap profile of one attempt number (SPEC "synchronised retries"; issue's
+// Backoff is the gap profile of one attempt number (docs/metrics.md; issue's
 // backoff profile): gaps from the previous attempt's end to this one's start.
 type Backoff struct {
 	Attempt       int

@@ -1,4 +1,4 @@
--- 429 feedback loops (SPEC "429 feedback loops"). A loop is a logical request with two or
+-- 429 feedback loops (docs/metrics.md). A loop is a logical request with two or
 -- more consecutive attempts answered 429; consecutive 429s share attempt − rank.
 WITH r AS (
     SELECT lkey, attempt - row_number() OVER (PARTITION BY lkey ORDER BY attempt, ts) AS grp

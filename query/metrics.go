@@ -43,7 +43,7 @@ func (c *counts) add(d counts) {
 	c.multiFirstsOK += d.multiFirstsOK
 }
 
-// ratio is n/d, nil when d is 0 (the SPEC's null).
+// ratio is n/d, nil when d is 0 (JSON's null).
 func ratio(n, d int64) *float64 {
 	if d == 0 {
 		return nil
@@ -52,7 +52,7 @@ func ratio(n, d int64) *float64 {
 	return &x
 }
 
-// metrics computes the SPEC's metrics from the counts.
+// metrics computes the metrics of docs/metrics.md from the counts.
 func (c counts) metrics() Metrics {
 	m := Metrics{
 		Requests:           c.requests,

@@ -1,4 +1,4 @@
--- The row metrics of SPEC.md, defined once for any grouping. {{.Key}} is a grouping
+-- The row metrics of docs/metrics.md, defined once for any grouping. {{.Key}} is a grouping
 -- expression over a row, chosen by the program (never by the user); {{.Table}} is the
 -- prepared table (prepare.sql), {{.Cube}} a cube of the cache (query/cache.go) when it stands in for it. Tagged rows only, except requests and untagged.
 WITH g AS (

@@ -19,7 +19,7 @@ Objects are named after {{.Table}}, chosen by the program.
           loops and findings read this. Most requests have one attempt and no row here,
           which is what keeps a report over 10M rows fast.
 
-Linking (SPEC "logical request"): Idempotency-Key, then amz-sdk-invocation-id, then
+Linking (docs/metrics.md): Idempotency-Key, then amz-sdk-invocation-id, then
 X-Request-Id, taken as unique per business request; rows with none of them link by
 client address, user agent, method and URI: attempt numbers increase and an attempt
 starts at most max_gap seconds after the previous one ended. Inference (--infer-attempts):

@@ -48,7 +48,7 @@ func (o Options) defaultLinking() bool {
 	return o.Route == "" && o.MaxGap == DefaultMaxGap && !o.InferAttempts
 }
 
-// DefaultMaxGap is the SPEC's default --max-gap.
+// DefaultMaxGap is the default --max-gap (docs/metrics.md).
 const DefaultMaxGap = 60 * time.Second
 
 // Set is the rows of one report, prepared once. Close it.
@@ -188,7 +188,7 @@ func timeLiteral(t time.Time, open string) string {
 	return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.999999") + "'"
 }
 
-// Metrics are the SPEC's metrics for a set of rows. Ratios are nil when their
+// Metrics are the metrics of docs/metrics.md for a set of rows. Ratios are nil when their
 // denominator is zero.
 type Metrics struct {
 	Requests         int64

@@ -1,13 +1,13 @@
 package query
 
-// Verdicts of a window, from SPEC.md.
+// Verdicts of a window, as docs/metrics.md defines them.
 const (
 	Fuelling = "fuelling"
 	Rescuing = "rescuing"
 	Quiet    = "quiet"
 )
 
-// Thresholds of the SPEC's alert rules, applied to a window as a whole.
+// Thresholds of the alert rules (docs/metrics.md), applied to a window as a whole.
 const (
 	StormAmplification  = 1.5
 	HighRetryRate       = 0.15

@@ -9,7 +9,7 @@ import (
 	"github.com/retrylens/retrylens/query"
 )
 
-// The JSON report is a contract (SPEC.md): field names are the SPEC's metric names,
+// The JSON report is a contract (docs/metrics.md): field names are the metric names there,
 // rates are fractions, times RFC 3339 in UTC.
 type jsonReport struct {
 	GeneratedAt string         `json:"generated_at"`

@@ -96,7 +96,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// The verdicts follow from the SPEC's thresholds: the storm window has amplification
+// The verdicts follow from the thresholds of docs/metrics.md: the storm window has amplification
 // 2.17 > 1.5, the calm one has no retries.
 func TestVerdicts(t *testing.T) {
 	r := sample()

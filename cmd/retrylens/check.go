@@ -31,7 +31,7 @@ func (e *env) checkCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "check [flags] [FILE...]",
 		Short: "Evaluate the alert rules; exit 3 when one at or above --fail-on fired",
-		Long: `Evaluate the SPEC's alert rules on one-minute buckets and print the alerts that fired:
+		Long: `Evaluate the alert rules on one-minute buckets and print the alerts that fired:
 
   retry_rate_high      retry rate > 15 % for 2 consecutive minutes   P2
   retries_not_helping  retry success < 40 % and retry rate > 5 %, 1 min  P2

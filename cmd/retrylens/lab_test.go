@@ -189,7 +189,7 @@ func TestLab(t *testing.T) {
 				}
 				if path, ok := logs["retry"]; ok {
 					// --infer-attempts on the same log with its headers forgotten: measured,
-					// not asserted (it depends on how the run interleaved; see the README).
+					// not asserted (it depends on how the run interleaved; see docs/lab.md).
 					p, r, exact, n := inferenceScore(t, "retry", path)
 					t.Logf("inference %s: %d lines, precision %.3f, recall %.3f, exact %.3f", sc.Name, n, p, r, exact)
 				}

@@ -103,7 +103,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	return c
 }
 
-// loadRules reads --rules, or returns the SPEC's defaults.
+// loadRules reads --rules, or returns the default rules.
 func loadRules(path string) ([]query.Rule, error) {
 	if path == "" {
 		return query.DefaultRules(), nil
