@@ -13,9 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/retrylens/retrylens/lab"
-	"github.com/retrylens/retrylens/parse"
 )
 
 // incidentLines is `wc -l testdata/incident-hour/access.log`; line 60 is cut short (see
@@ -157,13 +154,21 @@ func TestTruncatedGzip(t *testing.T) {
 	if code != exitError || !strings.Contains(stderr, want) || !strings.Contains(stderr, fmt.Sprintf("%d lines, %d rows", whole, whole)) {
 		t.Errorf("exit %d, want %d, %q and %d rows in:\n%s", code, exitError, want, whole, stderr)
 	}
-	var rows int64
-	conn := openDB(t, db)
-	conn.QueryRow("SELECT count(*) FROM requests").Scan(&rows)
-	conn.Close()
-	if rows != whole {
+	if rows := countRows(t, db); rows != whole {
 		t.Errorf("%d rows, want %d", rows, whole)
 	}
+}
+
+// countRows is how many rows the database file holds.
+func countRows(t *testing.T, db string) int64 {
+	t.Helper()
+	var rows int64
+	conn := openDB(t, db)
+	defer conn.Close()
+	if err := conn.QueryRow("SELECT count(*) FROM requests").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
 
 // An ingest that loads nothing leaves no database behind for check to find healthy.
@@ -258,29 +263,16 @@ func TestSameTrafficTwiceLarge(t *testing.T) {
 	var paths []string
 	var lines int
 	for _, preset := range []string{"retry", "nginx-json"} {
-		p := filepath.Join(dir, preset+".log")
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pf, _ := parse.Preset(preset)
-		truth, err := lab.Generate(f, pf, 70_000, 3)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		paths, lines = append(paths, p), truth.Lines
+		var p string
+		p, lines = genLog(t, dir, preset, 70_000, 3)
+		paths = append(paths, p)
 	}
 	db := filepath.Join(dir, "d.duckdb")
 	_, stderr, code := retrylens(t, nil, append([]string{"ingest", "--dedupe", "--db", db}, paths...)...)
 	if want := fmt.Sprintf("%d lines left out, repeating rows already loaded", lines); code != 0 || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, want %q in:\n%s", code, want, stderr)
 	}
-	var rows int
-	conn := openDB(t, db)
-	conn.QueryRow("SELECT count(*) FROM requests").Scan(&rows)
-	conn.Close()
-	if rows != lines {
+	if rows := countRows(t, db); rows != int64(lines) {
 		t.Errorf("%d rows, want %d", rows, lines)
 	}
 }
