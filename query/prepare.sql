@@ -2,7 +2,7 @@
 The statements that prepare a report's rows, run in this order on the Set's connection.
 Objects are named after {{.Table}}, chosen by the program.
 
-  _p      the route to keep (NULL for all): the one parameter a user types as text
+  _p      the route and method to keep (NULL for all): the parameters a user types as text
   _rows   view: the rows of the range, with their strong key (skey) and start time.
           {{.Since}}, {{.Until}}, {{.MaxGap}} and {{.Infer}} are SQL literals the program
           formats from parsed values (a time, a number, a boolean), so that DuckDB can
@@ -28,7 +28,7 @@ when that one got a retryable failure (5xx, 429, 408, 499, 0) and this one start
 most max_gap seconds after it ended; its attempt number counts the repeats.
 */}}
 {{define "prepare_params"}}
-CREATE TEMP TABLE {{.Table}}_p AS SELECT $1::VARCHAR AS route
+CREATE TEMP TABLE {{.Table}}_p AS SELECT $1::VARCHAR AS route, $2::VARCHAR AS method
 {{end}}
 
 {{define "prepare_rows"}}
@@ -47,6 +47,9 @@ FROM {{or .From "requests"}} r
 WHERE r.ts >= {{.Since}} AND r.ts < {{.Until}}
 {{- if .HasRoute}}
   AND r.route = (SELECT route FROM {{.Table}}_p)
+{{- end}}
+{{- if .HasMethod}}
+  AND r.method = (SELECT method FROM {{.Table}}_p)
 {{- end}}
 {{- if .Where}}
   AND ({{.Where}})

@@ -32,6 +32,7 @@ var sqlTmpl = template.Must(template.ParseFS(sqlFiles, "*.sql"))
 type Options struct {
 	Since, Until  time.Time     // [Since, Until); a zero bound is open
 	Route         string        // only this route; "" for all
+	Method        string        // only this method; "" for all
 	MaxGap        time.Duration // heuristic links and inference: at most this between attempts (default 60 s)
 	InferAttempts bool          // give untagged rows inferred attempt numbers
 	NoCache       bool          // link the rows again even when the stored cache would do
@@ -45,7 +46,7 @@ func (o Options) whole() bool {
 
 // defaultLinking reports whether o links every row of its range the way the cache does.
 func (o Options) defaultLinking() bool {
-	return o.Route == "" && o.MaxGap == DefaultMaxGap && !o.InferAttempts
+	return o.Route == "" && o.Method == "" && o.MaxGap == DefaultMaxGap && !o.InferAttempts
 }
 
 // DefaultMaxGap is the default --max-gap (docs/metrics.md).
@@ -74,16 +75,20 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		return nil, err
 	}
 	s := &Set{conn: conn, table: fmt.Sprintf("report_rows_%d", setID.Add(1))}
-	var route any
+	var route, method any
 	if o.Route != "" {
 		route = o.Route
 	}
+	if o.Method != "" {
+		method = o.Method
+	}
 	lit := prepareLiterals{
-		Since:    timeLiteral(o.Since, "TIMESTAMP '0001-01-01'"),
-		Until:    timeLiteral(o.Until, "TIMESTAMP '9999-12-31'"),
-		MaxGap:   strconv.FormatFloat(o.MaxGap.Seconds(), 'f', -1, 64),
-		Infer:    strconv.FormatBool(o.InferAttempts),
-		HasRoute: o.Route != "",
+		Since:     timeLiteral(o.Since, "TIMESTAMP '0001-01-01'"),
+		Until:     timeLiteral(o.Until, "TIMESTAMP '9999-12-31'"),
+		MaxGap:    strconv.FormatFloat(o.MaxGap.Seconds(), 'f', -1, 64),
+		Infer:     strconv.FormatBool(o.InferAttempts),
+		HasRoute:  o.Route != "",
+		HasMethod: o.Method != "",
 	}
 	steps := []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi"}
 	if o.defaultLinking() && !o.NoCache {
@@ -104,7 +109,7 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 			steps = []string{"prepare_params", "prepare_rows", "cached_chain", "prepare_all", "cached_multi"}
 		}
 	}
-	if err := prepare(ctx, conn, s.table, "TEMP TABLE", lit, route, steps); err != nil {
+	if err := prepare(ctx, conn, s.table, "TEMP TABLE", lit, []any{route, method}, steps); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -113,7 +118,10 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 
 // prepare runs the named statements of prepare.sql for table, creating its tables as kind
 // ("TEMP TABLE" for a Set, "TABLE" for the cache).
-func prepare(ctx context.Context, conn execer, table, kind string, lit prepareLiterals, route any, steps []string) error {
+func prepare(ctx context.Context, conn execer, table, kind string, lit prepareLiterals, params []any, steps []string) error {
+	if params == nil {
+		params = []any{nil, nil} // every route and method
+	}
 	for i, name := range steps {
 		var q bytes.Buffer
 		err := sqlTmpl.ExecuteTemplate(&q, name, struct {
@@ -123,7 +131,7 @@ func prepare(ctx context.Context, conn execer, table, kind string, lit prepareLi
 		if err == nil {
 			var args []any
 			if i == 0 {
-				args = []any{route}
+				args = params
 			}
 			_, err = conn.ExecContext(ctx, q.String(), args...)
 		}
@@ -175,7 +183,7 @@ func (s *Set) statement(name, key, cube string) (string, error) {
 // a number and a boolean, never text a user typed.
 type prepareLiterals struct {
 	Since, Until, MaxGap, Infer string
-	HasRoute                    bool   // filter on the route in _p
+	HasRoute, HasMethod         bool   // filter on the route, the method in _p
 	Where                       string // one more condition on the rows (cache.go's update)
 	From                        string // the table of rows to read instead of requests (cache.go's update)
 }
@@ -236,6 +244,7 @@ type Group struct {
 // Groupings are the values --by accepts, with the row expression each groups by.
 var Groupings = map[string]string{
 	"route":   "coalesce(method, '-') || ' ' || coalesce(route, '-')",
+	"method":  "coalesce(method, '-')",
 	"status":  "coalesce(CAST(status AS VARCHAR), '-')",
 	"attempt": "coalesce(CAST(attempt AS VARCHAR), 'untagged')",
 	"host":    "coalesce(host, upstream_addr, '-')",

@@ -76,7 +76,7 @@ Models (defaults as published):
 	f.StringVar(&o.since, "since", "", "first time included")
 	f.StringVar(&o.until, "until", "", "first time excluded")
 	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone")
-	f.StringVar(&o.endpoint, "endpoint", "", "only this route")
+	f.StringVar(&o.endpoint, "endpoint", "", "only this endpoint: 'GET /api/orders/:id', a route or a raw path")
 	f.StringVar(&o.model, "model", "finagle", "the budget: "+strings.Join(budgetModels, ", "))
 	f.BoolVar(&o.compare, "compare", false, "run every model")
 	f.StringVarP(&o.format, "format", "f", "", "table, tsv or json (default: table on a terminal, tsv in a pipe)")

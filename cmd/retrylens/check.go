@@ -53,7 +53,7 @@ Like report, check reads the database, or loads FILEs into a temporary one.`,
 	f.StringVar(&o.since, "since", "", "first time included")
 	f.StringVar(&o.until, "until", "", "first time excluded")
 	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone, and for the output")
-	f.StringVar(&o.endpoint, "endpoint", "", "only this route")
+	f.StringVar(&o.endpoint, "endpoint", "", "only this endpoint: 'GET /api/orders/:id', a route or a raw path")
 	f.StringVar(&o.failOn, "fail-on", "P1", "exit 3 when an alert of this severity or above fired: P1 or P2")
 	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules")
 	f.StringVarP(&o.format, "format", "f", "table", "output format: table or json")

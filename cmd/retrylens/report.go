@@ -92,8 +92,8 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.StringVar(&o.section, "section", "windows", "with --format csv, the table to write: "+strings.Join(report.Sections, ", "))
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout")
 	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
-	f.StringVar(&o.endpoint, "endpoint", "", "only this route, e.g. /api/orders/:id")
-	f.StringVar(&o.by, "by", "", "also break the range down by route, status, attempt or host, or several: route,status,attempt")
+	f.StringVar(&o.endpoint, "endpoint", "", "only this endpoint: as the tables show it ('GET /api/orders/:id'), a route (/api/orders/:id) or a raw path (/api/orders/1042)")
+	f.StringVar(&o.by, "by", "", "also break the range down by route, method, status, attempt or host, or several: route,status,attempt")
 	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone, window starts and day boundaries")
 	f.DurationVar(&o.maxGap, "max-gap", query.DefaultMaxGap, "most time between two attempts of one request, for heuristic links and --infer-attempts")
 	f.BoolVar(&o.infer, "infer-attempts", false, "infer attempt numbers for lines without an attempt header")
@@ -240,6 +240,16 @@ func (e *env) openSet(c *cobra.Command, dbFlag string, formats *formatFlags, fil
 	db, err := e.openOrLoad(c, dbFlag, formats, files)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if qo.Route != "" {
+		router, err := formats.router()
+		if err == nil {
+			qo.Method, qo.Route, err = query.ResolveEndpoint(c.Context(), db, qo.Route, router.Route)
+		}
+		if err != nil {
+			db.Close()
+			return nil, nil, nil, err
+		}
 	}
 	set, err := query.Open(c.Context(), db, qo)
 	if err != nil {
