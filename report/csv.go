@@ -98,10 +98,12 @@ func orEmpty(s *string) *string {
 // SafeCell is safeCell for other CSV writers (retrylens query).
 func SafeCell(s string) string { return safeCell(s) }
 
-// safeCell defuses cells a spreadsheet would evaluate (=, +, -, @, tab, CR first) with a
+// safeCell escapes control characters as Clean does (a CSV file is read in terminals and
+// editors too) and defuses cells a spreadsheet would evaluate (=, +, -, @ first) with a
 // leading quote, as OWASP advises, unless the cell is a plain number.
 func safeCell(s string) string {
-	if s == "" || !strings.ContainsAny(s[:1], "=+-@\t\r") {
+	s = Clean(s)
+	if s == "" || !strings.ContainsAny(s[:1], "=+-@") {
 		return s
 	}
 	if _, err := strconv.ParseFloat(s, 64); err == nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"golang.org/x/net/html"
+
+	"github.com/retrylens/retrylens/report"
 )
 
 // hostileLog is a retry-format log whose fields an attacker chose: a URI with a script
@@ -265,5 +267,42 @@ func TestHTMLInBrowser(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("browser reported on the hostile page: %s", p)
+	}
+}
+
+// No output format carries a raw control byte from the logs: the hostile log's request ids
+// hold ESC (nginx writes it \x1B), and a user agent here holds BEL, in every format, every
+// CSV section, and query's CSV.
+func TestNoControlBytesInAnyFormat(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(hostileLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "bel.log")
+	os.WriteFile(log, []byte(strings.ReplaceAll(string(src), "<svg onload", `\x07<svg onload`)), 0o644)
+	db := filepath.Join(t.TempDir(), "h.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--log-format", "retry", "--db", db, log); code != 0 {
+		t.Fatal(stderr)
+	}
+	var runs [][]string
+	for _, f := range []string{"table", "tsv", "markdown", "json", "html"} {
+		runs = append(runs, []string{"report", "--db", db, "--window", "1m", "--by", "route", "--format", f})
+	}
+	for _, s := range report.Sections {
+		runs = append(runs, []string{"report", "--db", db, "--window", "1m", "--by", "route", "--format", "csv", "--section", s})
+	}
+	runs = append(runs, []string{"query", "--db", db, "--format", "csv", "SELECT request_id, user_agent, uri FROM requests"})
+	for _, args := range runs {
+		out, stderr, code := retrylens(t, nil, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		if strings.ContainsAny(out, "\x1b\x07") {
+			t.Errorf("%v: a raw ESC or BEL in the output", args)
+		}
+		if strings.Contains(args[len(args)-1], "request_id") && !strings.Contains(out, `\x1b[31m`) {
+			t.Errorf("%v: the escape is not shown escaped:\n%s", args, out)
+		}
 	}
 }
