@@ -99,22 +99,23 @@ type barChart struct {
 
 type htmlView struct {
 	*Report
-	Title     string
-	Verdict   string
-	Logical   int64
-	Facts     []fact
-	Incidents []string // before → during → after lines
-	Alerts    []string
-	Loops     []string
-	Backoff   []string
-	Notes     []string
-	Timeline  *timeline
-	Attempts  *barChart
-	Gaps      []barChart
-	Endpoints []query.Group
-	Windows   []windowRow
-	Generated string
-	Loc       *time.Location
+	Title          string
+	Verdict        string
+	Logical        int64
+	Facts          []fact
+	Incidents      []string // before → during → after lines
+	Alerts         []string
+	Loops          []string
+	Backoff        []string
+	Notes          []string
+	Timeline       *timeline
+	Attempts       *barChart
+	Gaps           []barChart
+	Endpoints      []query.Group
+	EndpointsTitle string
+	Windows        []windowRow
+	Generated      string
+	Loc            *time.Location
 }
 
 type groupTable struct {
@@ -150,7 +151,8 @@ func HTML(w io.Writer, r *Report) error {
 		{"recovered", strconv.FormatInt(m.Recovered, 10), "failed first, then rescued"},
 		{"exhausted", strconv.FormatInt(m.Exhausted, 10), "retried and never 2xx"},
 	}
-	v.Endpoints = r.retriedEndpoints()
+	v.Endpoints, _ = r.retriedEndpoints()
+	v.EndpointsTitle = "Endpoints with retries, most first" + r.endpointsCut()
 	for _, win := range r.Windows {
 		v.Windows = append(v.Windows, windowRow{win.Start.In(r.loc()).Format("2006-01-02 15:04"), win.Metrics})
 	}

@@ -35,7 +35,10 @@ type Report struct {
 	AttemptCounts []query.AttemptCount
 	Gaps          []query.GapHistogram
 	Section       string // for csv: which table (see Sections)
-	Color         bool   // colour verdicts (a terminal that wants colour)
+	// Top is how many endpoints with retries the table, Markdown and HTML show: 0 means
+	// the default, ten; a negative number all of them. JSON and CSV carry all.
+	Top   int
+	Color bool // colour verdicts (a terminal that wants colour)
 }
 
 func (r *Report) loc() *time.Location {

@@ -112,8 +112,8 @@ func Table(w io.Writer, r *Report) error {
 		return err
 	}
 	lines(p.alerts)
-	if eps := r.retriedEndpoints(); len(eps) > 0 && r.By != "route" {
-		line("endpoints with retries, most first:")
+	if eps, _ := r.retriedEndpoints(); len(eps) > 0 && r.By != "route" {
+		line("endpoints with retries, most first" + r.endpointsCut() + ":")
 		if err != nil {
 			return err
 		}
@@ -137,15 +137,32 @@ func Table(w io.Writer, r *Report) error {
 	return err
 }
 
-// retriedEndpoints are the ten endpoints whose retries added the most load.
-func (r *Report) retriedEndpoints() []query.Group {
-	var out []query.Group
+// retriedEndpoints are the endpoints whose retries added the most load, at most r.Top
+// (see Report.Top), and how many endpoints had retries in all.
+func (r *Report) retriedEndpoints() (shown []query.Group, all int) {
+	top := r.Top
+	if top == 0 {
+		top = 10
+	}
 	for _, g := range r.Endpoints {
-		if g.Retries > 0 && len(out) < 10 {
-			out = append(out, g)
+		if g.Retries == 0 {
+			continue
+		}
+		all++
+		if top < 0 || len(shown) < top {
+			shown = append(shown, g)
 		}
 	}
-	return out
+	return shown, all
+}
+
+// endpointsCut is what the endpoints table's heading adds when the table is cut.
+func (r *Report) endpointsCut() string {
+	shown, all := r.retriedEndpoints()
+	if len(shown) == all {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of %d shown; --top 0 for all)", len(shown), all)
 }
 
 // findingText says what each finding kind means, for people.
@@ -290,10 +307,11 @@ func Markdown(w io.Writer, r *Report) error {
 	}
 	b.WriteString("\n")
 	list("", p.alerts)
+	eps, _ := r.retriedEndpoints()
 	tables := []struct {
 		title, label string
 		gs           []query.Group
-	}{{"Endpoints with retries", "endpoint", r.retriedEndpoints()}, {"By " + r.By, r.By, r.Groups}}
+	}{{"Endpoints with retries" + r.endpointsCut(), "endpoint", eps}, {"By " + r.By, r.By, r.Groups}}
 	for i, t := range tables {
 		if len(t.gs) == 0 || (i == 0 && r.By == "route") {
 			continue

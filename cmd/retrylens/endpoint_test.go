@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,5 +32,38 @@ func TestEndpointForms(t *testing.T) {
 	out, _, _ := retrylens(t, nil, "report", "--db", db, "--format", "table", "--by", "method")
 	if !strings.Contains(out, "│ GET    │      248 │") {
 		t.Errorf("--by method: no GET row of 248 requests (every parsed line is a GET):\n%s", out)
+	}
+}
+
+// The endpoints table says how many it shows of how many, and --top sets how many: a
+// log of 12 endpoints, each with one failed first attempt and one retry.
+func TestTopEndpoints(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for i := range 12 {
+		for attempt, status := range []int{502, 200} {
+			fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:%02d:%02d +0000] "GET /api/e%d HTTP/1.1" %d 2 "-" "c" rt=0.010 urt="0.010" us="%d" ra="%d" rr="-" rid="r%d" ik="-" retry_after="-" msec=%d.000`+"\n",
+				i, attempt, i, status, status, attempt, i, 1795960800+60*i+attempt)
+		}
+	}
+	log := filepath.Join(t.TempDir(), "twelve.log")
+	os.WriteFile(log, []byte(b.String()), 0o644)
+	for _, tc := range []struct {
+		top        string
+		rows       int
+		cut, notIn string
+	}{
+		{"10", 10, "endpoints with retries, most first (10 of 12 shown; --top 0 for all):", ""},
+		{"3", 3, "(3 of 12 shown; --top 0 for all)", ""},
+		{"0", 12, "endpoints with retries, most first:", "shown"},
+	} {
+		out, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--format", "table", "--top", tc.top, log)
+		rows := strings.Count(out, "│ GET /api/e")
+		if code != 0 || rows != tc.rows || !strings.Contains(out, tc.cut) || (tc.notIn != "" && strings.Contains(out, tc.notIn)) {
+			t.Errorf("--top %s: exit %d, %d rows, want %d and %q:\n%s%s", tc.top, code, rows, tc.rows, tc.cut, out, stderr)
+		}
+	}
+	if _, _, code := retrylens(t, nil, "report", "--log-format", "retry", "--top", "-1", log); code != exitUsage {
+		t.Errorf("--top -1: exit %d, want %d", code, exitUsage)
 	}
 }

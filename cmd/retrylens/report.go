@@ -37,6 +37,7 @@ type reportOptions struct {
 	section  string
 	polBase  time.Duration
 	polMax   int
+	top      int
 }
 
 func (e *env) reportCmd() *cobra.Command {
@@ -99,6 +100,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.BoolVar(&o.infer, "infer-attempts", false, "infer attempt numbers for lines without an attempt header")
 	f.DurationVar(&o.polBase, "policy-base", 0, "the declared retry policy's base delay (base·2^(n−1) + up to base of jitter before retry n), to compare the backoff profile with")
 	f.IntVar(&o.polMax, "policy-max-retries", 0, "the declared retry policy's number of retries")
+	f.IntVar(&o.top, "top", 10, "endpoints with retries shown in table, markdown and html (0: all; json and csv carry all)")
 	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules' thresholds, sustain times or severities")
 	return c
 }
@@ -132,6 +134,9 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	if o.maxAtt < 1 {
 		return usagef("--max-attempts must be at least 1")
 	}
+	if o.top < 0 {
+		return usagef("--top must be 0 (all) or more")
+	}
 	if o.maxGap <= 0 {
 		return usagef("--max-gap must be positive")
 	}
@@ -162,7 +167,10 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	defer done()
 
 	r := report.Report{GeneratedAt: e.now(), Window: o.window, Location: loc, Endpoint: o.endpoint, By: o.by,
-		Section: o.section, Color: toTerminal && e.getenv("NO_COLOR") == ""}
+		Section: o.section, Color: toTerminal && e.getenv("NO_COLOR") == "", Top: o.top}
+	if o.top == 0 {
+		r.Top = -1 // all
+	}
 	if r.From, r.To, err = set.Span(ctx); err != nil {
 		return err
 	}
