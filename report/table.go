@@ -418,6 +418,18 @@ func Alerts(w io.Writer, as []query.Alert, loc *time.Location) error {
 	return t.Render()
 }
 
+// AlertsTSV writes the alerts tab-separated with a header, times RFC 3339, for pipes and
+// scripts (check's output when stdout is not a terminal).
+func AlertsTSV(w io.Writer, as []query.Alert) error {
+	var b strings.Builder
+	b.WriteString("severity\trule\tstart\tend\tpeak\n")
+	for _, a := range as {
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%g\n", a.Severity, a.Rule, a.Start.UTC().Format(time.RFC3339), a.End.UTC().Format(time.RFC3339), a.Peak)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // Rows writes any result as a left-aligned table, for retrylens query. The cells must
 // already be safe to print.
 func Rows(w io.Writer, header []string, rows [][]string) error {

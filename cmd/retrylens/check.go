@@ -56,7 +56,7 @@ Like report, check reads the database, or loads FILEs into a temporary one.`,
 	f.StringVar(&o.endpoint, "endpoint", "", "only this endpoint: 'GET /api/orders/:id', a route or a raw path")
 	f.StringVar(&o.failOn, "fail-on", "P1", "exit 3 when an alert of this severity or above fired: P1 or P2")
 	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules")
-	f.StringVarP(&o.format, "format", "f", "table", "output format: table or json")
+	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv or json (default: table on a terminal, tsv in a pipe)")
 	return c
 }
 
@@ -64,8 +64,9 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	if o.failOn != "P1" && o.failOn != "P2" {
 		return usagef("--fail-on %q: want P1 or P2", o.failOn)
 	}
-	if o.format != "table" && o.format != "json" {
-		return usagef("--format %q: want table or json", o.format)
+	o.format = outputFormat(o.format, terminal(e.stdout))
+	if o.format != "table" && o.format != "tsv" && o.format != "json" {
+		return usagef("--format %q: want table, tsv or json", o.format)
 	}
 	rules, err := loadRules(o.rules)
 	if err != nil {
@@ -101,6 +102,8 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 			Failing int    `json:"failing"`
 			Alerts  any    `json:"alerts"`
 		}{o.failOn, failing, report.AlertsJSON(alerts)})
+	} else if o.format == "tsv" {
+		err = report.AlertsTSV(e.stdout, alerts)
 	} else {
 		err = report.Alerts(e.stdout, alerts, loc)
 	}

@@ -46,8 +46,16 @@ func TestCheck(t *testing.T) {
 		t.Errorf("--fail-on P2: exit %d, want %d", code, exitAlert)
 	}
 	// The quiet hour's one retry makes a 50 % retry rate for a single minute: not sustained.
-	if stdout, _, code := retrylens(t, nil, "check", "--fail-on", "P2", scenario("quiet-hour")); code != 0 || stdout != "no alerts\n" {
+	if stdout, _, code := retrylens(t, nil, "check", "--format", "table", "--fail-on", "P2", scenario("quiet-hour")); code != 0 || stdout != "no alerts\n" {
 		t.Errorf("quiet hour: exit %d, %q", code, stdout)
+	}
+	// In a pipe: tab-separated, a header and a line per alert (three in the incident hour).
+	if stdout, _, _ := retrylens(t, nil, "check", scenario("quiet-hour")); stdout != "severity\trule\tstart\tend\tpeak\n" {
+		t.Errorf("quiet hour in a pipe: %q", stdout)
+	}
+	stdout, _, _ = retrylens(t, nil, "check", scenario("incident-hour"))
+	if lines := strings.Split(strings.TrimSpace(stdout), "\n"); len(lines) != 4 || !strings.Contains(stdout, "P1\tretry_storm\t2026-11-29T14:20:00Z\t2026-11-29T14:29:00Z\t3\n") || strings.Contains(stdout, "│") {
+		t.Errorf("incident hour in a pipe:\n%s", stdout)
 	}
 	// A storm threshold above the peak of 3 leaves only P2 alerts: P1 passes.
 	rules := filepath.Join(t.TempDir(), "rules.json")

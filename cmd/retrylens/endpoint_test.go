@@ -67,3 +67,43 @@ func TestTopEndpoints(t *testing.T) {
 		t.Errorf("--top -1: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// -o's extension sets the format unless --format says otherwise, and a flag that does
+// nothing in the chosen format is an error.
+func TestOutputFormatFromFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		file, format, starts string
+	}{
+		{"p.html", "", "<!DOCTYPE html>"},
+		{"p.json", "", "{"},
+		{"p.md", "", "## retrylens report"},
+		{"p.csv", "", "start,requests,"},
+		{"p.txt", "", "retrylens report"},
+		{"p2.json", "html", "<!DOCTYPE html>"},
+	} {
+		args := []string{"report", "--log-format", "retry", "-o", filepath.Join(dir, tc.file), scenario("incident-hour")}
+		if tc.format != "" {
+			args = append(args, "--format", tc.format)
+		}
+		if _, stderr, code := retrylens(t, nil, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, tc.file))
+		if !strings.HasPrefix(string(b), tc.starts) {
+			t.Errorf("-o %s --format %q: starts %.40q, want %q", tc.file, tc.format, b, tc.starts)
+		}
+	}
+	for _, args := range [][]string{
+		{"--section", "endpoints"}, // tsv in a pipe
+		{"--section", "endpoints", "--format", "json"},
+		{"--top", "3", "--format", "json"},
+		{"--top", "3", "--format", "csv"},
+	} {
+		_, stderr, code := retrylens(t, nil, append([]string{"report", "--log-format", "retry", scenario("incident-hour")}, args...)...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d: %s", args, code, exitUsage, stderr)
+		}
+	}
+}

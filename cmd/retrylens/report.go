@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -89,7 +90,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.StringVarP(&o.window, "window", "w", "1h", "window width: 1m, 5m, 1h, 1d or any Go duration such as 15m")
 	f.StringVar(&o.since, "since", "", "first time included")
 	f.StringVar(&o.until, "until", "", "first time excluded")
-	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, markdown, json, csv or html (default: table on a terminal, tsv in a pipe)")
+	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, markdown, json, csv or html (default: from -o's extension, else table on a terminal, tsv in a pipe)")
 	f.StringVar(&o.section, "section", "windows", "with --format csv, the table to write: "+strings.Join(report.Sections, ", "))
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout")
 	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
@@ -124,12 +125,22 @@ func loadRules(path string) ([]query.Rule, error) {
 
 func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) error {
 	toTerminal := o.output == "" && terminal(e.stdout)
+	if o.format == "" && o.output != "" {
+		o.format = formatOfFile(o.output)
+	}
 	o.format = outputFormat(o.format, toTerminal || o.output != "")
 	if err := report.CheckFormat(o.format); err != nil {
 		return usagef("--format: %v", err)
 	}
 	if err := report.CheckSection(o.section); err != nil {
 		return usagef("--section: %v", err)
+	}
+	// A flag that changes nothing in the chosen format is a mistake to say, not to ignore.
+	if c.Flags().Changed("section") && o.format != "csv" {
+		return usagef("--section chooses the table --format csv writes; the %s format writes them all", o.format)
+	}
+	if c.Flags().Changed("top") && o.format != "table" && o.format != "markdown" && o.format != "html" {
+		return usagef("--top applies to the table, markdown and html formats; %s carries every endpoint", o.format)
 	}
 	if o.maxAtt < 1 {
 		return usagef("--max-attempts must be at least 1")
@@ -265,6 +276,24 @@ func (e *env) openSet(c *cobra.Command, dbFlag string, formats *formatFlags, fil
 		return nil, nil, nil, err
 	}
 	return db, set, func() { set.Close(); db.Close() }, nil
+}
+
+// formatOfFile is the report format an output file's extension names ("" for none known,
+// which is then a table).
+func formatOfFile(path string) string {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".html", ".htm":
+		return "html"
+	case ".json":
+		return "json"
+	case ".csv":
+		return "csv"
+	case ".md", ".markdown":
+		return "markdown"
+	case ".tsv":
+		return "tsv"
+	}
+	return ""
 }
 
 // outputFormat is the format asked for, or by default a table on a terminal and
