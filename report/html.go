@@ -256,8 +256,8 @@ func (r *Report) timeline() *timeline {
 		x0, x1 := x(w.Start), x(w.Start.Add(r.ChartWidth))
 		m := w.Metrics
 		t.Dots = append(t.Dots, svgRect{X: x0, Y: t.Top, W: x1 - x0, H: t.Bottom - t.Top, Class: "hover",
-			Title: fmt.Sprintf("%s: %d requests, amplification %s, retry rate %s, 5xx %s, 429 %s", w.Start.In(r.loc()).Format("15:04"),
-				m.Requests, ratio(m.Amplification), pct(m.RetryRate), pct(share(m.Status5xx.Total(), m.Requests)), pct(share(m.Status429.Total(), m.Requests)))})
+			Title: fmt.Sprintf("%s: %s, amplification %s, retry rate %s, 5xx %s, 429 %s", w.Start.In(r.loc()).Format("15:04"),
+				plural(m.Requests, "request"), ratio(m.Amplification), pct(m.RetryRate), pct(share(m.Status5xx.Total(), m.Requests)), pct(share(m.Status429.Total(), m.Requests)))})
 	}
 	for i := range timeTicks + 1 {
 		at := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / timeTicks))
@@ -302,8 +302,12 @@ func attemptBars(cs []query.AttemptCount) *barChart {
 		if folded && i == len(cs)-1 {
 			label += "+"
 		}
+		attempts := "attempts"
+		if label == "1" {
+			attempts = "attempt"
+		}
 		b.Bars = append(b.Bars, svgRect{X: x, Y: b.Bottom - h, W: slot * 0.7, H: h, Class: "bar",
-			Title: fmt.Sprintf("%d logical requests with %s attempts (%.1f%%)", c.Requests, label, 100*float64(c.Requests)/float64(total)),
+			Title: fmt.Sprintf("%s with %s %s (%.1f%%)", plural(c.Requests, "logical request"), label, attempts, 100*float64(c.Requests)/float64(total)),
 			Label: strconv.FormatInt(c.Requests, 10)})
 		b.Labels = append(b.Labels, svgText{X: x + slot*0.35, Y: b.Bottom + 16, Text: label, Anchor: "middle"})
 	}
@@ -337,7 +341,7 @@ func gapBars(g query.GapHistogram) barChart {
 		total += n
 	}
 	b := barChart{W: gapW, H: gapH, Bottom: gapH - gapPadB,
-		Title: fmt.Sprintf("before retry %d (logged attempt %d): %d gaps", g.Attempt, g.Attempt, total)}
+		Title: fmt.Sprintf("before retry %d (logged attempt %d): %s", g.Attempt, g.Attempt, plural(total, "gap"))}
 	b.Axis = svgLine{gapPadL, b.Bottom, gapW - 4, b.Bottom}
 	slot := (gapW - gapPadL - 4) / float64(len(g.Counts))
 	for i, n := range g.Counts {
@@ -351,7 +355,7 @@ func gapBars(g query.GapHistogram) barChart {
 			label = strconv.FormatInt(n, 10)
 		}
 		b.Bars = append(b.Bars, svgRect{X: x + slot*0.1, Y: b.Bottom - h, W: slot * 0.8, H: h, Class: "bar gap",
-			Title: fmt.Sprintf("%d gaps in bucket %s", n, gapLabels[i]), Label: label})
+			Title: fmt.Sprintf("%s in bucket %s", plural(n, "gap"), gapLabels[i]), Label: label})
 		b.Labels = append(b.Labels, svgText{X: x + slot/2, Y: b.Bottom + 14, Text: gapLabels[i], Anchor: "middle"})
 	}
 	b.Labels = append(b.Labels, svgText{X: gapPadL + (gapW-gapPadL)/2, Y: b.Bottom + 34, Text: "wait after the previous attempt ended, ms (bucket start)", Anchor: "middle"})

@@ -165,6 +165,14 @@ func (r *Report) endpointsCut() string {
 	return fmt.Sprintf(" (%d of %d shown; --top 0 for all)", len(shown), all)
 }
 
+// plural is n and the word, with an s unless n is 1: "1 gap", "2 gaps".
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
 // findingText says what each finding kind means, for people.
 var findingText = map[string]string{
 	"duplicate_write_risk": "retried POST/PATCH without an idempotency key",
@@ -219,12 +227,12 @@ func (r *Report) parts(esc func(string) string) parts {
 		for i, e := range f.Examples {
 			ex[i] = esc(e)
 		}
-		p.findings = append(p.findings, fmt.Sprintf("finding %s: %d requests, %d attempts (%s), e.g. %s",
-			f.Kind, f.Count, f.Attempts, findingText[f.Kind], strings.Join(ex, ", ")))
+		p.findings = append(p.findings, fmt.Sprintf("finding %s: %s, %s (%s), e.g. %s",
+			f.Kind, plural(f.Count, "request"), plural(f.Attempts, "attempt"), findingText[f.Kind], strings.Join(ex, ", ")))
 	}
 	for _, b := range r.Backoff {
-		line := fmt.Sprintf("backoff before attempt %d: %d gaps, p10/p50/p90 %.0f/%.0f/%.0f ms, %d within 3 ms of the median",
-			b.Attempt, b.Count, b.P10, b.P50, b.P90, b.NearMedian)
+		line := fmt.Sprintf("backoff before attempt %d: %s, p10/p50/p90 %.0f/%.0f/%.0f ms, %d within 3 ms of the median",
+			b.Attempt, plural(b.Count, "gap"), b.P10, b.P50, b.P90, b.NearMedian)
 		if b.Within != nil {
 			line += fmt.Sprintf("; policy %.0f–%.0f ms: %d within", b.Min, b.Max, *b.Within)
 		}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"runtime/debug"
 	"time"
 
@@ -96,6 +97,15 @@ flags, 4 more lines rejected than --max-reject-ratio allows.`,
 }
 
 func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error {
+	// "--dry-run 3": the flag's value is optional, so the parser left 3 as a FILE. A
+	// number that names no file is the count.
+	if c.Flags().Changed("dry-run") && len(args) > 1 {
+		if n, err := strconv.Atoi(args[0]); err == nil && n > 0 {
+			if _, err := os.Stat(args[0]); errors.Is(err, fs.ErrNotExist) {
+				o.dryRun, args = n, args[1:]
+			}
+		}
+	}
 	format, err := o.formats.format(c)
 	if err != nil {
 		return err

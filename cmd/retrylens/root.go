@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -102,7 +103,8 @@ func (e *env) rootCmd() *cobra.Command {
 number (x-retry-attempt and friends), loads them into a DuckDB file and reports
 amplification, retry rate and retry success per time window.
 
-The database is --db, else $RETRYLENS_DB, else ./retrylens.duckdb.
+The database is --db, else $RETRYLENS_DB, else ./retrylens.duckdb. On a terminal,
+verdicts are coloured unless $NO_COLOR is set.
 
 Exit codes: 0 success, 1 error (some input could not be read, the database is busy…),
 2 bad flags or arguments, 3 (check) an alert at or above --fail-on fired, 4 (ingest)
@@ -114,10 +116,41 @@ more lines rejected than --max-reject-ratio allows, 5 (verify) the database is d
   retrylens check --fail-on P1 testdata/incident-hour/access.log        # exit 3: a retry storm`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("retrylens {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(e.ingestCmd(), e.reportCmd(), e.checkCmd(), e.budgetCmd(), e.queryCmd(), e.verifyCmd(), e.formatsCmd())
 	return root
+}
+
+// version is this build's module version, commit and DuckDB driver, from the build info.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown build)"
+	}
+	v := bi.Main.Version
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+changes"
+			}
+		}
+	}
+	if rev != "" {
+		v += " (commit " + rev[:min(12, len(rev))] + dirty + ")"
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/duckdb/duckdb-go/v2" {
+			v += ", duckdb-go " + d.Version
+		}
+	}
+	return v + ", " + bi.GoVersion
 }
 
 // dbPath resolves --db, $RETRYLENS_DB, ./retrylens.duckdb.
