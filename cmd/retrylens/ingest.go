@@ -8,8 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
