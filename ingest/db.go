@@ -8,6 +8,8 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -42,8 +44,26 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 			db.Close()
 			return nil, fmt.Errorf("database %s: %w", path, err)
 		}
+		removeStaleTemp(path)
 	}
 	return db, nil
+}
+
+// removeStaleTemp removes the files a killed process left in DuckDB's temporary
+// directory for path (<path>.tmp): this process holds the database's lock, so no other
+// uses them, and DuckDB creates them again when it spills.
+func removeStaleTemp(path string) {
+	dir := path + ".tmp"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "duckdb_temp_") {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	os.Remove(dir) // only if empty
 }
 
 // OpenReadOnly opens an existing database for reading only, as the commands that only

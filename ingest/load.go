@@ -201,7 +201,11 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 		f, err := loadFile(ctx, db, p, opt)
 		if err != nil {
 			if ctx.Err() != nil {
-				return res, ctx.Err()
+				if f.Lines > 0 {
+					res.Files = append(res.Files, f)
+				}
+				return res, fmt.Errorf("interrupted while loading %s, after %d of its lines were committed (%w); "+
+					"what committed stays, and the same ingest run again resumes after it", p, f.Lines, ctx.Err())
 			}
 			errs = append(errs, fmt.Errorf("%s: %w", p, err))
 			if !errors.Is(err, ErrTruncated) {

@@ -1,6 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -25,5 +31,43 @@ func TestDayOneConventions(t *testing.T) {
 	out, _, _ := retrylens(t, nil, "report", "--format", "table", scenario("quiet-hour"))
 	if !strings.Contains(out, "backoff before attempt 1: 1 gap,") {
 		t.Errorf("one gap not in the singular:\n%s", out)
+	}
+}
+
+// An ingest stopped by SIGINT names the file and how many of its lines committed, and
+// says a re-run resumes; a temporary file a killed DuckDB left beside the database is
+// removed by the next ingest.
+func TestInterruptedIngest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a million lines")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	path, lines := genLog(t, dir, "retry", 1_000_000, 13)
+	db := filepath.Join(dir, "i.duckdb")
+	os.MkdirAll(db+".tmp", 0o755)
+	os.WriteFile(filepath.Join(db+".tmp", "duckdb_temp_storage_S32K-0.tmp"), []byte("left by a SIGKILL"), 0o644)
+	cmd := exec.Command(os.Args[0], "ingest", "--db", db, "--log-format", "retry", path)
+	cmd.Env = append(os.Environ(), "RETRYLENS_TEST_MAIN=1", "RETRYLENS_TEST_STEP=committed:1")
+	var stderr bytes.Buffer
+	pipe, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		stderr.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "retrylens-test: committed 1") {
+			if _, err := os.Stat(filepath.Join(db+".tmp", "duckdb_temp_storage_S32K-0.tmp")); err == nil {
+				t.Error("the stale temporary file is still there while ingest runs")
+			}
+			cmd.Process.Signal(os.Interrupt)
+		}
+	}
+	err := cmd.Wait()
+	committed := countRows(t, db) // every generated line is a row
+	want := fmt.Sprintf("interrupted while loading %s, after %d of its lines were committed", path, committed)
+	if err == nil || committed == 0 || committed >= int64(lines) || !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "resumes") {
+		t.Errorf("exit %v, %d rows of %d; want %q in:\n%s", err, committed, lines, want, stderr.String())
 	}
 }

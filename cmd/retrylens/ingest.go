@@ -211,7 +211,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 		}
 	}
 	if loadErr != nil && ctx.Err() != nil {
-		return fmt.Errorf("some input was not loaded:\n%w", loadErr)
+		return loadErr
 	}
 	// What a whole-database report would link again every time, stored once (see
 	// query.Refresh), for what did load even when some input failed. It sorts and groups
@@ -219,6 +219,9 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	// could not be built costs reports speed, not correctness, so the load stands and
 	// this only warns, unless the database itself is damaged.
 	start := time.Now()
+	if !o.quiet && terminal(e.stderr) && res.Totals().Rows > 0 {
+		fmt.Fprintln(e.stderr, "Updating the report cache…")
+	}
 	how, err := func() (string, error) {
 		if _, err := db.ExecContext(ctx, "SET memory_limit = '"+refreshMemory+"'"); err != nil {
 			return "", err
