@@ -68,6 +68,9 @@ func pct(p *float64) string {
 	return fmt.Sprintf("%.1f%%", *p*100)
 }
 
+// Ratio is how the tables show an amplification: 1.52x, or "-" for nil.
+func Ratio(p *float64) string { return ratio(p) }
+
 func ratio(p *float64) string {
 	if p == nil {
 		return "-"

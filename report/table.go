@@ -438,6 +438,24 @@ func AlertsTSV(w io.Writer, as []query.Alert) error {
 	return err
 }
 
+// NumberRows writes a table whose first text columns are left-aligned and the rest, numbers,
+// right-aligned, as the report's tables are. The cells must already be safe to print.
+func NumberRows(w io.Writer, header []string, rows [][]string, text int) error {
+	align := make([]tw.Align, len(header))
+	for i := range align {
+		align[i] = tw.AlignRight
+		if i < text {
+			align[i] = tw.AlignLeft
+		}
+	}
+	t := newTable(w, tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}))
+	t.Header(header)
+	if err := t.Bulk(rows); err != nil {
+		return err
+	}
+	return t.Render()
+}
+
 // Rows writes any result as a left-aligned table, for retrylens query. The cells must
 // already be safe to print.
 func Rows(w io.Writer, header []string, rows [][]string) error {

@@ -34,7 +34,7 @@ type budgetOptions struct {
 	awsCost     float64
 	awsTimeout  float64
 	maxAttempts int
-	window      time.Duration
+	window      string
 }
 
 var budgetModels = []string{"finagle", "linkerd2", "grpc", "envoy", "aws-standard", "cap", "retry-after"}
@@ -91,7 +91,7 @@ Models (defaults as published):
 	f.Float64Var(&o.awsCost, "aws-cost", 5, "aws-standard: a retry's cost")
 	f.Float64Var(&o.awsTimeout, "aws-timeout-cost", 10, "aws-standard: a retry's cost after a timeout")
 	f.IntVar(&o.maxAttempts, "max-attempts", 3, "cap: attempts per request, the first included")
-	f.DurationVar(&o.window, "window", 0, "also give the figures per window of this width (e.g. 1m), by attempt start")
+	f.StringVarP(&o.window, "window", "w", "", "also give the figures per window of this width (1m, 5m, 1h, 1d or any Go duration), by attempt start")
 	return c
 }
 
@@ -128,6 +128,23 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 	if o.ttl <= 0 || o.maxAttempts < 1 || o.maxTokens <= 0 {
 		return usagef("--ttl, --max-tokens and --max-attempts must be positive")
 	}
+	for name, v := range map[string]float64{"--ratio": o.ratio, "--min-per-sec": o.minPerSec, "--token-ratio": o.tokenRatio,
+		"--envoy-percent": o.envoyPct, "--envoy-min": float64(o.envoyMin), "--aws-quota": o.awsQuota, "--aws-cost": o.awsCost,
+		"--aws-timeout-cost": o.awsTimeout} {
+		if v < 0 {
+			return usagef("%s must not be negative", name)
+		}
+	}
+	if o.envoyPct > 1 {
+		return usagef("--envoy-percent is a fraction: 0 to 1")
+	}
+	var width time.Duration
+	if o.window != "" {
+		var err error
+		if width, err = parseWindow(o.window); err != nil {
+			return usagef("--window: %v", err)
+		}
+	}
 	qo, _, err := parseRange(o.since, o.until, o.tz)
 	if err != nil {
 		return err
@@ -145,7 +162,7 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 	}
 	var results []budget.Result
 	for _, m := range models {
-		results = append(results, budget.Replay(attempts, m, o.window))
+		results = append(results, budget.Replay(attempts, m, width))
 	}
 	return e.writeBudget(o.format, results)
 }
@@ -160,16 +177,16 @@ func (e *env) writeBudget(format string, rs []budget.Result) error {
 			Denied        int    `json:"denied"`
 		}
 		type row struct {
-			Model              string  `json:"model"`
-			FirstAttempts      int     `json:"first_attempts"`
-			Retries            int     `json:"retries"`
-			Allowed            int     `json:"allowed"`
-			Denied             int     `json:"denied"`
-			Amplification      float64 `json:"amplification"`
-			AmplificationAfter float64 `json:"amplification_after"`
-			Recovered          int     `json:"recovered"`
-			LostRecoveries     int     `json:"lost_recoveries"`
-			Windows            []win   `json:"windows,omitempty"`
+			Model              string   `json:"model"`
+			FirstAttempts      int      `json:"first_attempts"`
+			Retries            int      `json:"retries"`
+			Allowed            int      `json:"allowed"`
+			Denied             int      `json:"denied"`
+			Amplification      *float64 `json:"amplification"` // null without first attempts
+			AmplificationAfter *float64 `json:"amplification_after"`
+			Recovered          int      `json:"recovered"`
+			LostRecoveries     int      `json:"lost_recoveries"`
+			Windows            []win    `json:"windows,omitempty"`
 		}
 		out := make([]row, 0, len(rs))
 		for _, r := range rs {
@@ -177,29 +194,46 @@ func (e *env) writeBudget(format string, rs []budget.Result) error {
 			for _, w := range r.Windows {
 				ws = append(ws, win{w.Start.UTC().Format(time.RFC3339), w.FirstAttempts, w.Retries, w.Allowed, w.Denied})
 			}
-			out = append(out, row{r.Model, r.FirstAttempts, r.Retries, r.Allowed, r.Denied, r.Amplification, r.AmplificationAfter, r.Recovered, r.LostRecoveries, ws})
+			amp, after := amplifications(r)
+			out = append(out, row{r.Model, r.FirstAttempts, r.Retries, r.Allowed, r.Denied, amp, after, r.Recovered, r.LostRecoveries, ws})
 		}
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
+	// TSV carries plain numbers and RFC 3339 times, the table what report's shows: 1.52x,
+	// "-" where there is no first attempt to divide by.
+	tsv := format == "tsv"
+	amp := func(p *float64) string {
+		switch {
+		case tsv && p == nil:
+			return ""
+		case tsv:
+			return strconv.FormatFloat(*p, 'f', -1, 64)
+		}
+		return report.Ratio(p)
+	}
 	header := []string{"model", "first attempts", "retries", "allowed", "denied", "amplification", "with budget", "recovered", "lost recoveries"}
 	var rows [][]string
 	for _, r := range rs {
+		a, after := amplifications(r)
 		rows = append(rows, []string{r.Model, strconv.Itoa(r.FirstAttempts), strconv.Itoa(r.Retries), strconv.Itoa(r.Allowed),
-			strconv.Itoa(r.Denied), fmt.Sprintf("%.2fx", r.Amplification), fmt.Sprintf("%.2fx", r.AmplificationAfter),
-			strconv.Itoa(r.Recovered), strconv.Itoa(r.LostRecoveries)})
+			strconv.Itoa(r.Denied), amp(a), amp(after), strconv.Itoa(r.Recovered), strconv.Itoa(r.LostRecoveries)})
 	}
 	// Per window, model by model, when asked for.
 	wheader := []string{"model", "window", "first attempts", "retries", "allowed", "denied"}
 	var wrows [][]string
 	for _, r := range rs {
 		for _, w := range r.Windows {
-			wrows = append(wrows, []string{r.Model, w.Start.UTC().Format("2006-01-02 15:04:05"), strconv.Itoa(w.FirstAttempts),
+			start := w.Start.UTC().Format("2006-01-02 15:04:05")
+			if tsv {
+				start = w.Start.UTC().Format(time.RFC3339)
+			}
+			wrows = append(wrows, []string{r.Model, start, strconv.Itoa(w.FirstAttempts),
 				strconv.Itoa(w.Retries), strconv.Itoa(w.Allowed), strconv.Itoa(w.Denied)})
 		}
 	}
-	if format == "tsv" {
+	if tsv {
 		var b strings.Builder
 		for _, t := range []struct {
 			h    []string
@@ -216,9 +250,18 @@ func (e *env) writeBudget(format string, rs []budget.Result) error {
 		_, err := fmt.Fprint(e.stdout, b.String())
 		return err
 	}
-	if err := report.Rows(e.stdout, header, rows); err != nil || len(wrows) == 0 {
+	if err := report.NumberRows(e.stdout, header, rows, 1); err != nil || len(wrows) == 0 {
 		return err
 	}
 	fmt.Fprintln(e.stdout, "per window (UTC):")
-	return report.Rows(e.stdout, wheader, wrows)
+	return report.NumberRows(e.stdout, wheader, wrows, 2)
+}
+
+// amplifications are a result's amplification as recorded and with the budget, nil
+// without first attempts (as report shows them).
+func amplifications(r budget.Result) (recorded, after *float64) {
+	if r.FirstAttempts == 0 {
+		return nil, nil
+	}
+	return &r.Amplification, &r.AmplificationAfter
 }

@@ -71,3 +71,32 @@ func TestInterruptedIngest(t *testing.T) {
 		t.Errorf("exit %v, %d rows of %d; want %q in:\n%s", err, committed, lines, want, stderr.String())
 	}
 }
+
+// budget reads --window as report does (1d too), shows "-" where report does, right-aligns
+// numbers in its table, writes plain numbers into TSV, and refuses a negative budget. The
+// two samples hold 200 first attempts and 43 retries (EXPECTED.md): amplification
+// 243/200 = 1.215.
+func TestBudgetLikeReport(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "b.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario("quiet-hour"), scenario("incident-hour")); code != 0 {
+		t.Fatal(stderr)
+	}
+	out, stderr, code := retrylens(t, nil, "budget", "--db", db, "--window", "1d")
+	if code != 0 || !strings.Contains(out, "finagle\t200\t43\t43\t0\t1.215\t1.215\t") || !strings.Contains(out, "finagle\t2026-11-29T00:00:00Z\t200\t43\t43\t0\n") {
+		t.Errorf("--window 1d in TSV: exit %d\n%s%s", code, out, stderr)
+	}
+	out, _, _ = retrylens(t, nil, "budget", "--db", db, "--format", "table")
+	if !strings.Contains(out, "│ finagle │            200 │      43 │      43 │      0 │         1.22x │") {
+		t.Errorf("table: numbers not right-aligned:\n%s", out)
+	}
+	out, _, _ = retrylens(t, nil, "budget", "--db", db, "--format", "table", "--since", "2026-11-30")
+	if !strings.Contains(out, "│ finagle │              0 │       0 │       0 │      0 │             - │           - │") {
+		t.Errorf("no first attempts: want - as report shows it:\n%s", out)
+	}
+	for _, bad := range [][]string{{"--ratio", "-1"}, {"--envoy-percent", "2"}, {"--window", "0s"}} {
+		if _, _, code := retrylens(t, nil, append([]string{"budget", "--db", db}, bad...)...); code != exitUsage {
+			t.Errorf("budget %v: exit %d, want %d", bad, code, exitUsage)
+		}
+	}
+}
