@@ -113,8 +113,9 @@ func safeCell(s string) string {
 }
 
 // TSV writes the windows as tab-separated lines with a header, for pipes and scripts
-// (what the table format becomes when stdout is not a terminal), then the notes as
-// lines starting with "# ".
+// (what the table format becomes when stdout is not a terminal), the endpoints and the
+// --by breakdown as tables of their own after a blank line, then the notes as lines
+// starting with "# ".
 func TSV(w io.Writer, r *Report) error {
 	var b strings.Builder
 	b.WriteString(strings.Join(append([]string{"window"}, metricHeader...), "\t"))
@@ -127,6 +128,21 @@ func TSV(w io.Writer, r *Report) error {
 		row(*rfc3339(win.Start), win.Metrics)
 	}
 	row("all", r.Summary)
+	// Then, after a blank line each, every endpoint and the --by breakdown, with the same
+	// columns: what the table shows, whole, for scripts.
+	tables := []struct {
+		label string
+		gs    []query.Group
+	}{{"endpoint", r.Endpoints}, {r.By, r.Groups}}
+	for i, t := range tables {
+		if len(t.gs) == 0 || (i == 0 && r.By == "route") {
+			continue
+		}
+		b.WriteString("\n" + strings.Join(append([]string{t.label}, metricHeader...), "\t") + "\n")
+		for _, g := range t.gs {
+			row(Clean(g.Key), g.Metrics)
+		}
+	}
 	for _, n := range r.notes(Clean) {
 		b.WriteString("# " + n + "\n")
 	}

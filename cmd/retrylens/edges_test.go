@@ -100,3 +100,16 @@ func TestBudgetLikeReport(t *testing.T) {
 		}
 	}
 }
+
+// In a pipe, the default TSV carries the endpoints and the --by breakdown too.
+func TestTSVCarriesEverything(t *testing.T) {
+	t.Parallel()
+	plain, _, _ := retrylens(t, nil, "report", scenario("incident-hour"))
+	by, _, _ := retrylens(t, nil, "report", "--by", "status", scenario("incident-hour"))
+	if !strings.Contains(plain, "\nendpoint\trequests\t") || !strings.Contains(plain, "\nGET /api/orders/:id\t122\t") {
+		t.Errorf("no endpoints table in the TSV:\n%s", plain)
+	}
+	if by == plain || !strings.Contains(by, "\nstatus\trequests\t") || !strings.Contains(by, "\n502\t") {
+		t.Errorf("--by status adds nothing to the TSV:\n%s", by)
+	}
+}
