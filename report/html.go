@@ -22,7 +22,7 @@ var htmlTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"pct":     pct,
 	"ratio":   ratio,
 	"split":   split,
-	"clean":   Clean,
+	"clean":   Shown,
 	"groups":  func(label string, gs []query.Group) groupTable { return groupTable{label, gs} },
 	"num":     func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	"meaning": func(kind string) string { return findingText[kind] },
@@ -133,7 +133,7 @@ type windowRow struct {
 // HTML writes the report as one self-contained page: inline CSS and SVG, no script, no
 // network (a Content-Security-Policy forbids both), readable when printed.
 func HTML(w io.Writer, r *Report) error {
-	p := r.parts(Clean) // html/template escapes markup; Clean takes control characters out
+	p := r.parts(Shown) // html/template escapes markup; Shown takes control characters out and cuts long values
 	v := htmlView{Report: r, Title: r.title(), Loc: r.loc(), Generated: r.GeneratedAt.UTC().Format(time.RFC3339),
 		Incidents: p.incidents, Alerts: p.alerts, Loops: p.loops, Backoff: p.backoff, Notes: p.notes}
 	m, l := r.Summary, r.Linking

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -90,7 +91,7 @@ func newTable(w io.Writer, opts ...tablewriter.Option) *tablewriter.Table {
 // and its alerts, the endpoints with retries, the --by table, 429 loops, findings, the
 // backoff profile, notes. A section with nothing to say is left out.
 func Table(w io.Writer, r *Report) error {
-	p := r.parts(Clean)
+	p := r.parts(Shown)
 	var err error
 	line := func(s string) {
 		if err == nil {
@@ -117,7 +118,7 @@ func Table(w io.Writer, r *Report) error {
 		if err != nil {
 			return err
 		}
-		if err := renderGroupTable(newTable(w), "endpoint", eps, Clean); err != nil {
+		if err := renderGroupTable(newTable(w), "endpoint", eps, Shown); err != nil {
 			return err
 		}
 	}
@@ -126,7 +127,7 @@ func Table(w io.Writer, r *Report) error {
 		if err != nil {
 			return err
 		}
-		if err := renderGroups(newTable(w), r, Clean); err != nil {
+		if err := renderGroups(newTable(w), r, Shown); err != nil {
 			return err
 		}
 	}
@@ -163,6 +164,21 @@ func (r *Report) endpointsCut() string {
 		return ""
 	}
 	return fmt.Sprintf(" (%d of %d shown; --top 0 for all)", len(shown), all)
+}
+
+// shownRunes is how much of one log-derived value (a route, a request key, an example)
+// the table, Markdown and HTML show: one 100 KB URI made every row of a table 100 KB wide.
+const shownRunes = 120
+
+// Shown is Clean, cut to shownRunes with an ellipsis: for the formats people read. JSON,
+// CSV and TSV keep values whole.
+func Shown(s string) string {
+	s = Clean(s)
+	if utf8.RuneCountInString(s) <= shownRunes {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:shownRunes-1]) + "…"
 }
 
 // plural is n and the word, with an s unless n is 1: "1 gap", "2 gaps".
@@ -283,7 +299,7 @@ func (r *Report) coverage() string {
 // Markdown writes the report as a Markdown document for a postmortem or a PR comment, in
 // the order of Table, with a heading per section that has something to say.
 func Markdown(w io.Writer, r *Report) error {
-	esc := func(s string) string { return markdownEscape(Clean(s)) }
+	esc := func(s string) string { return markdownEscape(Shown(s)) }
 	p := r.parts(esc)
 	var b strings.Builder
 	flush := func() error {

@@ -113,3 +113,32 @@ func TestTSVCarriesEverything(t *testing.T) {
 		t.Errorf("--by status adds nothing to the TSV:\n%s", by)
 	}
 }
+
+// One 100 KB URI: table, Markdown and HTML cut it with an ellipsis; JSON and CSV keep it.
+func TestLongValuesCut(t *testing.T) {
+	t.Parallel()
+	long := "/" + strings.Repeat("a", 100_000)
+	var b strings.Builder
+	for attempt, status := range []int{502, 200} {
+		fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:00:%02d +0000] "GET %s HTTP/1.1" %d 2 "-" "c" rt=0.010 urt="0.010" us="%d" ra="%d" rr="-" rid="r1" ik="-" retry_after="-" msec=%d.000`+"\n",
+			attempt, long, status, status, attempt, 1795960800+attempt)
+	}
+	log := filepath.Join(t.TempDir(), "long.log")
+	os.WriteFile(log, []byte(b.String()), 0o644)
+	for _, f := range []string{"table", "markdown", "html"} {
+		out, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--by", "route", "--format", f, log)
+		longest := 0
+		for _, l := range strings.Split(out, "\n") {
+			longest = max(longest, len(l))
+		}
+		if code != 0 || longest > 2000 || !strings.Contains(out, "aaa…") {
+			t.Errorf("%s: exit %d, longest line %d bytes, want the URI cut with an ellipsis\n%s", f, code, longest, stderr)
+		}
+	}
+	for _, args := range [][]string{{"--format", "json"}, {"--format", "csv", "--section", "endpoints"}} {
+		out, _, _ := retrylens(t, nil, append([]string{"report", "--log-format", "retry", log}, args...)...)
+		if !strings.Contains(out, long) {
+			t.Errorf("%v: the URI is not whole", args)
+		}
+	}
+}
