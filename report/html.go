@@ -29,9 +29,14 @@ var htmlTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"clock":   func(t time.Time, loc *time.Location) string { return t.In(loc).Format("15:04:05") },
 }).Parse(htmlSource))
 
-// ChartWidth picks the timeline chart's bucket width for a range: the smallest of 1m, 2m,
-// 5m, 10m, 15m, 30m, 1h, 3h, 6h, 12h, 1d that gives at most 120 points (1d beyond).
-func ChartWidth(from, to time.Time) time.Duration {
+// ChartWidth picks the timeline chart's bucket width for a range: the report's window
+// when it is under a minute (a chaos test's minute at --window 10s is six points), else
+// the smallest of 1m, 2m, 5m, 10m, 15m, 30m, 1h, 3h, 6h, 12h, 1d that gives at most 120
+// points (1d beyond).
+func ChartWidth(from, to time.Time, window time.Duration) time.Duration {
+	if window > 0 && window < time.Minute {
+		return window // a short run at sub-minute windows: one point per window
+	}
 	span := to.Sub(from)
 	for _, w := range []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute,
 		30 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour} {
@@ -40,6 +45,15 @@ func ChartWidth(from, to time.Time) time.Duration {
 		}
 	}
 	return 24 * time.Hour
+}
+
+// chartClock is how the timeline shows a time: with seconds when its buckets are shorter
+// than a minute.
+func chartClock(width time.Duration) string {
+	if width > 0 && width%time.Minute != 0 {
+		return "15:04:05"
+	}
+	return "15:04"
 }
 
 // Chart geometry, in SVG user units.
@@ -55,6 +69,7 @@ const (
 	gapPadB                = 52.0
 	maxGapCharts           = 4  // histograms for attempts 1..4
 	attemptBarsShown       = 10 // the tenth bar is "10+"
+	incidentLabelW         = 64 // the room the label "incident" takes
 )
 
 type svgText struct {
@@ -154,7 +169,7 @@ func HTML(w io.Writer, r *Report) error {
 	v.Endpoints, _ = r.retriedEndpoints()
 	v.EndpointsTitle = "Endpoints with retries, most first" + r.endpointsCut()
 	for _, win := range r.Windows {
-		v.Windows = append(v.Windows, windowRow{win.Start.In(r.loc()).Format("2006-01-02 15:04"), win.Metrics})
+		v.Windows = append(v.Windows, windowRow{win.Start.In(r.loc()).Format("2006-01-02 " + r.clock()), win.Metrics})
 	}
 	if len(r.Chart) > 0 {
 		v.Timeline = r.timeline()
@@ -208,13 +223,18 @@ func (r *Report) timeline() *timeline {
 	yPct := func(p float64) float64 { return t.Bottom - (t.Bottom-t.Top)*p }
 	for _, a := range r.Alerts {
 		t.Alerts = append(t.Alerts, svgRect{X: x(a.Start), Y: t.Top, W: math.Max(x(a.End)-x(a.Start), 1), H: t.Bottom - t.Top,
-			Class: "alert-" + a.Severity, Title: fmt.Sprintf("alert %s (%s) %s–%s, peak %s", a.Rule, a.Severity,
-				a.Start.In(r.loc()).Format("15:04"), a.End.In(r.loc()).Format("15:04"), alertValue(a))})
+			Class: "alert-" + a.Severity, Title: fmt.Sprintf("alert %s (%s) %s, peak %s", a.Rule, a.Severity, r.span(a.Start, a.End), alertValue(a))})
 	}
+	// An incident's label goes at its left edge unless it would run into the one before:
+	// the outline and its tooltip still say what it is.
+	labelEnd := math.Inf(-1)
 	for _, in := range r.Incidents {
-		t.Incidents = append(t.Incidents, svgRect{X: x(in.Start), Y: t.Top, W: math.Max(x(in.End)-x(in.Start), 1), H: t.Bottom - t.Top,
-			Class: "incident", Title: fmt.Sprintf("incident %s–%s", in.Start.In(r.loc()).Format("15:04"), in.End.In(r.loc()).Format("15:04")),
-			Label: "incident"})
+		rect := svgRect{X: x(in.Start), Y: t.Top, W: math.Max(x(in.End)-x(in.Start), 1), H: t.Bottom - t.Top,
+			Class: "incident", Title: "incident " + r.span(in.Start, in.End)}
+		if rect.X >= labelEnd {
+			rect.Label, labelEnd = "incident", rect.X+incidentLabelW
+		}
+		t.Incidents = append(t.Incidents, rect)
 	}
 	// One polyline per series and run of buckets that have a value; a gap in the data
 	// (no traffic, or no first attempts) breaks the line.
@@ -256,12 +276,12 @@ func (r *Report) timeline() *timeline {
 		x0, x1 := x(w.Start), x(w.Start.Add(r.ChartWidth))
 		m := w.Metrics
 		t.Dots = append(t.Dots, svgRect{X: x0, Y: t.Top, W: x1 - x0, H: t.Bottom - t.Top, Class: "hover",
-			Title: fmt.Sprintf("%s: %s, amplification %s, retry rate %s, 5xx %s, 429 %s", w.Start.In(r.loc()).Format("15:04"),
+			Title: fmt.Sprintf("%s: %s, amplification %s, retry rate %s, 5xx %s, 429 %s", w.Start.In(r.loc()).Format(chartClock(r.ChartWidth)),
 				plural(m.Requests, "request"), ratio(m.Amplification), pct(m.RetryRate), pct(share(m.Status5xx.Total(), m.Requests)), pct(share(m.Status429.Total(), m.Requests)))})
 	}
 	for i := range timeTicks + 1 {
 		at := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / timeTicks))
-		layout := "15:04"
+		layout := chartClock(r.ChartWidth)
 		if to.Sub(from) > 36*time.Hour {
 			layout = "01-02 15:04"
 		}

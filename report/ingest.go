@@ -60,7 +60,7 @@ func Ingest(w io.Writer, res *ingest.Result) error {
 	}
 	fmt.Fprintf(&b, "loaded %d lines, %d rows, %d rejected in %s (%.0f lines/s)\n", t.Lines, t.Rows, t.Rejected, res.Elapsed.Round(time.Millisecond), rate)
 	if !t.First.IsZero() {
-		fmt.Fprintf(&b, "time range %s to %s (UTC)\n", t.First.UTC().Format(time.RFC3339), t.Last.UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, "first line at %s, last at %s (UTC)\n", t.First.UTC().Format(time.RFC3339), t.Last.UTC().Format(time.RFC3339))
 	}
 	if len(res.Hotspots) > 0 {
 		fmt.Fprintf(&b, "warning: %d distinct routes: endpoint tables will be long; these path prefixes make most of them (add --route templates):\n", res.Routes)

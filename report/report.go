@@ -14,6 +14,7 @@ import (
 type Report struct {
 	GeneratedAt time.Time
 	Window      string         // width label, e.g. "1h"
+	Width       time.Duration  // the windows' width; under a minute, times show seconds
 	Location    *time.Location // how times are shown; nil is UTC
 	Endpoint    string         // the route the report is limited to, if any
 	By          string         // the grouping of Groups (--by), if any

@@ -37,7 +37,7 @@ func sample() *Report {
 	calm.Verdict, storm.Verdict, all.Verdict = query.Verdict(calm), query.Verdict(storm), query.Verdict(all)
 	t0 := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
 	return &Report{
-		GeneratedAt: time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC), Window: "1h",
+		GeneratedAt: time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC), Window: "1h", Width: time.Hour,
 		From: t0.Add(512 * time.Millisecond), To: t0.Add(119*time.Minute + 30*time.Second),
 		Summary: all,
 		Windows: []query.Window{{Start: t0, Metrics: calm}, {Start: t0.Add(time.Hour), Metrics: storm}},

@@ -40,7 +40,7 @@ func cells(label string, m query.Metrics) []string {
 }
 
 func (r *Report) rows() [][]string {
-	layout := "2006-01-02 15:04"
+	layout := "2006-01-02 " + r.clock()
 	rows := make([][]string, 0, len(r.Windows))
 	for _, w := range r.Windows {
 		rows = append(rows, r.colored(cells(w.Start.In(r.loc()).Format(layout), w.Metrics)))
@@ -71,8 +71,33 @@ func (r *Report) title() string {
 	if r.Endpoint != "" {
 		what = " for " + r.Endpoint
 	}
-	return fmt.Sprintf("retrylens report%s, %s windows, %s to %s (%s)", what, r.Window,
+	// The range the windows cover, half-open like every range shown; without a width,
+	// the first and last request.
+	if n := len(r.Windows); n > 0 && r.Width > 0 {
+		return fmt.Sprintf("retrylens report%s, %s windows, %s (%s)", what, r.Window,
+			r.span(r.Windows[0].Start, r.Windows[n-1].Start.Add(r.Width)), zone)
+	}
+	return fmt.Sprintf("retrylens report%s, %s windows, first request %s, last %s (%s)", what, r.Window,
 		r.From.In(r.loc()).Format("2006-01-02 15:04:05"), r.To.In(r.loc()).Format("2006-01-02 15:04:05"), zone)
+}
+
+// clock is how times are shown: to the minute, or to the second for sub-minute windows.
+func (r *Report) clock() string {
+	if r.Width > 0 && r.Width%time.Minute != 0 {
+		return "15:04:05"
+	}
+	return "15:04"
+}
+
+// span shows [from, to) with its end's date only when it differs: every range shown
+// (the report's, alerts', incidents') is half-open, and says so.
+func (r *Report) span(from, to time.Time) string {
+	from, to = from.In(r.loc()), to.In(r.loc())
+	end := to.Format(r.clock())
+	if from.YearDay() != to.YearDay() || from.Year() != to.Year() {
+		end = to.Format("2006-01-02 " + r.clock())
+	}
+	return "[" + from.Format("2006-01-02 "+r.clock()) + ", " + end + ")"
 }
 
 func newTable(w io.Writer, opts ...tablewriter.Option) *tablewriter.Table {
@@ -214,16 +239,15 @@ func (r *Report) parts(esc func(string) string) parts {
 		m.Verdict, l.Strong()+l.Heuristic+l.Inferred, pct(m.EffectiveSuccess), m.Requests, pct(m.ActualSuccess), ratio(m.Amplification), pct(m.ExtraLoad)))
 	for _, in := range r.Incidents {
 		b, d, a := in.Before, in.During, in.After
-		p.incidents = append(p.incidents, fmt.Sprintf("incident %s to %s, before → during → after: amplification %s → %s → %s, retry rate %s → %s → %s, retry success %s → %s → %s, effective success %s → %s → %s",
-			in.Start.In(r.loc()).Format("2006-01-02 15:04"), in.End.In(r.loc()).Format("15:04"),
+		p.incidents = append(p.incidents, fmt.Sprintf("incident %s, before → during → after: amplification %s → %s → %s, retry rate %s → %s → %s, retry success %s → %s → %s, effective success %s → %s → %s",
+			r.span(in.Start, in.End),
 			ratio(b.Amplification), ratio(d.Amplification), ratio(a.Amplification),
 			pct(b.RetryRate), pct(d.RetryRate), pct(a.RetryRate),
 			pct(b.RetrySuccessRate), pct(d.RetrySuccessRate), pct(a.RetrySuccessRate),
 			pct(b.EffectiveSuccess), pct(d.EffectiveSuccess), pct(a.EffectiveSuccess)))
 	}
 	for _, a := range r.Alerts {
-		p.alerts = append(p.alerts, fmt.Sprintf("alert %s (%s): %s to %s, peak %s", a.Rule, a.Severity,
-			a.Start.In(r.loc()).Format("2006-01-02 15:04"), a.End.In(r.loc()).Format("15:04"), alertValue(a)))
+		p.alerts = append(p.alerts, fmt.Sprintf("alert %s (%s): %s, peak %s", a.Rule, a.Severity, r.span(a.Start, a.End), alertValue(a)))
 	}
 	lp := r.Loops
 	if lp.Loops > 0 || lp.PrematureRetries > 0 || lp.BlindRetries > 0 {
@@ -433,7 +457,7 @@ func Alerts(w io.Writer, as []query.Alert, loc *time.Location) error {
 		return err
 	}
 	t := newTable(w, tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignLeft}))
-	t.Header([]string{"severity", "rule", "start", "end", "peak"})
+	t.Header([]string{"severity", "rule", "start", "end (excluded)", "peak"})
 	for _, a := range as {
 		if err := t.Append([]string{a.Severity, a.Rule, a.Start.In(loc).Format("2006-01-02 15:04"), a.End.In(loc).Format("2006-01-02 15:04"), alertValue(a)}); err != nil {
 			return err

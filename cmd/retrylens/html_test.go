@@ -306,3 +306,69 @@ func TestNoControlBytesInAnyFormat(t *testing.T) {
 		}
 	}
 }
+
+// A chaos test's minute at --window 10s, in headless Chromium 1400 px wide: the timeline
+// has a point per 10 s (six hover bands), its time labels show seconds, no two texts of
+// the timeline overlap, and the page does not scroll sideways. The log: one request a
+// second for 60 s, those started in 14:00:20–14:00:39 failing once (502) and retried.
+func TestHTMLShortRun(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for s := range 60 {
+		statuses := []int{200}
+		if s >= 20 && s < 40 {
+			statuses = []int{502, 200}
+		}
+		for attempt, status := range statuses {
+			fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:00:%02d +0000] "GET /api/x HTTP/1.1" %d 2 "-" "c" rt=0.010 urt="0.010" us="%d" ra="%d" rr="-" rid="r%d" ik="-" retry_after="-" msec=%d.%03d`+"\n",
+				s, status, status, attempt, s, 1795960800+s, 100+500*attempt)
+		}
+	}
+	dir := t.TempDir()
+	log, page := filepath.Join(dir, "chaos.log"), filepath.Join(dir, "chaos.html")
+	os.WriteFile(log, []byte(b.String()), 0o644)
+	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "10s", "-o", page, log); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(1400, 900))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelA()
+	bctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	type facts struct {
+		Points, Overlaps, ScrollWidth, ViewWidth int
+		Labels                                   []string
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate("file://"+page), chromedp.WaitReady("footer")); err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	got, err := chromedp.Run(bctx, chromedp.Evaluate[facts](`(() => {
+		const texts = [...document.querySelectorAll("svg.timeline text")].map(e => e.getBoundingClientRect());
+		let overlaps = 0;
+		for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+			const a = texts[i], b = texts[j];
+			if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) overlaps++;
+		}
+		return {
+			Points: document.querySelectorAll("svg.timeline rect.hover").length,
+			Overlaps: overlaps,
+			ScrollWidth: document.documentElement.scrollWidth,
+			ViewWidth: window.innerWidth,
+			Labels: [...document.querySelectorAll("svg.timeline text")].map(e => e.textContent).filter(s => /^\d\d:\d\d/.test(s)),
+		};
+	})()`))
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	if got.Points != 6 || got.Overlaps != 0 || got.ScrollWidth > got.ViewWidth || len(got.Labels) == 0 {
+		t.Errorf("page: %+v; want 6 points, no overlap, no sideways scroll, time labels", got)
+	}
+	for _, l := range got.Labels {
+		if len(l) != len("14:00:10") {
+			t.Errorf("time label %q: want seconds (hh:mm:ss)", l)
+		}
+	}
+}

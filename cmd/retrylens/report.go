@@ -177,7 +177,7 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	}
 	defer done()
 
-	r := report.Report{GeneratedAt: e.now(), Window: o.window, Location: loc, Endpoint: o.endpoint, By: o.by,
+	r := report.Report{GeneratedAt: e.now(), Window: o.window, Width: width, Location: loc, Endpoint: o.endpoint, By: o.by,
 		Section: o.section, Color: toTerminal && e.getenv("NO_COLOR") == "", Top: o.top}
 	if o.top == 0 {
 		r.Top = -1 // all
@@ -242,7 +242,7 @@ func charts(ctx context.Context, set *query.Set, r *report.Report, offset int) (
 	if r.From.IsZero() {
 		return nil
 	}
-	r.ChartWidth = report.ChartWidth(r.From, r.To)
+	r.ChartWidth = report.ChartWidth(r.From, r.To, r.Width)
 	if r.Chart, err = set.Windows(ctx, r.ChartWidth, time.Duration(offset)*time.Second); err != nil {
 		return err
 	}
