@@ -40,6 +40,9 @@ type Report struct {
 	// the default, ten; a negative number all of them. JSON and CSV carry all.
 	Top   int
 	Color bool // colour verdicts (a terminal that wants colour)
+	// Columns is the terminal's width: the table format leaves columns out to fit it
+	// (see dropOrder); 0 for no limit.
+	Columns int
 }
 
 func (r *Report) loc() *time.Location {

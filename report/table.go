@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,7 +136,7 @@ func Table(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
-	if err := render(newTable(w), r); err != nil {
+	if err := r.fit(w, "window", append(r.rows(), r.colored(cells("all", r.Summary)))); err != nil {
 		return err
 	}
 	lines(p.alerts)
@@ -143,7 +145,7 @@ func Table(w io.Writer, r *Report) error {
 		if err != nil {
 			return err
 		}
-		if err := renderGroupTable(newTable(w), "endpoint", eps, Shown); err != nil {
+		if err := r.fit(w, "endpoint", groupRows(eps, Shown)); err != nil {
 			return err
 		}
 	}
@@ -152,7 +154,7 @@ func Table(w io.Writer, r *Report) error {
 		if err != nil {
 			return err
 		}
-		if err := renderGroups(newTable(w), r, Shown); err != nil {
+		if err := r.fit(w, r.By, groupRows(r.Groups, Shown)); err != nil {
 			return err
 		}
 	}
@@ -392,19 +394,88 @@ func render(t *tablewriter.Table, r *Report) error {
 	return t.Render()
 }
 
-// renderGroups writes the --by table; esc makes the log-derived group keys safe.
-func renderGroups(t *tablewriter.Table, r *Report, esc func(string) string) error {
-	return renderGroupTable(t, r.By, r.Groups, esc)
+// dropOrder is the order in which the terminal table leaves columns out to fit the
+// terminal (--wide keeps them all): first the counts that other columns sum up or that
+// matter least during an incident, last the raw counts; the label, amplification, retry
+// rate, retry success and the verdict always stay. Indexes into header.
+var dropOrder = []int{2, 11, 10, 9, 8, 4, 3, 1} // untagged, 429, 5xx, exhausted, recovered, retries, first, requests
+
+// fit renders a table of header's columns (its first one named label) on w, leaving out
+// columns in dropOrder until its widest line fits r.Columns (0: no limit), and then says
+// which it left out.
+func (r *Report) fit(w io.Writer, label string, rows [][]string) error {
+	hdr := append([]string{label}, header[1:]...)
+	var drop []int
+	for k := 0; ; k++ {
+		keep := make([]int, 0, len(hdr))
+		for i := range hdr {
+			if !slices.Contains(drop, i) {
+				keep = append(keep, i)
+			}
+		}
+		pick := func(row []string) []string {
+			out := make([]string, len(keep))
+			for j, i := range keep {
+				out[j] = row[i]
+			}
+			return out
+		}
+		align := make([]tw.Align, len(keep))
+		for j, i := range keep {
+			align[j] = columnAlign[i]
+		}
+		var buf strings.Builder
+		t := newTable(&buf, tablewriter.WithRowAlignmentConfig(tw.CellAlignment{Global: tw.AlignRight, PerColumn: align}))
+		t.Header(pick(hdr))
+		for _, row := range rows {
+			if err := t.Append(pick(row)); err != nil {
+				return err
+			}
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+		if r.Columns <= 0 || widest(buf.String()) <= r.Columns || k == len(dropOrder) {
+			if len(drop) > 0 {
+				names := make([]string, len(drop))
+				for j, i := range drop {
+					names[j] = hdr[i]
+				}
+				fmt.Fprintf(&buf, "(left out to fit %d columns: %s; --wide shows every column)\n", r.Columns, strings.Join(names, ", "))
+			}
+			_, err := io.WriteString(w, buf.String())
+			return err
+		}
+		drop = append(drop, dropOrder[k])
+	}
 }
+
+// widest is the widest line of s in terminal cells, colour escapes left out.
+func widest(s string) int {
+	n := 0
+	for _, l := range strings.Split(ansi.ReplaceAllString(s, ""), "\n") {
+		n = max(n, utf8.RuneCountInString(l))
+	}
+	return n
+}
+
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 func renderGroupTable(t *tablewriter.Table, label string, gs []query.Group, esc func(string) string) error {
 	t.Header(append([]string{label}, header[1:]...))
-	for _, g := range gs {
-		if err := t.Append(cells(esc(g.Key), g.Metrics)); err != nil {
-			return err
-		}
+	if err := t.Bulk(groupRows(gs, esc)); err != nil {
+		return err
 	}
 	return t.Render()
+}
+
+// groupRows are the cells of a grouping's rows; esc makes the log-derived keys safe.
+func groupRows(gs []query.Group, esc func(string) string) [][]string {
+	rows := make([][]string, len(gs))
+	for i, g := range gs {
+		rows[i] = cells(esc(g.Key), g.Metrics)
+	}
+	return rows
 }
 
 // Write renders r in the named format.

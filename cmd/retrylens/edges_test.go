@@ -142,3 +142,30 @@ func TestLongValuesCut(t *testing.T) {
 		}
 	}
 }
+
+// The table fits the terminal's width ($COLUMNS here), leaving out columns in the
+// documented order and saying which; --wide keeps them all.
+func TestTableFitsWidth(t *testing.T) {
+	t.Parallel()
+	log, _ := filepath.Abs(scenario("incident-hour"))
+	widestTableLine := func(out string) int {
+		n := 0
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "│") || strings.HasPrefix(l, "┌") {
+				n = max(n, len([]rune(l)))
+			}
+		}
+		return n
+	}
+	code, out := asRetrylens(t, ".", `COLUMNS=100 "$RL" report --format table --log-format retry `+log)
+	if code != 0 || widestTableLine(out) > 100 || !strings.Contains(out, "(left out to fit 100 columns: untagged, 429 (first+retry)") {
+		t.Errorf("COLUMNS=100: exit %d, widest table line %d:\n%s", code, widestTableLine(out), out)
+	}
+	code, out = asRetrylens(t, ".", `COLUMNS=100 "$RL" report --format table --wide --log-format retry `+log)
+	if code != 0 || widestTableLine(out) <= 100 || strings.Contains(out, "left out to fit") || !strings.Contains(out, "│ untagged │") {
+		t.Errorf("--wide: exit %d, widest table line %d:\n%s", code, widestTableLine(out), out)
+	}
+	if code, _ := asRetrylens(t, ".", `"$RL" report --format json --wide --log-format retry `+log); code != exitUsage {
+		t.Errorf("--wide --format json: exit %d, want %d", code, exitUsage)
+	}
+}

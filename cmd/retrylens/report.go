@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/query"
@@ -39,6 +41,7 @@ type reportOptions struct {
 	polBase  time.Duration
 	polMax   int
 	top      int
+	wide     bool
 }
 
 func (e *env) reportCmd() *cobra.Command {
@@ -101,6 +104,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.BoolVar(&o.infer, "infer-attempts", false, "infer attempt numbers for lines without an attempt header")
 	f.DurationVar(&o.polBase, "policy-base", 0, "the declared retry policy's base delay (base·2^(n−1) + up to base of jitter before retry n), to compare the backoff profile with")
 	f.IntVar(&o.polMax, "policy-max-retries", 0, "the declared retry policy's number of retries")
+	f.BoolVar(&o.wide, "wide", false, "table format: every column, however wide (by default columns are left out to fit the terminal, or $COLUMNS)")
 	f.IntVar(&o.top, "top", 10, "endpoints with retries shown in table, markdown and html (0: all; json and csv carry all)")
 	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules' thresholds, sustain times or severities")
 	return c
@@ -138,6 +142,9 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	// A flag that changes nothing in the chosen format is a mistake to say, not to ignore.
 	if c.Flags().Changed("section") && o.format != "csv" {
 		return usagef("--section chooses the table --format csv writes; the %s format writes them all", o.format)
+	}
+	if o.wide && o.format != "table" {
+		return usagef("--wide applies to the table format; %s leaves no column out", o.format)
 	}
 	if c.Flags().Changed("top") && o.format != "table" && o.format != "markdown" && o.format != "html" {
 		return usagef("--top applies to the table, markdown and html formats; %s carries every endpoint", o.format)
@@ -181,6 +188,9 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 		Section: o.section, Color: toTerminal && e.getenv("NO_COLOR") == "", Top: o.top}
 	if o.top == 0 {
 		r.Top = -1 // all
+	}
+	if o.format == "table" && !o.wide {
+		r.Columns = e.columns(toTerminal)
 	}
 	if r.From, r.To, err = set.Span(ctx); err != nil {
 		return err
@@ -276,6 +286,18 @@ func (e *env) openSet(c *cobra.Command, dbFlag string, formats *formatFlags, fil
 		return nil, nil, nil, err
 	}
 	return db, set, func() { set.Close(); db.Close() }, nil
+}
+
+// columns is the width the table format fits: the terminal's when stdout is one, else
+// $COLUMNS when set, else 0 (no limit).
+func (e *env) columns(toTerminal bool) int {
+	if f, ok := e.stdout.(*os.File); ok && toTerminal {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return w
+		}
+	}
+	n, _ := strconv.Atoi(e.getenv("COLUMNS"))
+	return max(n, 0)
 }
 
 // formatOfFile is the report format an output file's extension names ("" for none known,
