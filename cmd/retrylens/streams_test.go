@@ -321,3 +321,53 @@ func TestReadOnlyCommands(t *testing.T) {
 		t.Errorf("query --write: exit %d\n%s", code, out)
 	}
 }
+
+// The same as a user who can only read the file: as root, the commands run as nobody on
+// a read-only copy in a read-only folder (skipped when not root: then chmod is enough
+// and the test above stands).
+func TestReadOnlyAsAnotherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a command as nobody")
+	}
+	t.Parallel()
+	src := filepath.Join(t.TempDir(), "src.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", src, scenario("incident-hour")); code != 0 {
+		t.Fatal(stderr)
+	}
+	dir, err := os.MkdirTemp("", "retrylens-ro-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { os.Chmod(dir, 0o755); os.RemoveAll(dir) }()
+	bin, db := filepath.Join(dir, "retrylens.test"), filepath.Join(dir, "shared.duckdb")
+	for from, to := range map[string]string{os.Args[0]: bin, src: db} {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(db, 0o444)
+	os.Chmod(dir, 0o555)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"report", "--format", "json"}, 0, `"requests": 125`},
+		{[]string{"check", "--fail-on", "P1"}, exitAlert, "1 alert(s) at or above P1"},
+		{[]string{"budget"}, 0, "finagle"},
+		{[]string{"query", "SELECT count(*) AS n FROM requests"}, 0, "125"},
+	} {
+		cmd := exec.Command(bin, append(tc.args, "--db", db)...)
+		cmd.Env = append(os.Environ(), "RETRYLENS_TEST_MAIN=1", "HOME=/nonexistent")
+		cmd.Dir = "/"
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != tc.code || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%v as nobody: exit %d, want %d and %q:\n%s", tc.args, code, tc.code, tc.want, out)
+		}
+	}
+}
