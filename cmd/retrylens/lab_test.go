@@ -131,6 +131,7 @@ func TestLab(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the lab takes about a minute")
 	}
+	t.Parallel() // mostly waiting on paced clients: it overlaps the CPU-bound crash tests
 	for _, sc := range lab.Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
 			for _, fr := range fronts {
