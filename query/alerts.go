@@ -18,12 +18,14 @@ type Rule struct {
 	MinRetryRate float64 `json:"min_retry_rate,omitempty"`
 }
 
-// DefaultRules are the thresholds of docs/metrics.md.
+// DefaultRules are the thresholds of docs/metrics.md: a retry rate above 15 % for two
+// minutes, retry success under 40 % while over 5 % of requests retry, amplification above
+// 1.5. They drive the verdicts too (see Verdict).
 func DefaultRules() []Rule {
 	return []Rule{
-		{Name: "retry_rate_high", Severity: "P2", Threshold: HighRetryRate, Sustain: 2 * time.Minute},
-		{Name: "retries_not_helping", Severity: "P2", Threshold: HelpfulRetrySuccess, MinRetryRate: NotHelpingRetryRate, Sustain: time.Minute},
-		{Name: "retry_storm", Severity: "P1", Threshold: StormAmplification, Sustain: time.Minute},
+		{Name: "retry_rate_high", Severity: "P2", Threshold: 0.15, Sustain: 2 * time.Minute},
+		{Name: "retries_not_helping", Severity: "P2", Threshold: 0.40, MinRetryRate: 0.05, Sustain: time.Minute},
+		{Name: "retry_storm", Severity: "P1", Threshold: 1.5, Sustain: time.Minute},
 	}
 }
 

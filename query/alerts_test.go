@@ -39,7 +39,7 @@ func TestReadRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rules[2].Threshold != 2 || rules[2].Sustain != 3*time.Minute || rules[0].Severity != "P1" || rules[1].Threshold != HelpfulRetrySuccess {
+	if rules[2].Threshold != 2 || rules[2].Sustain != 3*time.Minute || rules[0].Severity != "P1" || rules[1].Threshold != 0.40 {
 		t.Errorf("rules: %+v", rules)
 	}
 	for _, bad := range []string{`[{"rule": "x"}]`, `[{"rule": "retry_storm", "sustain": "30s"}]`, `[{"rule": "retry_storm", "severity": "P0"}]`, `{`, `[{"rule": "retry_storm", "typo": 1}]`} {

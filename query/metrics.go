@@ -53,7 +53,7 @@ func ratio(n, d int64) *float64 {
 }
 
 // metrics computes the metrics of docs/metrics.md from the counts.
-func (c counts) metrics() Metrics {
+func (c counts) metrics(rules []Rule) Metrics {
 	m := Metrics{
 		Requests:           c.requests,
 		Untagged:           c.untagged,
@@ -73,7 +73,7 @@ func (c counts) metrics() Metrics {
 		Status499:          c.s499,
 		ProxyAmplification: ratio(c.tries, c.proxied),
 	}
-	m.Verdict = Verdict(m)
+	m.Verdict = Verdict(m, rules)
 	return m
 }
 

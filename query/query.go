@@ -36,6 +36,7 @@ type Options struct {
 	MaxGap        time.Duration // heuristic links and inference: at most this between attempts (default 60 s)
 	InferAttempts bool          // give untagged rows inferred attempt numbers
 	NoCache       bool          // link the rows again even when the stored cache would do
+	Rules         []Rule        // the alert rules, which give verdicts too; nil: DefaultRules
 }
 
 // whole reports whether o selects every row with the default linking: what the stored
@@ -61,6 +62,7 @@ type Set struct {
 	gcube  string // the stored cube by grouping columns, for Groups; "" to read the rows
 
 	minuteCounts []bucket // see minutes
+	rules        []Rule   // for verdicts
 }
 
 var setID atomic.Int64
@@ -74,7 +76,10 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{conn: conn, table: fmt.Sprintf("report_rows_%d", setID.Add(1))}
+	s := &Set{conn: conn, table: fmt.Sprintf("report_rows_%d", setID.Add(1)), rules: o.Rules}
+	if s.rules == nil {
+		s.rules = DefaultRules()
+	}
 	var route, method any
 	if o.Route != "" {
 		route = o.Route
@@ -261,7 +266,7 @@ func (s *Set) Summary(ctx context.Context) (Metrics, error) {
 	for _, b := range ms {
 		c.add(b.c)
 	}
-	return c.metrics(), nil
+	return c.metrics(s.rules), nil
 }
 
 // bucket is the counts of one minute; valid is false for the rows without a time.
@@ -319,7 +324,7 @@ func (s *Set) Windows(ctx context.Context, width, offset time.Duration) ([]Windo
 			cs[len(cs)-1].add(b.c)
 		}
 		for i := range ws {
-			ws[i].Metrics = cs[i].metrics()
+			ws[i].Metrics = cs[i].metrics(s.rules)
 		}
 		return ws, nil
 	}
@@ -333,7 +338,7 @@ func (s *Set) windowsSQL(ctx context.Context, width, offset time.Duration) ([]Wi
 	err := s.grouped(ctx, key, "", func(k any, c counts) { // the cube is in minutes: the rows
 		t := k.(*sql.NullTime)
 		if t.Valid { // rows without a time belong to no window
-			ws = append(ws, Window{Start: t.Time.UTC(), Metrics: c.metrics()})
+			ws = append(ws, Window{Start: t.Time.UTC(), Metrics: c.metrics(s.rules)})
 		}
 	}, func() any { return new(sql.NullTime) })
 	return ws, err
@@ -363,7 +368,7 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 	}
 	var gs []Group
 	err = s.grouped(ctx, key, s.gcube, func(k any, c counts) {
-		gs = append(gs, Group{Key: k.(*sql.NullString).String, Metrics: c.metrics()})
+		gs = append(gs, Group{Key: k.(*sql.NullString).String, Metrics: c.metrics(s.rules)})
 	}, func() any { return new(sql.NullString) })
 	sortGroups(gs)
 	return gs, err

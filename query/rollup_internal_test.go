@@ -58,7 +58,7 @@ func TestMinuteRollup(t *testing.T) {
 		t.Fatal(err)
 	}
 	var one Metrics
-	if err := set.grouped(ctx, "0", "", func(_ any, c counts) { one = c.metrics() }, func() any { return new(sql.NullInt64) }); err != nil {
+	if err := set.grouped(ctx, "0", "", func(_ any, c counts) { one = c.metrics(DefaultRules()) }, func() any { return new(sql.NullInt64) }); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(one, sum, cmpopts.EquateApprox(0, 1e-12)); diff != "" {

@@ -7,28 +7,22 @@ const (
 	Quiet    = "quiet"
 )
 
-// Thresholds of the alert rules (docs/metrics.md), applied to a window as a whole.
-const (
-	StormAmplification  = 1.5
-	HighRetryRate       = 0.15
-	HelpfulRetrySuccess = 0.40
-	NotHelpingRetryRate = 0.05
-	QuietRetryRate      = 0.01
-)
+// QuietRetryRate is the retry rate under which retries cannot be said to rescue anything.
+const QuietRetryRate = 0.01
 
-// Verdict says whether retries fuelled or rescued: fuelling when a rule's condition holds
-// over the whole set (retry storm, high retry rate, retries not helping), rescuing when
-// retries recovered requests without that, quiet when retries stayed under 1 % of first
-// attempts or none succeeded. It looks at the set as a whole; alert rules evaluated per
-// minute with their sustain times are a later, finer tool.
-func Verdict(m Metrics) string {
-	rate := val(m.RetryRate)
-	switch {
-	case val(m.Amplification) > StormAmplification,
-		rate > HighRetryRate,
-		m.RetrySuccessRate != nil && *m.RetrySuccessRate < HelpfulRetrySuccess && rate > NotHelpingRetryRate:
-		return Fuelling
-	case rate >= QuietRetryRate && m.Recovered > 0:
+// Verdict says whether retries fuelled or rescued: fuelling when one of the alert rules'
+// conditions holds over the whole set (the rules of --rules, or DefaultRules: one model of
+// thresholds for alerts and verdicts), rescuing when retries recovered requests without
+// that, quiet when retries stayed under 1 % of first attempts or none succeeded. It looks
+// at the set as a whole; MarkFuelling adds the rules evaluated per minute with their
+// sustain times.
+func Verdict(m Metrics, rules []Rule) string {
+	for _, r := range rules {
+		if ok, _ := r.holds(m); ok {
+			return Fuelling
+		}
+	}
+	if val(m.RetryRate) >= QuietRetryRate && m.Recovered > 0 {
 		return Rescuing
 	}
 	return Quiet

@@ -34,7 +34,7 @@ func sample() *Report {
 		ExtraLoad: fp(70.0 / 228), ActualSuccess: fp(149.0 / 228),
 		Recovered: 21, Exhausted: 12, EffectiveSuccess: fp(146.0 / 158),
 		Status5xx: query.Split{First: 35, Retry: 44}, Status429: query.Split{First: 4, Retry: 5}}
-	calm.Verdict, storm.Verdict, all.Verdict = query.Verdict(calm), query.Verdict(storm), query.Verdict(all)
+	calm.Verdict, storm.Verdict, all.Verdict = query.Verdict(calm, query.DefaultRules()), query.Verdict(storm, query.DefaultRules()), query.Verdict(all, query.DefaultRules())
 	t0 := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
 	return &Report{
 		GeneratedAt: time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC), Window: "1h", Width: time.Hour,

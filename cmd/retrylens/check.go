@@ -76,7 +76,7 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	if err != nil {
 		return err
 	}
-	qo.Route = o.endpoint
+	qo.Route, qo.Rules = o.endpoint, rules
 	ctx := c.Context()
 	_, set, done, err := e.openSet(c, o.db, &o.formats, files, qo)
 	if err != nil {

@@ -169,3 +169,28 @@ func TestTableFitsWidth(t *testing.T) {
 		t.Errorf("--wide --format json: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// One model of thresholds: a --rules file that silences every alert makes check pass and
+// the report's verdicts follow it (the incident hour's 18 recovered requests then read
+// rescuing), where the built-in rules say fuelling.
+func TestRulesDriveVerdicts(t *testing.T) {
+	t.Parallel()
+	rules := filepath.Join(t.TempDir(), "rules.json")
+	os.WriteFile(rules, []byte(`[{"rule": "retry_storm", "threshold": 100}, {"rule": "retry_rate_high", "threshold": 100},
+		{"rule": "retries_not_helping", "threshold": 0}]`), 0o644)
+	if _, stderr, code := retrylens(t, nil, "check", "--fail-on", "P2", "--rules", rules, scenario("incident-hour")); code != 0 {
+		t.Errorf("check with every alert silenced: exit %d: %s", code, stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, `"verdict": "fuelling"`},
+		{[]string{"--rules", rules}, `"verdict": "rescuing"`},
+	} {
+		out, _, _ := retrylens(t, nil, append([]string{"report", "--format", "json", "--window", "10m", scenario("incident-hour")}, tc.args...)...)
+		if strings.Contains(out, `"fuelling"`) != (tc.want == `"verdict": "fuelling"`) || !strings.Contains(out, tc.want) {
+			t.Errorf("report %v: want %s everywhere it applies:\n%.600s", tc.args, tc.want, out)
+		}
+	}
+}

@@ -176,7 +176,7 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	if err != nil {
 		return err
 	}
-	qo.Route, qo.MaxGap, qo.InferAttempts = o.endpoint, o.maxGap, o.infer
+	qo.Route, qo.MaxGap, qo.InferAttempts, qo.Rules = o.endpoint, o.maxGap, o.infer, rules
 	ctx := c.Context()
 	db, set, done, err := e.openSet(c, o.db, &o.formats, files, qo)
 	if err != nil {
