@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -104,43 +103,6 @@ func TestVerdicts(t *testing.T) {
 	want := []string{"quiet", "fuelling", "fuelling"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
-	}
-}
-
-func TestClean(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"plain café", "plain café"},
-		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
-		{"bell\x07 tab\t nl\n", `bell\x07 tab\x09 nl\x0a`},
-		{"rtl\u202eevil", `rtl\u{202e}evil`},
-		{"del\x7f", `del\x7f`},
-	}
-	for _, tt := range tests {
-		if got := Clean(tt.in); got != tt.want {
-			t.Errorf("Clean(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
-// Attacker-controlled bytes from a rejected line reach the terminal escaped.
-func TestIngestSummarySanitised(t *testing.T) {
-	res := &ingest.Result{Files: []ingest.File{{
-		Path: "access.log", Format: "retry", Lines: 3, Rows: 2, Rejected: 1,
-		Reasons: map[string]int64{"literal": 1},
-		Samples: []ingest.Reject{{Path: "access.log", Line: 2, Reason: "literal", Message: "column 1: literal text not found", Excerpt: "\x1b]0;pwned\x07 GET /"}},
-	}}, Elapsed: time.Second}
-	var b bytes.Buffer
-	if err := Ingest(&b, res); err != nil {
-		t.Fatal(err)
-	}
-	want := `access.log: retry format, 3 lines, 2 rows, 1 rejected
-loaded 3 lines, 2 rows, 1 rejected in 1s (3 lines/s)
-rejected lines by reason: literal 1
-  access.log:2: column 1: literal text not found
-    \x1b]0;pwned\x07 GET /
-`
-	if diff := cmp.Diff(want, b.String()); diff != "" {
-		t.Errorf("summary (-want +got):\n%s", diff)
 	}
 }
 

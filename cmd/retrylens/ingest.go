@@ -130,7 +130,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
-			if err := report.DryRun(e.stdout, path, f, samples); err != nil {
+			if err := ingest.WriteDryRun(e.stdout, path, f, samples); err != nil {
 				return err
 			}
 		}
@@ -190,7 +190,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 			res.Repaired.Summary(), res.RepairedRows)
 	}
 	if !o.quiet {
-		if err := report.Ingest(e.stderr, &res); err != nil {
+		if err := ingest.WriteSummary(e.stderr, &res); err != nil {
 			return err
 		}
 	}

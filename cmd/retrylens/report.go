@@ -369,12 +369,12 @@ func (e *env) openOrLoad(c *cobra.Command, dbFlag string, formats *formatFlags, 
 		err = rerr
 	}
 	if err != nil {
-		report.Ingest(e.stderr, &res)
+		ingest.WriteSummary(e.stderr, &res)
 		db.Close()
 		return nil, fmt.Errorf("some input was not loaded:\n%w", err)
 	}
 	if t := res.Totals(); t.Rejected > 0 {
-		report.Ingest(e.stderr, &res)
+		ingest.WriteSummary(e.stderr, &res)
 	}
 	return db, nil
 }

@@ -1,4 +1,4 @@
-package report
+package ingest
 
 import (
 	"fmt"
@@ -6,14 +6,13 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode"
 
-	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/internal/sanitize"
 )
 
-// Ingest writes the summary of a load for a person: one line per file, then totals and
+// WriteSummary writes the summary of a load for a person: one line per file, then totals and
 // the first rejected lines, sanitised.
-func Ingest(w io.Writer, res *ingest.Result) error {
+func WriteSummary(w io.Writer, res *Result) error {
 	if len(res.Files) == 0 {
 		return nil // every input failed; the error says why
 	}
@@ -22,29 +21,29 @@ func Ingest(w io.Writer, res *ingest.Result) error {
 		if f.Skipped {
 			same := ""
 			if f.SameAs != f.Path {
-				same = " as " + Clean(f.SameAs)
+				same = " as " + sanitize.Text(f.SameAs)
 			}
-			fmt.Fprintf(&b, "%s: skipped, already loaded%s\n", Clean(f.Path), same)
+			fmt.Fprintf(&b, "%s: skipped, already loaded%s\n", sanitize.Text(f.Path), same)
 			continue
 		}
 		if f.From > 0 {
 			fmt.Fprintf(&b, "%s: %s format, %d new lines after line %d (loaded before as %s), %d rows, %d rejected\n",
-				Clean(f.Path), f.Format, f.Lines, f.From, Clean(f.SameAs), f.Rows, f.Rejected)
+				sanitize.Text(f.Path), f.Format, f.Lines, f.From, sanitize.Text(f.SameAs), f.Rows, f.Rejected)
 			continue
 		}
 		if f.Format == "" {
-			fmt.Fprintf(&b, "%s: empty\n", Clean(f.Path))
+			fmt.Fprintf(&b, "%s: empty\n", sanitize.Text(f.Path))
 			continue
 		}
-		fmt.Fprintf(&b, "%s: %s format, %d lines, %d rows, %d rejected\n", Clean(f.Path), f.Format, f.Lines, f.Rows, f.Rejected)
+		fmt.Fprintf(&b, "%s: %s format, %d lines, %d rows, %d rejected\n", sanitize.Text(f.Path), f.Format, f.Lines, f.Rows, f.Rejected)
 	}
 	for _, f := range res.Files {
 		switch {
 		case f.Repeats > 0 && f.Deduped:
-			fmt.Fprintf(&b, "%s: %d lines left out, repeating rows already loaded (--dedupe)\n", Clean(f.Path), f.Repeats)
+			fmt.Fprintf(&b, "%s: %d lines left out, repeating rows already loaded (--dedupe)\n", sanitize.Text(f.Path), f.Repeats)
 		case f.Repeats > 0 && f.Repeats*100 >= f.Rows: // fewer: two servers' lines that happen to agree
 			fmt.Fprintf(&b, "warning: %s: %d of its %d rows repeat rows already loaded (same second, key, attempt, status, method, URI and client): "+
-				"the same traffic logged twice? Every figure counts them twice; --dedupe leaves them out\n", Clean(f.Path), f.Repeats, f.Rows)
+				"the same traffic logged twice? Every figure counts them twice; --dedupe leaves them out\n", sanitize.Text(f.Path), f.Repeats, f.Rows)
 		}
 	}
 	t := res.Totals()
@@ -65,7 +64,7 @@ func Ingest(w io.Writer, res *ingest.Result) error {
 	if len(res.Hotspots) > 0 {
 		fmt.Fprintf(&b, "warning: %d distinct routes: endpoint tables will be long; these path prefixes make most of them (add --route templates):\n", res.Routes)
 		for _, h := range res.Hotspots {
-			fmt.Fprintf(&b, "  %s: %d routes, e.g. %s\n", Clean(h.Prefix), h.Routes, Clean(h.Example))
+			fmt.Fprintf(&b, "  %s: %d routes, e.g. %s\n", sanitize.Text(h.Prefix), h.Routes, sanitize.Text(h.Example))
 		}
 	}
 	if t.Rejected > 0 {
@@ -86,40 +85,9 @@ func Ingest(w io.Writer, res *ingest.Result) error {
 				fmt.Fprintf(&b, "  … %d more kept in the rejects table (retrylens query 'SELECT * FROM rejects')\n", len(t.Samples)-5)
 				break
 			}
-			fmt.Fprintf(&b, "  %s:%d: %s\n    %s\n", Clean(s.Path), s.Line, Clean(s.Message), Clean(s.Excerpt))
+			fmt.Fprintf(&b, "  %s:%d: %s\n    %s\n", sanitize.Text(s.Path), s.Line, sanitize.Text(s.Message), sanitize.Text(s.Excerpt))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// Clean makes attacker-controlled text safe for a terminal: control characters (escape
-// sequences among them) and invisible format characters are shown as \xXX or \u{…}.
-func Clean(s string) string {
-	clean := true
-	for _, r := range s {
-		if unsafeRune(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r < 0x80 && unsafeRune(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeRune(r):
-			fmt.Fprintf(&b, `\u{%x}`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func unsafeRune(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }

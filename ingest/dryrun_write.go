@@ -1,4 +1,4 @@
-package report
+package ingest
 
 import (
 	"errors"
@@ -8,17 +8,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/internal/sanitize"
 	"github.com/retrylens/retrylens/parse"
 )
 
-// DryRun writes how a file's first lines parse, field by field; for a line that does not
+// WriteDryRun writes how a file's first lines parse, field by field; for a line that does not
 // match, the error and a caret under the column where matching failed.
-func DryRun(w io.Writer, path string, f *parse.Format, samples []ingest.Sample) error {
+func WriteDryRun(w io.Writer, path string, f *parse.Format, samples []Sample) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: format %s\n", Clean(path), f.Name)
+	fmt.Fprintf(&b, "%s: format %s\n", sanitize.Text(path), f.Name)
 	for _, s := range samples {
-		fmt.Fprintf(&b, "\nline %d: %s\n", s.Line, Clean(s.Raw))
+		fmt.Fprintf(&b, "\nline %d: %s\n", s.Line, sanitize.Text(s.Raw))
 		var pe *parse.Error
 		if errors.As(s.Err, &pe) {
 			col := pe.Column - 1
@@ -26,12 +26,12 @@ func DryRun(w io.Writer, path string, f *parse.Format, samples []ingest.Sample) 
 				col = len(s.Raw)
 			}
 			// The caret sits under the same column of the cleaned line.
-			pad := len(Clean(s.Raw[:col]))
-			fmt.Fprintf(&b, "%s^ %s\n", strings.Repeat(" ", len("line ")+len(strconv.Itoa(s.Line))+2+pad), Clean(pe.Error()))
+			pad := len(sanitize.Text(s.Raw[:col]))
+			fmt.Fprintf(&b, "%s^ %s\n", strings.Repeat(" ", len("line ")+len(strconv.Itoa(s.Line))+2+pad), sanitize.Text(pe.Error()))
 			continue
 		}
 		for _, kv := range fields(&s.Record) {
-			fmt.Fprintf(&b, "  %-16s %s\n", kv[0], Clean(kv[1]))
+			fmt.Fprintf(&b, "  %-16s %s\n", kv[0], sanitize.Text(kv[1]))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
