@@ -109,6 +109,18 @@ func (d Damage) Summary() string {
 	return strings.Join(parts, "; ")
 }
 
+// Found says in one line what is wrong, before any repair.
+func (d Damage) Found() string {
+	var parts []string
+	if n := len(d.Orphans); n > 0 {
+		parts = append(parts, fmt.Sprintf("rows under %d load id(s) no load registered", n))
+	}
+	if n := len(d.Bad); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d load(s) whose rows differ from what they registered", n))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // ids is every load id a repair deletes.
 func (d Damage) ids() []int64 {
 	var ids []int64

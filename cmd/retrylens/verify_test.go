@@ -38,6 +38,11 @@ func TestVerify(t *testing.T) {
 		"INSERT INTO requests SELECT * FROM requests WHERE line % 2 = 0",                                       // doubles 61 lines of load 1
 		"INSERT INTO requests SELECT * REPLACE (5 AS file_id) FROM requests WHERE line <= 10 AND line % 2 = 1", // 5 rows, no load 5
 	)
+	// A report still reads the database, and warns.
+	if _, stderr, _ := retrylens(t, nil, "report", "--db", db); !strings.Contains(stderr,
+		"warning: the database's rows do not match its registry (rows under 1 load id(s) no load registered; 1 load(s) whose rows differ from what they registered)") {
+		t.Errorf("report on the damaged database does not warn:\n%s", stderr)
+	}
 	verify(exitDamaged,
 		"load 5: 5 rows and 0 reject records with no registry entry",
 		"load 1 ("+log+", lines 1-123): 184 rows where it registered 123, 61 lines stored more than once",
