@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"golang.org/x/net/html"
 
+	"github.com/retrylens/retrylens/lab"
 	"github.com/retrylens/retrylens/report"
 )
 
@@ -330,6 +335,15 @@ func TestHTMLShortRun(t *testing.T) {
 	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "10s", "-o", page, log); code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
 	}
+	checkShortRunPage(t, page, 6)
+}
+
+// checkShortRunPage opens a report of a short run at --window 10s in headless Chromium
+// 1400 px wide: the timeline has points hover bands (one per 10 s with traffic), its time
+// labels show seconds, no two texts of the timeline overlap, and the page does not
+// scroll sideways.
+func checkShortRunPage(t *testing.T, page string, points int) {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.WindowSize(1400, 900))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -363,12 +377,56 @@ func TestHTMLShortRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
-	if got.Points != 6 || got.Overlaps != 0 || got.ScrollWidth > got.ViewWidth || len(got.Labels) == 0 {
-		t.Errorf("page: %+v; want 6 points, no overlap, no sideways scroll, time labels", got)
+	if got.Points != points || got.Overlaps != 0 || got.ScrollWidth > got.ViewWidth || len(got.Labels) == 0 {
+		t.Errorf("page: %+v; want %d points, no overlap, no sideways scroll, time labels", got, points)
 	}
 	for _, l := range got.Labels {
 		if len(l) != len("14:00:10") {
 			t.Errorf("time label %q: want seconds (hh:mm:ss)", l)
 		}
 	}
+}
+
+// The same on a real minute: 60 s of the lab client through a real nginx, one request a
+// second from each of two workers, 25 % of answers failing in its middle. The points
+// expected are the 10 s buckets of nginx's own $msec times in its log.
+func TestHTMLShortLabRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 60 s lab run")
+	}
+	t.Parallel()
+	u, err := lab.StartUpstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	dir := t.TempDir()
+	n, err := lab.StartNginx(dir, u.Addr)
+	if errors.Is(err, lab.ErrNoNginx) && os.Getenv("CI") == "" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := lab.Scenario{Name: "chaos-minute", Policy: lab.Good, Workers: 2, Pace: time.Second,
+		Requests: lab.Requests("m", 120, http.MethodGet, "/api/items/%d"),
+		Faults:   lab.Faults{Seed: 3, IncidentFrom: 20 * time.Second, IncidentTo: 35 * time.Second, IncidentFail: 0.25}}
+	sc.Run(n.URL(), u)
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(n.TextLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buckets := map[int64]bool{}
+	for _, m := range regexp.MustCompile(`msec=(\d+)\.`).FindAllStringSubmatch(string(raw), -1) {
+		sec, _ := strconv.ParseInt(m[1], 10, 64)
+		buckets[sec/10] = true
+	}
+	page := filepath.Join(dir, "minute.html")
+	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "10s", "-o", page, n.TextLog); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	checkShortRunPage(t, page, len(buckets))
 }
