@@ -147,7 +147,6 @@ func TestCrashAtEachStep(t *testing.T) {
 		{"registered:1", time.Millisecond},
 		{"registered:1", 3 * time.Millisecond},
 		{"registered:1", 6 * time.Millisecond},
-		{"registered:1", 12 * time.Millisecond},
 		{"committed:1:pause", 0},
 	}
 	var damaged int
@@ -186,7 +185,7 @@ func TestTornCommitIsRepaired(t *testing.T) {
 	path, lines := genLog(t, dir, "retry", 1_000_000, 12)
 	db := filepath.Join(dir, "torn.duckdb")
 	var torn ingest.Damage
-	for i := range 5 {
+	for i := range 4 { // kills 0-3 ms in: DuckDB 1.5 tore at 1 ms in most runs
 		os.Remove(db)
 		os.Remove(db + ".wal")
 		delay := time.Duration(i) * time.Millisecond
