@@ -320,14 +320,19 @@ func Detect(r *bufio.Reader) (*parse.Format, error) {
 	var best *parse.Format
 	bestOK := -1
 	var bestErr error
-	// Text formats first, most specific first; a JSON preset reads any JSON object, so a
-	// line counts for it only when it found the line's time there.
-	candidates := []string{"retry", "haproxy", "combined", "nginx-json", "caddy", "envoy", "traefik", "kong"}
-	if t := bytes.TrimSpace(lines[0]); len(t) > 0 && t[0] == '{' {
-		candidates = append(candidates[3:], candidates[:3]...) // the closest to JSON is JSON
-	}
-	for _, name := range candidates {
+	// Most specific first; a JSON preset reads any JSON object, so a line counts for it
+	// only when it found the line's time there. When the first line is a JSON object the
+	// JSON presets go first, so that the closest format named on failure is a JSON one.
+	var candidates []*parse.Format
+	for _, name := range []string{"retry", "haproxy", "combined", "nginx-json", "caddy", "envoy", "traefik", "kong"} {
 		f, _ := parse.Preset(name)
+		candidates = append(candidates, f)
+	}
+	if t := bytes.TrimSpace(lines[0]); len(t) > 0 && t[0] == '{' {
+		sort.SliceStable(candidates, func(i, j int) bool { return candidates[i].JSON() && !candidates[j].JSON() })
+	}
+	for _, f := range candidates {
+		name := f.Name
 		ok := 0
 		var first error
 		for _, l := range lines {

@@ -119,6 +119,9 @@ func PresetNames() []string {
 	return names
 }
 
+// JSON reports whether the format reads JSON objects (its fields are keys), not text.
+func (f *Format) JSON() bool { return f.keys != nil }
+
 // Preset returns the named preset format: "combined" (nginx's default), "retry"
 // (combined plus retry fields, see RetryTail), "nginx-json" (JSON lines written with
 // escape=json, keys named after the variables) or "caddy" (Caddy's JSON access log).
