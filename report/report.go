@@ -4,6 +4,7 @@ package report
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -52,17 +53,67 @@ func (r *Report) loc() *time.Location {
 	return r.Location
 }
 
+// Format is an output format.
+type Format string
+
+// The output formats.
+const (
+	FormatTable    Format = "table"
+	FormatTSV      Format = "tsv"
+	FormatMarkdown Format = "markdown"
+	FormatJSON     Format = "json"
+	FormatCSV      Format = "csv"
+	FormatHTML     Format = "html"
+)
+
 // Formats are the output formats Write accepts.
-var Formats = []string{"table", "tsv", "markdown", "json", "csv", "html"}
+var Formats = []Format{FormatTable, FormatTSV, FormatMarkdown, FormatJSON, FormatCSV, FormatHTML}
+
+// ParseFormat reads an output format's name: any of Formats, or of allowed when given
+// (a command that writes fewer).
+func ParseFormat(name string, allowed ...Format) (Format, error) {
+	if len(allowed) == 0 {
+		allowed = Formats
+	}
+	names := make([]string, len(allowed))
+	for i, f := range allowed {
+		if string(f) == name {
+			return f, nil
+		}
+		names[i] = string(f)
+	}
+	return "", fmt.Errorf("unknown format %q: want %s", name, strings.Join(names, ", "))
+}
 
 // CheckFormat validates an output format name up front.
 func CheckFormat(name string) error {
-	for _, f := range Formats {
-		if f == name {
-			return nil
-		}
+	_, err := ParseFormat(name)
+	return err
+}
+
+// OutputFormat is the format to write: the one given, else the one an output file's
+// extension names (.html, .json, .csv, .md, .tsv), else a table on a terminal (or into a
+// file) and tab-separated values in a pipe.
+func OutputFormat(given, file string, toTerminal bool) string {
+	if given != "" {
+		return given
 	}
-	return fmt.Errorf("unknown format %q: want one of %s", name, strings.Join(Formats, ", "))
+	switch strings.ToLower(filepath.Ext(file)) {
+	case ".html", ".htm":
+		return string(FormatHTML)
+	case ".json":
+		return string(FormatJSON)
+	case ".csv":
+		return string(FormatCSV)
+	case ".md", ".markdown":
+		return string(FormatMarkdown)
+	case ".tsv":
+		return string(FormatTSV)
+	}
+	if toTerminal || file != "" {
+		return string(FormatTable)
+	}
+	return string(FormatTSV)
 }
 
 func pct(p *float64) string {

@@ -72,10 +72,11 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, format := range Formats {
+	for _, f := range Formats {
+		format := string(f)
 		t.Run(format, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := Write(&b, format, sample()); err != nil {
+			if err := Write(&b, f, sample()); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, "sample."+format+".golden", b.Bytes())
@@ -87,7 +88,7 @@ func TestGolden(t *testing.T) {
 			r.Location, r.By, r.Endpoint = paris, "status", "/api/items/:id"
 			r.Groups = []query.Group{{Key: "502", Metrics: r.Windows[1].Metrics}, {Key: "<i>200</i>\x07", Metrics: r.Windows[0].Metrics}}
 			var b bytes.Buffer
-			if err := Write(&b, format, r); err != nil {
+			if err := Write(&b, f, r); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, "by-status."+format+".golden", b.Bytes())

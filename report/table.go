@@ -479,26 +479,26 @@ func groupRows(gs []query.Group, esc func(string) string) [][]string {
 }
 
 // Write renders r in the named format.
-func Write(w io.Writer, format string, r *Report) error {
+func Write(w io.Writer, format Format, r *Report) error {
 	switch format {
-	case "json":
+	case FormatJSON:
 		return JSON(w, r)
-	case "markdown":
+	case FormatMarkdown:
 		return Markdown(w, r)
-	case "html":
+	case FormatHTML:
 		return HTML(w, r)
-	case "table":
+	case FormatTable:
 		return Table(w, r)
-	case "tsv":
+	case FormatTSV:
 		return TSV(w, r)
-	case "csv":
+	case FormatCSV:
 		section := r.Section
 		if section == "" {
 			section = "windows"
 		}
 		return CSV(w, r, section)
 	}
-	return CheckFormat(format)
+	return CheckFormat(string(format))
 }
 
 // markdownEscape keeps log-derived text from turning into Markdown or HTML.

@@ -108,9 +108,9 @@ func (o *budgetOptions) models() []budget.Model {
 }
 
 func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) error {
-	o.format = outputFormat(o.format, terminal(e.stdout))
-	if o.format != "table" && o.format != "tsv" && o.format != "json" {
-		return usagef("--format %q: want table, tsv or json", o.format)
+	format, err := report.ParseFormat(report.OutputFormat(o.format, "", terminal(e.stdout)), report.FormatTable, report.FormatTSV, report.FormatJSON)
+	if err != nil {
+		return usagef("--format: %v", err)
 	}
 	models := o.models()
 	if !o.compare {
@@ -164,11 +164,11 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 	for _, m := range models {
 		results = append(results, budget.Replay(attempts, m, width))
 	}
-	return e.writeBudget(o.format, results)
+	return e.writeBudget(format, results)
 }
 
-func (e *env) writeBudget(format string, rs []budget.Result) error {
-	if format == "json" {
+func (e *env) writeBudget(format report.Format, rs []budget.Result) error {
+	if format == report.FormatJSON {
 		type win struct {
 			Start         string `json:"start"`
 			FirstAttempts int    `json:"first_attempts"`
@@ -203,7 +203,7 @@ func (e *env) writeBudget(format string, rs []budget.Result) error {
 	}
 	// TSV carries plain numbers and RFC 3339 times, the table what report's shows: 1.52x,
 	// "-" where there is no first attempt to divide by.
-	tsv := format == "tsv"
+	tsv := format == report.FormatTSV
 	amp := func(p *float64) string {
 		switch {
 		case tsv && p == nil:

@@ -64,9 +64,9 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	if o.failOn != "P1" && o.failOn != "P2" {
 		return usagef("--fail-on %q: want P1 or P2", o.failOn)
 	}
-	o.format = outputFormat(o.format, terminal(e.stdout))
-	if o.format != "table" && o.format != "tsv" && o.format != "json" {
-		return usagef("--format %q: want table, tsv or json", o.format)
+	format, err := report.ParseFormat(report.OutputFormat(o.format, "", terminal(e.stdout)), report.FormatTable, report.FormatTSV, report.FormatJSON)
+	if err != nil {
+		return usagef("--format: %v", err)
 	}
 	rules, err := loadRules(o.rules)
 	if err != nil {
@@ -94,7 +94,7 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 			failing++
 		}
 	}
-	if o.format == "json" {
+	if format == report.FormatJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(struct {
@@ -102,7 +102,7 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 			Failing int    `json:"failing"`
 			Alerts  any    `json:"alerts"`
 		}{o.failOn, failing, report.AlertsJSON(alerts)})
-	} else if o.format == "tsv" {
+	} else if format == report.FormatTSV {
 		err = report.AlertsTSV(e.stdout, alerts)
 	} else {
 		err = report.Alerts(e.stdout, alerts, loc)

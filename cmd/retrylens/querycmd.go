@@ -56,11 +56,10 @@ match (see 'retrylens verify').`,
 }
 
 func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
-	o.format = outputFormat(o.format, terminal(e.stdout))
-	switch o.format {
-	case "table", "tsv", "csv", "json":
-	default:
-		return usagef("--format %q: want table, tsv, csv or json", o.format)
+	format, err := report.ParseFormat(report.OutputFormat(o.format, "", terminal(e.stdout)),
+		report.FormatTable, report.FormatTSV, report.FormatCSV, report.FormatJSON)
+	if err != nil {
+		return usagef("--format: %v", err)
 	}
 	path := e.dbPath(o.db)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -111,15 +110,15 @@ func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
-	switch o.format {
-	case "json":
+	switch format {
+	case report.FormatJSON:
 		if objs == nil {
 			objs = []map[string]any{}
 		}
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(objs)
-	case "csv":
+	case report.FormatCSV:
 		w := csv.NewWriter(e.stdout)
 		w.Write(cols)
 		for _, r := range out {
@@ -130,7 +129,7 @@ func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
 		}
 		w.Flush()
 		return w.Error()
-	case "tsv":
+	case report.FormatTSV:
 		var b strings.Builder
 		b.WriteString(strings.Join(cols, "\t") + "\n")
 		for _, r := range out {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,25 +128,22 @@ func loadRules(path string) ([]query.Rule, error) {
 
 func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) error {
 	toTerminal := o.output == "" && terminal(e.stdout)
-	if o.format == "" && o.output != "" {
-		o.format = formatOfFile(o.output)
-	}
-	o.format = outputFormat(o.format, toTerminal || o.output != "")
-	if err := report.CheckFormat(o.format); err != nil {
+	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, toTerminal))
+	if err != nil {
 		return usagef("--format: %v", err)
 	}
 	if err := report.CheckSection(o.section); err != nil {
 		return usagef("--section: %v", err)
 	}
 	// A flag that changes nothing in the chosen format is a mistake to say, not to ignore.
-	if c.Flags().Changed("section") && o.format != "csv" {
-		return usagef("--section chooses the table --format csv writes; the %s format writes them all", o.format)
+	if c.Flags().Changed("section") && format != report.FormatCSV {
+		return usagef("--section chooses the table --format csv writes; the %s format writes them all", format)
 	}
-	if o.wide && o.format != "table" {
-		return usagef("--wide applies to the table format; %s leaves no column out", o.format)
+	if o.wide && format != report.FormatTable {
+		return usagef("--wide applies to the table format; %s leaves no column out", format)
 	}
-	if c.Flags().Changed("top") && o.format != "table" && o.format != "markdown" && o.format != "html" {
-		return usagef("--top applies to the table, markdown and html formats; %s carries every endpoint", o.format)
+	if c.Flags().Changed("top") && format != report.FormatTable && format != report.FormatMarkdown && format != report.FormatHTML {
+		return usagef("--top applies to the table, markdown and html formats; %s carries every endpoint", format)
 	}
 	if o.maxAtt < 1 {
 		return usagef("--max-attempts must be at least 1")
@@ -189,7 +185,7 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	if o.top == 0 {
 		r.Top = -1 // all
 	}
-	if o.format == "table" && !o.wide {
+	if format == report.FormatTable && !o.wide {
 		r.Columns = e.columns(toTerminal)
 	}
 	if r.From, r.To, err = set.Span(ctx); err != nil {
@@ -236,14 +232,14 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 		}
 		r.Incidents = append(r.Incidents, in)
 	}
-	if o.format == "html" {
+	if format == report.FormatHTML {
 		if err := charts(ctx, set, &r, offset); err != nil {
 			return err
 		}
 	}
 	query.MarkFuelling(r.Windows, width, r.Alerts)
 	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
-	return e.writeOutput(o.output, func(w io.Writer) error { return report.Write(w, o.format, &r) })
+	return e.writeOutput(o.output, func(w io.Writer) error { return report.Write(w, format, &r) })
 }
 
 // charts computes what only the html page draws: the timeline in buckets fine enough for
@@ -298,36 +294,6 @@ func (e *env) columns(toTerminal bool) int {
 	}
 	n, _ := strconv.Atoi(e.getenv("COLUMNS"))
 	return max(n, 0)
-}
-
-// formatOfFile is the report format an output file's extension names ("" for none known,
-// which is then a table).
-func formatOfFile(path string) string {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".html", ".htm":
-		return "html"
-	case ".json":
-		return "json"
-	case ".csv":
-		return "csv"
-	case ".md", ".markdown":
-		return "markdown"
-	case ".tsv":
-		return "tsv"
-	}
-	return ""
-}
-
-// outputFormat is the format asked for, or by default a table on a terminal and
-// tab-separated values in a pipe.
-func outputFormat(given string, toTerminal bool) string {
-	switch {
-	case given != "":
-		return given
-	case toTerminal:
-		return "table"
-	}
-	return "tsv"
 }
 
 // openOrLoad opens the database, or loads FILEs into a temporary one.
