@@ -130,6 +130,22 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// browser starts headless Chromium with a window of w×h pixels and returns a tab's
+// context, which gives up after 60 s; cancel closes it all.
+func browser(t *testing.T, w, h int) (context.Context, context.CancelFunc) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.WindowSize(w, h),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, cancelB := chromedp.NewContext(actx)
+	return bctx, func() { cancelB(); cancelA(); cancel() }
+}
+
 // openInBrowser opens a file in headless Chromium and returns the counts of what the page
 // rendered, every console message and exception, a full-page screenshot and the page
 // printed to PDF.
@@ -142,17 +158,7 @@ type pageFacts struct {
 
 func openInBrowser(t *testing.T, path string) (pageFacts, []string, []byte, []byte) {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)),
-		chromedp.NoSandbox, // CI runs as root
-		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900),
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
+	bctx, cancelB := browser(t, 1280, 900)
 	defer cancelB()
 	var mu sync.Mutex // the listener runs on chromedp's goroutine
 	var problems []string
@@ -344,14 +350,8 @@ func TestHTMLShortRun(t *testing.T) {
 // scroll sideways.
 func checkShortRunPage(t *testing.T, page string, points int) {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(1400, 900))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	bctx, cancel := browser(t, 1400, 900)
 	defer cancel()
-	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
 	type facts struct {
 		Points, Overlaps, ScrollWidth, ViewWidth int
 		Labels                                   []string
