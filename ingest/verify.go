@@ -41,7 +41,7 @@ type BadLoad struct {
 	FirstLine, LastLine int64 // the lines the registry says it covers
 	Registered          int64 // rows it registered
 	Rows                int64 // rows present under its id
-	Lines               int64 // distinct line numbers among them
+	Lines               int64 // distinct line numbers among them (counted by a full Check, else taken as Rows)
 	Outside             bool  // some row's line is outside [FirstLine, LastLine]
 	SumDiffers          bool  // its rows' line numbers do not add up to the sum it registered
 	RejectsRegistered   int64
