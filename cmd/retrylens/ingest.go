@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -145,13 +144,6 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 		return err
 	}
 	defer db.Close()
-	// Keep DuckDB's buffers small: a load needs little cache (measured: 10M lines peak at
-	// 313 MiB with 128 MB, 555 MiB with 256 MB, at the same speed).
-	// Rows are loaded in parallel, in no particular physical order (every query orders
-	// what it needs): measured, a chunk loads in half the time.
-	if _, err := db.ExecContext(ctx, "SET memory_limit = '128MB'; SET preserve_insertion_order = false"); err != nil {
-		return err
-	}
 	if o.chunkMiB < 1 {
 		return usagef("--chunk-mib must be at least 1")
 	}
@@ -170,20 +162,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 			)}
 		}
 	}
-	// Fewer garbage collections while loading: the parser allocates a 256 KiB block per
-	// 256 KiB read but keeps few alive, so the default collects every few MB, taking CPU
-	// from DuckDB's threads. Measured on 1M lines, six runs each, interleaved with the
-	// build before: load 3.41-5.10 s, median 4.37 s, against 3.93-5.21 s, median 4.54 s;
-	// peak 276-292 MiB against 239-249 MiB (GOGC=400 against 100 through the environment,
-	// two runs each: 3.93-4.23 s against 4.74-4.93 s). The soft limit keeps the Go heap
-	// bounded if lines are huge. After the load the heap goes back to the OS, before the
-	// cache build gives DuckDB its memory: 10M lines peaked at 422 MiB without that, 347
-	// MiB with it (351 MiB before the GC change).
-	gc, limit := debug.SetGCPercent(400), debug.SetMemoryLimit(256<<20)
-	res, loadErr := ingest.Load(ctx, db, files, opts)
-	debug.SetGCPercent(gc)
-	debug.SetMemoryLimit(limit)
-	debug.FreeOSMemory()
+	res, loadErr := ingest.LoadTuned(ctx, db, files, opts)
 	if !res.Repaired.OK() {
 		// Said even with --quiet: rows were deleted.
 		fmt.Fprintf(e.stderr, "retrylens: repaired the database before loading: %s (%d rows deleted; see 'retrylens verify')\n",
@@ -222,12 +201,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	if !o.quiet && terminal(e.stderr) && res.Totals().Rows > 0 {
 		fmt.Fprintln(e.stderr, "Updating the report cache…")
 	}
-	how, err := func() (string, error) {
-		if _, err := db.ExecContext(ctx, "SET memory_limit = '"+refreshMemory+"'"); err != nil {
-			return "", err
-		}
-		return query.Refresh(ctx, db)
-	}()
+	how, err := query.RefreshAfterLoad(ctx, db)
 	switch {
 	case err != nil && (ingest.Damaged(err) || ctx.Err() != nil):
 		return errors.Join(loadErr, err)
@@ -253,13 +227,6 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 // ingestStep is called at each step of a chunk's transaction; crash tests set it to kill
 // a load exactly there. Nil in the product.
 var ingestStep func(ingest.Step)
-
-// refreshMemory is DuckDB's memory limit while ingest brings the report cache up to date.
-// Measured on 10M lines (1.26M rows of retried requests), whole ingests, with the load's
-// heap handed back to the OS before the build: 128 MB built it in 18.0-22.6 s, peak 347
-// MiB; 192 MB in 13.7 s, peak 358 MiB; 256 MB in 14.8 s, peak 413 MiB. Adding 20,000
-// lines afterwards at 192 MB: update 3.9 s, peak 286 MiB.
-const refreshMemory = "192MB"
 
 // exitRejects is ingest's exit code when the rejected share passed --max-reject-ratio.
 const exitRejects = 4

@@ -89,7 +89,7 @@ func (e *env) runVerify(c *cobra.Command, o *verifyOptions) error {
 		}
 		fmt.Fprintf(e.stdout, "repaired: %s (%d rows deleted)\n", damage.Summary(), n)
 	}
-	if _, err := db.ExecContext(ctx, "SET memory_limit = '"+refreshMemory+"'"); err != nil {
+	if err := query.SetCacheMemory(ctx, db); err != nil {
 		return err
 	}
 	state, diffs, err := query.CheckCache(ctx, db)
