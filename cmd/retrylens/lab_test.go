@@ -131,7 +131,8 @@ func TestLab(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the lab takes about a minute")
 	}
-	t.Parallel() // mostly waiting on paced clients: it overlaps the CPU-bound crash tests
+	// Not parallel: beside the CPU-bound crash tests, HAProxy's log lost its last line
+	// now and then (131 of 132), failing the exact comparison.
 	for _, sc := range lab.Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
 			for _, fr := range fronts {
