@@ -135,9 +135,15 @@ func removeSpools(spool string) {
 	if spool == "" {
 		return
 	}
-	old, _ := filepath.Glob(spool + "*")
-	for _, f := range old {
-		os.Remove(f)
+	dir, prefix := filepath.Split(spool)
+	if dir == "" {
+		dir = "."
+	}
+	entries, _ := os.ReadDir(dir) // not a glob: the database's name may hold * or [
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
 	}
 }
 

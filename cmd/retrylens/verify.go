@@ -43,7 +43,12 @@ file (ingest that file again to load those lines, once) and rebuilds the cache.
 Exit codes: 0 the database is sound (or was repaired), 1 error, 5 damage found.`,
 		Example: `  retrylens verify
   retrylens verify --db incident.duckdb --repair`,
-		Args: cobra.NoArgs,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("verify takes no FILE: it checks the database (--db)")
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, _ []string) error { return e.runVerify(c, &o) },
 	}
 	c.Flags().StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")

@@ -33,6 +33,9 @@ func TestVerify(t *testing.T) {
 		return out
 	}
 	verify(0, "registry: 1 loads, 123 rows, each line once: ok", "report cache: matches the rows")
+	if _, _, code := retrylens(t, nil, "verify", "--db", db, log); code != exitUsage {
+		t.Errorf("verify FILE: exit %d, want %d", code, exitUsage)
+	}
 
 	execSQL(t, db,
 		"INSERT INTO requests SELECT * FROM requests WHERE line % 2 = 0",                                       // doubles 61 lines of load 1
