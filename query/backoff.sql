@@ -5,7 +5,7 @@
 -- the good policy's delay with jitter.
 WITH g AS (
     SELECT attempt, (epoch_us(started) - epoch_us(prev_end)) / 1000.0 AS gap_ms
-    FROM {{.Table}}_multi
+    FROM {{.Table}}_attempts
     WHERE attempt >= 1 AND prev_end IS NOT NULL
 ),
 m AS (

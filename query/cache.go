@@ -7,31 +7,23 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 )
 
-// The cache: what a whole-database report with the default linking needs that costs a
-// pass over every row, stored in the database by Refresh (ingest runs it after each
-// load). A report that selects every row with the default --max-gap and no
-// --infer-attempts reads it instead of linking the rows again:
-//
-//	cache_chain  the heuristic links (prepare_chain over every row)
-//	cache_multi  the rows of the logical requests with retries (prepare_multi)
-//	cache_cube   the rows counted by minute, status, attempt and how they were linked:
-//	             the summary and the windows add these up
-//	cache_gcube  the rows counted by method, route, host, upstream, status, attempt and
-//	             how they were linked: the --by groupings add these up
-//	cache_cube_l the logical metrics of the requests in cache_multi, counted by their
-//	             first attempt's minute and columns (what logical.sql groups them by)
-//	cache_cube_m the strong first attempts in cache_multi, counted by minute and columns
-//	cache_state  what the cache was built from (see cacheVersion)
+// The cache: the count tables (contract.go) of every row with the default linking,
+// stored in the database by Refresh (ingest runs it after each load), with the heuristic
+// links they were counted from (cache_chain, which the update reads) and cache_state,
+// what they were built from (see cacheVersion). A report that selects every row with the
+// default --max-gap and no --infer-attempts reads them instead of running stage one.
 //
 // A report with --endpoint, --max-gap or --infer-attempts, or with a --since/--until that
-// leaves some row out, links the rows it selects, as before: linking depends on which rows
-// are in. The cache is only read while cache_state matches the database, so a load that
-// did not refresh it (an older retrylens, a crash in between) costs speed, never
-// correctness; the next ingest, even one with nothing new to load, rebuilds it.
+// leaves some row out, links the rows it selects and builds its own tables: linking
+// depends on which rows are in. The cache is only read while cache_state matches the
+// database, so a load that did not refresh it (an older retrylens, a crash in between)
+// costs speed, never correctness; the next ingest, even one with nothing new to load,
+// rebuilds it.
 const cacheName = "cache"
 
 // execer is what prepare runs statements on: a connection or a transaction.
@@ -45,18 +37,15 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// sqlDigest changes with the SQL that builds the cache (prepare.sql, and logical.sql's
-// logical_counts), so that a cache written by another version of retrylens is not read.
+// sqlDigest changes with the SQL that builds the cache (prepare.sql), so that a cache
+// written by another version of retrylens is not read.
 var sqlDigest = func() string {
-	h := sha256.New()
-	for _, name := range []string{"prepare.sql", "logical.sql"} {
-		b, err := fs.ReadFile(sqlFiles, name)
-		if err != nil {
-			panic(err)
-		}
-		h.Write(b)
+	b, err := fs.ReadFile(sqlFiles, "prepare.sql")
+	if err != nil {
+		panic(err)
 	}
-	return hex.EncodeToString(h.Sum(nil)[:8])
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
 }()
 
 // cacheVersion names the database's content: the loads in the registry, the rows, and
@@ -190,16 +179,31 @@ var cacheLiterals = prepareLiterals{
 
 // rebuild builds every table of the cache from every row.
 func rebuild(ctx context.Context, tx *sql.Tx) error {
-	for _, t := range cacheTables {
-		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+cacheName+"_"+t); err != nil {
-			return err
-		}
+	var drops []string
+	for _, t := range append(cachedTables(), legacyTables...) {
+		drops = append(drops, "DROP TABLE IF EXISTS "+cacheName+"_"+t)
+	}
+	if err := execAll(ctx, tx, drops...); err != nil {
+		return err
 	}
 	// The tables are stored; the views and the route parameter are temporary.
-	if err := prepare(ctx, tx, cacheName, "TABLE", cacheLiterals, nil, buildSteps); err != nil {
+	steps := slices.Concat(linkSteps, buildSteps(func(CountTable) bool { return true }))
+	if err := prepare(ctx, tx, cacheName, "TABLE", cacheLiterals, nil, steps); err != nil {
 		return err
 	}
 	return execAll(ctx, tx, "DROP VIEW "+cacheName, "DROP VIEW "+cacheName+"_rows", "DROP TABLE "+cacheName+"_p")
+}
+
+// legacyTables are what older versions stored before the count tables had their names.
+var legacyTables = []string{"multi", "cube", "gcube", "cube_l", "cube_m"}
+
+// cachedTables are the stored tables after cacheName: the chain, then the count tables.
+func cachedTables() []string {
+	names := []string{"chain"}
+	for _, t := range CountTables {
+		names = append(names, t.Name)
+	}
+	return names
 }
 
 // strongKey and heuristicKey are the hashes update finds a row's logical request by: its
@@ -213,9 +217,10 @@ const (
 // update brings the cache up to date with the rows of the loads after watermark. Linking
 // them can change only the logical requests they belong to: the keys they carry, and the
 // heuristic's client-method-URI groups of those without a key. Those requests' rows, old
-// and new, are linked again and replace theirs in cache_chain and cache_multi (a hash
-// collision only brings more whole requests in); the row counts of the new rows are added
-// to the cubes; the logical cubes are counted again from cache_multi.
+// and new, are linked again (cache_t) and replace theirs in cache_chain and
+// cache_attempts (a hash collision only brings more whole requests in); the tables that
+// count rows add the new rows' counts (cache_n); those that count requests take out what
+// the touched requests counted for before (cache_o) and add what they count for now.
 func update(ctx context.Context, tx *sql.Tx, watermark int64) error {
 	after := fmt.Sprintf("r.file_id > %d", watermark)
 	err := execAll(ctx, tx,
@@ -247,78 +252,82 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) error {
 	if err != nil {
 		return err
 	}
+	perRequest := func(t CountTable) bool { return t.PerRequest }
 	touched := cacheLiterals
 	touched.From = "cache_src"
-	if err := prepare(ctx, tx, "cache_t", "TEMP TABLE", touched, nil,
-		[]string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi", "prepare_lcube", "prepare_mcube"}); err != nil {
+	if err := prepare(ctx, tx, "cache_t", "TEMP TABLE", touched, nil, slices.Concat(linkSteps, buildSteps(perRequest))); err != nil {
 		return err
 	}
-	// What those requests counted for before: their rows in cache_multi.
-	touchedMulti := "(strong AND hash(lkey) IN (SELECT h FROM cache_k))" +
+	// What those requests counted for before: their rows in cache_attempts.
+	touchedAttempts := "(strong AND hash(lkey) IN (SELECT h FROM cache_k))" +
 		" OR (NOT strong AND split_part(lkey, ':', 2) IN (SELECT CAST(h AS VARCHAR) FROM cache_h))" // heuristic lkey: 'h:' || hash || ':' || chain
-	if err := execAll(ctx, tx, "CREATE TEMP VIEW cache_o_multi AS SELECT * FROM "+cacheName+"_multi WHERE "+touchedMulti); err != nil {
+	if err := execAll(ctx, tx, "CREATE TEMP VIEW cache_o_attempts AS SELECT * FROM "+cacheName+"_attempts WHERE "+touchedAttempts); err != nil {
 		return err
 	}
-	if err := prepare(ctx, tx, "cache_o", "TEMP TABLE", cacheLiterals, nil, []string{"prepare_lcube", "prepare_mcube"}); err != nil {
+	if err := prepare(ctx, tx, "cache_o", "TEMP TABLE", cacheLiterals, nil,
+		buildSteps(func(t CountTable) bool { return t.PerRequest && t.Keys != nil })); err != nil {
 		return err
 	}
-	// The new rows alone, for the row counts (they do not depend on linking).
+	// The new rows alone, for the tables that count rows (they do not depend on linking).
 	fresh := cacheLiterals
 	fresh.Where = after
 	if err := prepare(ctx, tx, "cache_n", "TEMP TABLE", fresh, nil,
-		[]string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_cube", "prepare_gcube"}); err != nil {
+		slices.Concat(linkSteps, buildSteps(func(t CountTable) bool { return !t.PerRequest }))); err != nil {
 		return err
 	}
-	// merge adds up a cube and what changes it: sign +1 tables added, -1 taken out. A row
-	// whose counts all come to zero (a request that moved) is dropped.
-	merge := func(cube, cols, sums string, parts map[string]int) []string {
-		var from []string
-		for t, sign := range parts {
-			sel := "SELECT " + cols
-			for _, c := range strings.Split(sums, ", ") {
-				sel += fmt.Sprintf(", %d * %s AS %s", sign, c, c)
-			}
-			from = append(from, sel+" FROM "+t)
-		}
-		var agg, nonzero []string
-		for _, c := range strings.Split(sums, ", ") {
-			agg = append(agg, "sum("+c+")::BIGINT AS "+c)
-			nonzero = append(nonzero, "coalesce(sum("+c+"), 0) <> 0")
-		}
-		return []string{
-			"CREATE TEMP TABLE cache_merged AS SELECT " + cols + ", " + strings.Join(agg, ", ") +
-				" FROM (" + strings.Join(from, " UNION ALL ") + ") GROUP BY ALL HAVING " + strings.Join(nonzero, " OR "),
-			"DELETE FROM " + cacheName + "_" + cube,
-			"INSERT INTO " + cacheName + "_" + cube + " BY NAME SELECT * FROM cache_merged",
-			"DROP TABLE cache_merged",
-		}
-	}
-	const rowCols = "ts, status, attempt, inferred, strong, linked_by"
-	const groupCols = "method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by"
-	const logicalCols = "ts, method, route, host, upstream_addr, status, attempt"
 	qs := []string{
 		"DELETE FROM " + cacheName + "_chain r WHERE " + heuristicKey + " IN (SELECT h FROM cache_h)",
 		"INSERT INTO " + cacheName + "_chain BY NAME SELECT * FROM cache_t_chain",
-		"DELETE FROM " + cacheName + "_multi WHERE " + touchedMulti,
-		"INSERT INTO " + cacheName + "_multi BY NAME SELECT * FROM cache_t_multi",
 	}
-	qs = append(qs, merge("cube", rowCols, "n, proxied, tries", map[string]int{cacheName + "_cube": 1, "cache_n_cube": 1})...)
-	qs = append(qs, merge("gcube", groupCols, "n, proxied, tries", map[string]int{cacheName + "_gcube": 1, "cache_n_gcube": 1})...)
-	qs = append(qs, merge("cube_l", logicalCols, "recovered, exhausted, logical, final_ok",
-		map[string]int{cacheName + "_cube_l": 1, "cache_o_cube_l": -1, "cache_t_cube_l": 1})...)
-	qs = append(qs, merge("cube_m", logicalCols, "firsts, firsts_ok",
-		map[string]int{cacheName + "_cube_m": 1, "cache_o_cube_m": -1, "cache_t_cube_m": 1})...)
+	for _, t := range CountTables {
+		switch {
+		case t.Keys == nil: // rows: the touched requests' replaced
+			qs = append(qs,
+				"DELETE FROM "+cacheName+"_"+t.Name+" WHERE "+touchedAttempts,
+				"INSERT INTO "+cacheName+"_"+t.Name+" BY NAME SELECT * FROM cache_t_"+t.Name)
+		case t.PerRequest:
+			qs = append(qs, merge(t, map[string]int{cacheName: 1, "cache_o": -1, "cache_t": 1})...)
+		default:
+			qs = append(qs, merge(t, map[string]int{cacheName: 1, "cache_n": 1})...)
+		}
+	}
 	if err := execAll(ctx, tx, qs...); err != nil {
 		return err
 	}
-	drops := []string{"DROP VIEW cache_o_multi"}
-	for _, t := range []string{"cache_t", "cache_n", "cache_o"} {
-		for _, o := range []string{"_cube_m", "_cube_l", "_gcube", "_cube", "_multi", "_chain", "_p"} {
-			drops = append(drops, "DROP TABLE IF EXISTS "+t+o)
+	drops := []string{"DROP VIEW cache_o_attempts"}
+	for _, prefix := range []string{"cache_t", "cache_n", "cache_o"} {
+		for _, t := range append(cachedTables(), "p") {
+			drops = append(drops, "DROP TABLE IF EXISTS "+prefix+"_"+t)
 		}
-		drops = append(drops, "DROP VIEW IF EXISTS "+t, "DROP VIEW IF EXISTS "+t+"_rows")
+		drops = append(drops, "DROP VIEW IF EXISTS "+prefix, "DROP VIEW IF EXISTS "+prefix+"_rows")
 	}
 	return execAll(ctx, tx, append(drops, "DROP TABLE cache_src", "DROP TABLE cache_k", "DROP TABLE cache_h")...)
+}
+
+// merge returns the statements that replace the cache's table t by the sum of the same
+// table under each prefix of parts, times its sign (+1 added, -1 taken out). A row whose
+// counts all come to zero (a request that moved) is dropped.
+func merge(t CountTable, parts map[string]int) []string {
+	var from, agg, nonzero []string
+	for prefix, sign := range parts {
+		sel := "SELECT " + strings.Join(t.Keys, ", ")
+		for _, c := range t.Sums {
+			sel += fmt.Sprintf(", %d * %s AS %s", sign, c, c)
+		}
+		from = append(from, sel+" FROM "+prefix+"_"+t.Name)
+	}
+	for _, c := range t.Sums {
+		agg = append(agg, "sum("+c+")::BIGINT AS "+c)
+		nonzero = append(nonzero, "coalesce(sum("+c+"), 0) <> 0")
+	}
+	stored := cacheName + "_" + t.Name
+	return []string{
+		"CREATE TEMP TABLE cache_merged AS SELECT " + strings.Join(t.Keys, ", ") + ", " + strings.Join(agg, ", ") +
+			" FROM (" + strings.Join(from, " UNION ALL ") + ") GROUP BY ALL HAVING " + strings.Join(nonzero, " OR "),
+		"DELETE FROM " + stored,
+		"INSERT INTO " + stored + " BY NAME SELECT * FROM cache_merged",
+		"DROP TABLE cache_merged",
+	}
 }
 
 // execAll runs statements in order, stopping at the first error.
@@ -337,13 +346,6 @@ const (
 	CacheStale   = "stale"   // the rows changed since it was built: reports link the rows until the next ingest
 	CacheMatches = "matches" // every stored table equals the same table built again from the rows
 	CacheDiffers = "differs" // a stored table that reports would read differs from the rows
-)
-
-// cacheTables are the stored tables of the cache, as rebuild names them after cacheName,
-// and buildSteps the statements of prepare.sql that build them from every row.
-var (
-	cacheTables = []string{"chain", "multi", "cube", "gcube", "cube_l", "cube_m"}
-	buildSteps  = []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi", "prepare_cube", "prepare_gcube", "prepare_lcube", "prepare_mcube"}
 )
 
 // CheckCache builds the cache's tables again from the rows, in temporary tables, and
@@ -372,10 +374,10 @@ func CheckCache(ctx context.Context, db *sql.DB) (state string, problems []strin
 	}
 	defer tx.Rollback() // the temporary tables go with it
 	const again = "verify"
-	if err := prepare(ctx, tx, again, "TEMP TABLE", cacheLiterals, nil, buildSteps); err != nil {
+	if err := prepare(ctx, tx, again, "TEMP TABLE", cacheLiterals, nil, slices.Concat(linkSteps, buildSteps(func(CountTable) bool { return true }))); err != nil {
 		return "", nil, fmt.Errorf("build the cache again: %w", err)
 	}
-	for _, t := range cacheTables {
+	for _, t := range cachedTables() {
 		stored, built := cacheName+"_"+t, again+"_"+t
 		var extra, missing int64
 		err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (SELECT * FROM `+stored+` EXCEPT ALL SELECT * FROM `+built+`)),

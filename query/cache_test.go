@@ -74,8 +74,9 @@ func readAll(t *testing.T, set *query.Set) everything {
 	return e
 }
 
-// The cache (query.Refresh) must change nothing but speed: a whole-database report reads
-// the same figures from it as from linking the rows again, over the sample logs and a
+// The cache (query.Refresh) must change nothing but speed: its tables equal the count
+// tables built from every row, and a whole-database report reads the same figures from it
+// as from linking the rows again, over the sample logs and a
 // generated one loaded as separate files; a load after it makes it stale, and a stale
 // cache is not read.
 func TestCacheSameFigures(t *testing.T) {
@@ -150,6 +151,10 @@ func TestCacheSameFigures(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 			t.Errorf("cache changed figures (-linked again +cache):\n%s", diff)
+		}
+		// The stored tables themselves equal the ones built from every row.
+		if state, problems, err := query.CheckCache(ctx, db); wantCached && (err != nil || state != query.CacheMatches) {
+			t.Errorf("stored tables: %s %v %v", state, problems, err)
 		}
 	}
 	refresh(query.CacheRebuilt)

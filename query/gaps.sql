@@ -4,7 +4,7 @@
 -- one the gaps from the last edge on.
 WITH g AS (
     SELECT attempt, (epoch_us(started) - epoch_us(prev_end)) / 1000.0 AS gap_ms
-    FROM {{.Table}}_multi
+    FROM {{.Table}}_attempts
     WHERE attempt >= 1 AND prev_end IS NOT NULL
 )
 SELECT attempt, len(list_filter($1::DOUBLE[], lambda e: e <= gap_ms)) AS bucket, count(*)

@@ -3,7 +3,7 @@
 WITH r AS (
     SELECT lkey, coalesce(idempotency_key, invocation_id, request_id, coalesce(method, '-') || ' ' || coalesce(uri, '-')) AS example,
            route, ts, attempt - row_number() OVER (PARTITION BY lkey ORDER BY attempt, ts) AS grp
-    FROM {{.Table}}_multi
+    FROM {{.Table}}_attempts
     WHERE status = 429
 ),
 runs AS (

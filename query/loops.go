@@ -30,7 +30,7 @@ type LoopOffender struct {
 // Loops returns the 429 loop figures of the Set.
 func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 	var l Loops429
-	q, err := s.statement("loops.sql", "", s.cube)
+	q, err := s.statement("loops.sql", "", "time", minuteGrain)
 	if err != nil {
 		return l, err
 	}
@@ -40,7 +40,7 @@ func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 		return l, fmt.Errorf("loops.sql: %w", err)
 	}
 	l.Retry429Share = ptr(share)
-	err = s.query(ctx, "loop_offenders.sql", "", []any{3}, func(rows *sql.Rows) error {
+	err = s.query(ctx, "loop_offenders.sql", []any{3}, func(rows *sql.Rows) error {
 		var o LoopOffender
 		if err := rows.Scan(&o.Request, &o.Route, &o.Start, &o.Length); err != nil {
 			return err
@@ -67,7 +67,7 @@ const DefaultMaxAttempts = 3
 // logical request (attempt numbers from maxAttempts on are over it).
 func (s *Set) Findings(ctx context.Context, maxAttempts int) ([]Finding, error) {
 	var fs []Finding
-	err := s.query(ctx, "findings.sql", "", []any{maxAttempts}, func(rows *sql.Rows) error {
+	err := s.query(ctx, "findings.sql", []any{maxAttempts}, func(rows *sql.Rows) error {
 		var f Finding
 		var ex []any
 		if err := rows.Scan(&f.Kind, &f.Count, &f.Attempts, &ex); err != nil {
@@ -115,7 +115,7 @@ type Backoff struct {
 func (s *Set) Backoff(ctx context.Context, base time.Duration, maxRetries int) ([]Backoff, error) {
 	baseMS := float64(base) / float64(time.Millisecond)
 	var out []Backoff
-	err := s.query(ctx, "backoff.sql", "", []any{baseMS}, func(rows *sql.Rows) error {
+	err := s.query(ctx, "backoff.sql", []any{baseMS}, func(rows *sql.Rows) error {
 		var b Backoff
 		var within int64
 		if err := rows.Scan(&b.Attempt, &b.Count, &b.P10, &b.P50, &b.P90, &b.NearMedian, &within); err != nil {
@@ -147,7 +147,7 @@ type GapHistogram struct {
 // Gaps returns the gap histogram per attempt number, lowest first.
 func (s *Set) Gaps(ctx context.Context) ([]GapHistogram, error) {
 	var out []GapHistogram
-	err := s.query(ctx, "gaps.sql", "", []any{GapEdges}, func(rows *sql.Rows) error {
+	err := s.query(ctx, "gaps.sql", []any{GapEdges}, func(rows *sql.Rows) error {
 		var attempt, bucket int
 		var n int64
 		if err := rows.Scan(&attempt, &bucket, &n); err != nil {
@@ -171,7 +171,7 @@ type AttemptCount struct {
 // AttemptCounts returns the logical requests per number of attempts, fewest first.
 func (s *Set) AttemptCounts(ctx context.Context) ([]AttemptCount, error) {
 	var out []AttemptCount
-	err := s.query(ctx, "attempt_counts.sql", "", nil, func(rows *sql.Rows) error {
+	err := s.query(ctx, "attempt_counts.sql", nil, func(rows *sql.Rows) error {
 		var c AttemptCount
 		if err := rows.Scan(&c.Attempts, &c.Requests); err != nil {
 			return err

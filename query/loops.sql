@@ -2,7 +2,7 @@
 -- more consecutive attempts answered 429; consecutive 429s share attempt − rank.
 WITH r AS (
     SELECT lkey, attempt - row_number() OVER (PARTITION BY lkey ORDER BY attempt, ts) AS grp
-    FROM {{.Table}}_multi
+    FROM {{.Table}}_attempts
     WHERE status = 429
 ),
 runs AS (
@@ -14,11 +14,6 @@ SELECT
     count(*) FILTER (attempt >= 1 AND prev_retry_secs IS NOT NULL
                      AND started < prev_end + to_microseconds(CAST(prev_retry_secs * 1000000 AS BIGINT))) AS premature_retries,
     count(*) FILTER (attempt >= 1 AND prev_status = 429 AND prev_retry_after IS NULL)                  AS blind_retries,
-{{- if .Cube}}
     (SELECT coalesce(sum(n) FILTER (attempt >= 1 AND status = 429), 0)::DOUBLE / nullif(sum(n) FILTER (attempt IS NOT NULL AND status = 429), 0)
-     FROM {{.Cube}}) AS retry_429_share
-{{- else}}
-    (SELECT count(*) FILTER (attempt >= 1 AND status = 429)::DOUBLE / nullif(count(*) FILTER (attempt IS NOT NULL AND status = 429), 0)
-     FROM {{.Table}}) AS retry_429_share
-{{- end}}
-FROM {{.Table}}_multi
+     FROM {{.Table}}_time) AS retry_429_share
+FROM {{.Table}}_attempts

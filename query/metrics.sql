@@ -1,18 +1,13 @@
--- The row metrics of docs/metrics.md, defined once for any grouping. {{.Key}} is a grouping
--- expression over a row, chosen by the program (never by the user); {{.Table}} is the
--- prepared table (prepare.sql), {{.Cube}} a cube of the cache (query/cache.go) when it stands in for it. Tagged rows only, except requests and untagged.
+-- The row metrics of docs/metrics.md, defined once for any grouping, from a row count
+-- table (prepare.sql): {{.Counts}} is the time table or the groups table, {{.Key}} a
+-- grouping expression over its columns, chosen by the program (never by the user).
+-- Tagged rows only, except requests and untagged.
 WITH g AS (
-    -- One cheap pass over the rows: counts per group, attempt class (NULL, 0, 1, 2 for
-    -- two and more), status and flags; the metrics below read these few thousand rows.
-    -- With a cube (query/cache.go), the same from the rows counted by minute.
+    -- counts per group, attempt class (NULL, 0, 1, 2 for two and more), status and flags:
+    -- the metrics below read these few thousand rows
     SELECT {{.Key}} AS k, CASE WHEN attempt >= 2 THEN 2 ELSE attempt END AS attempt, status, inferred, strong,
-{{- if .Cube}}
            sum(n) AS n, sum(proxied) AS proxied, sum(tries) AS tries
-    FROM {{.Cube}}
-{{- else}}
-           count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries) AS tries
-    FROM {{.Table}}
-{{- end}}
+    FROM {{.Counts}}
     GROUP BY ALL
 ), c AS (
     SELECT

@@ -1,23 +1,30 @@
 {{/*
-The statements that prepare a report's rows, run in this order on the Set's connection.
-Objects are named after {{.Table}}, chosen by the program.
+Stage one of a report (docs/internals.md, "The count tables"): the statements that turn the
+rows of a range into the count tables every figure is computed from. They run in this
+order on the Set's connection; objects are named after {{.Table}}, chosen by the program.
+The stored cache (query/cache.go) is the same tables built over every row.
 
-  _p      the route and method to keep (NULL for all): the parameters a user types as text
-  _rows   view: the rows of the range, with their strong key (skey) and start time.
-          {{.Since}}, {{.Until}}, {{.MaxGap}} and {{.Infer}} are SQL literals the program
-          formats from parsed values (a time, a number, a boolean), so that DuckDB can
-          skip row groups outside the range; {{.Where}}, when set, is a condition the
-          cache's update writes (query/cache.go), never text a user typed, and {{.From}}
-          a table of requests' rows it made to read instead of requests
-  _chain  table (a temporary one, or a stored one for the cache: {{.Kind}}): rows linked by the heuristic (tagged, no strong key) and, with infer,
-          untagged rows with inferred attempt numbers
-  (main)  view: every row of the range with its attempt number (logged or inferred),
-          logical-request key (lkey) and what linked it; the row metrics read this
-  _cube, _gcube, _cube_l, _cube_m  the cache's counts (see query/cache.go)
-  _multi  table: the rows of every logical request that has a retry (or was linked by
-          the heuristic), with what the previous attempt got: the logical metrics, 429
-          loops and findings read this. Most requests have one attempt and no row here,
-          which is what keeps a report over 10M rows fast.
+  _p        the route and method to keep (NULL for all): the parameters a user types as text
+  _rows     view: the rows of the range, with their strong key (skey) and start time.
+            {{.Since}}, {{.Until}}, {{.MaxGap}} and {{.Infer}} are SQL literals the program
+            formats from parsed values (a time, a number, a boolean), so that DuckDB can
+            skip row groups outside the range; {{.Where}}, when set, is a condition the
+            cache's update writes, never text a user typed, and {{.From}} a table of
+            requests' rows it made to read instead of requests
+  _chain    rows linked by the heuristic (tagged, no strong key) and, with infer, untagged
+            rows with inferred attempt numbers
+  (main)    view: every row of the range with its attempt number (logged or inferred),
+            logical-request key (lkey) and what linked it
+
+The count tables (the contract; their Go types are in query/contract.go):
+
+  _time     rows counted per time bucket ({{.Grain}} s; {{.Suffix}} names a grain other than 60 s)
+  _groups   rows counted by the columns of the --by groupings
+  _attempts the rows of every logical request that has a retry (or was linked by the
+            heuristic), with what the previous and first attempts got. Most requests have
+            one attempt and no row here, which is what keeps a report over 10M rows fast.
+  _logical  the logical requests of _attempts counted by their first attempt's bucket and columns
+  _firsts   the strong first attempts of _attempts, by their own bucket and columns
 
 Linking (docs/metrics.md): Idempotency-Key, then amz-sdk-invocation-id, then
 X-Request-Id, taken as unique per business request; rows with none of them link by
@@ -117,77 +124,79 @@ UNION ALL BY NAME
 SELECT * FROM {{.Table}}_chain
 {{end}}
 
-{{- /* What the cubes count of their rows; update (query/cache.go) adds these columns up. */}}
+{{- /* What the row count tables count of their rows; the cache's update adds these up. */}}
 {{define "row_counts"}}count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries)::BIGINT AS tries{{end}}
 
-{{define "prepare_cube"}}
--- The rows counted by minute, for the summary and the windows: time and the columns the
--- row metrics read, not the groupings' (100K routes would make it as large as the rows).
-CREATE {{.Kind}} {{.Table}}_cube AS
-SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
+{{define "prepare_time"}}
+-- The time table: the rows counted per {{.Grain}} s bucket, by the columns the row metrics read
+-- (not the groupings': 100K routes would make it as large as the rows).
+CREATE {{.Kind}} {{.Table}}_time{{.Suffix}} AS
+SELECT time_bucket(to_seconds({{.Grain}}), ts, TIMESTAMP '1970-01-01') AS ts,
        status, attempt, inferred, strong, linked_by,
        {{template "row_counts"}}
 FROM {{.Table}}
 GROUP BY ALL
 {{end}}
 
-{{define "prepare_gcube"}}
--- The rows counted by the columns of every --by grouping, without time.
-CREATE {{.Kind}} {{.Table}}_gcube AS
+{{define "prepare_groups"}}
+-- The groups table: the rows counted by the columns of every --by grouping, without time.
+CREATE {{.Kind}} {{.Table}}_groups AS
 SELECT method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by,
        {{template "row_counts"}}
 FROM {{.Table}}
 GROUP BY ALL
 {{end}}
 
-{{define "prepare_lcube"}}
--- The logical metrics of logical.sql per request of _multi, counted by its first
--- attempt's minute and columns (what logical.sql groups a request by), and the strong
--- first attempts of _multi by their own.
-CREATE {{.Kind}} {{.Table}}_cube_l AS
+{{define "prepare_logical"}}
+-- The logical table: the logical requests of _attempts, counted by their first attempt's
+-- time bucket and columns (a logical request belongs where its first attempt is).
+CREATE {{.Kind}} {{.Table}}_logical{{.Suffix}} AS
 WITH l AS (
-    -- first and final attempt ordered as logical.sql orders them; the first is kept as its
-    -- place in the logs and joined back (keeping its columns per request ran out of memory
-    -- at 128 MB on 833K requests)
+    -- first and final attempt in attempt_order; the first is kept as its place in the logs
+    -- and joined back (keeping its columns per request ran out of memory at 128 MB on 833K
+    -- requests)
     SELECT lkey,
         min({{template "attempt_order"}})               AS first,
         arg_max(status, {{template "attempt_order"}})   AS final_status,
-        max(attempt)                                                         AS last_n,
-        coalesce(bool_or(status BETWEEN 200 AND 299), false)                 AS any_ok
-    FROM {{.Table}}_multi
+        max(attempt)                                    AS last_n,
+        coalesce(bool_or(status BETWEEN 200 AND 299), false) AS any_ok
+    FROM {{.Table}}_attempts
     GROUP BY lkey
 ),
 f AS (
-    SELECT time_bucket(to_seconds(60), m.ts, TIMESTAMP '1970-01-01') AS ts, m.method, m.route, m.host,
+    SELECT time_bucket(to_seconds({{.Grain}}), m.ts, TIMESTAMP '1970-01-01') AS ts, m.method, m.route, m.host,
         m.upstream_addr, m.status, m.attempt, m.status AS first_status, m.attempt AS first_n,
         l.final_status, l.last_n, l.any_ok
-    FROM l JOIN {{.Table}}_multi m ON m.file_id = l.first.f AND m.line = l.first.l
+    FROM l JOIN {{.Table}}_attempts m ON m.file_id = l.first.f AND m.line = l.first.l
 )
-SELECT ts, method, route, host, upstream_addr, status, attempt, {{template "logical_counts"}}
+SELECT ts, method, route, host, upstream_addr, status, attempt,
+    count(*) FILTER (first_n = 0 AND NOT coalesce(first_status BETWEEN 200 AND 299, false) AND any_ok) AS recovered,
+    count(*) FILTER (last_n >= 1 AND NOT any_ok)                                                      AS exhausted,
+    count(*)                                                                                          AS logical,
+    count(*) FILTER (final_status BETWEEN 200 AND 299)                                                AS final_ok
 FROM f
 GROUP BY ALL
 {{end}}
 
-{{define "prepare_mcube"}}
-CREATE {{.Kind}} {{.Table}}_cube_m AS
-SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
+{{define "prepare_firsts"}}
+-- The firsts table: the strong-keyed first attempts of _attempts, counted by their own time
+-- bucket and columns. The time table counts every strong first attempt; the difference is
+-- the logical requests that never retried (one attempt each).
+CREATE {{.Kind}} {{.Table}}_firsts{{.Suffix}} AS
+SELECT time_bucket(to_seconds({{.Grain}}), ts, TIMESTAMP '1970-01-01') AS ts,
     method, route, host, upstream_addr, status, attempt,
     count(*) AS firsts, count(*) FILTER (status BETWEEN 200 AND 299) AS firsts_ok
-FROM {{.Table}}_multi
+FROM {{.Table}}_attempts
 WHERE attempt = 0 AND strong
 GROUP BY ALL
 {{end}}
 
-{{define "cached_chain"}}
-CREATE TEMP VIEW {{.Table}}_chain AS SELECT * FROM {{.Cache}}_chain
-{{end}}
+{{- /* The order of a logical request's attempts: by attempt number, then time and place in
+the logs (a request can log the same attempt number twice). */}}
+{{define "attempt_order"}}{'a': attempt, 't': ts, 'f': file_id, 'l': line}{{end}}
 
-{{define "cached_multi"}}
-CREATE TEMP VIEW {{.Table}}_multi AS SELECT * FROM {{.Cache}}_multi
-{{end}}
-
-{{define "prepare_multi"}}
-CREATE {{.Kind}} {{.Table}}_multi AS
+{{define "prepare_attempts"}}
+CREATE {{.Kind}} {{.Table}}_attempts AS
 WITH retried AS (
     -- by hash: a collision only brings a single-attempt request in, which the logical
     -- metrics count the same either way (see logical.sql)

@@ -1,11 +1,11 @@
 // Package query computes retrylens's metrics from the database with SQL. It is, with
 // ingest, the only code that talks to DuckDB; the SQL lives in the .sql files beside it.
 //
-// A report opens a Set: one connection holding a temporary table of the range's rows with
-// their logical-request keys (prepare.sql). Every figure is then a query over that table,
-// so linking is computed once per report. A Set of every row with the default linking
-// reads instead what ingest stored once for all reports (cache.go): linking then costs
-// nothing, and the row metrics add up stored counts.
+// A report is computed in two stages. Stage one (prepare.sql) links the rows of the range
+// into logical requests and counts them into the count tables of contract.go, once per
+// report; stage two computes every figure from those tables alone. A Set of every row
+// with the default linking reads the same tables as ingest stored them once for all
+// reports (cache.go): stage one then costs nothing.
 package query
 
 import (
@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -53,21 +54,30 @@ func (o Options) defaultLinking() bool {
 // DefaultMaxGap is the default --max-gap (docs/metrics.md).
 const DefaultMaxGap = 60 * time.Second
 
-// Set is the rows of one report, prepared once. Close it.
+// Set is the rows of one report and their count tables (stage one, prepare.sql), built
+// once; every figure is a query over those tables (stage two). Close it.
 type Set struct {
 	conn   *sql.Conn
 	table  string
-	cached bool   // linking read from the stored cache (see Refresh): _chain and _multi are views
-	cube   string // the stored minute cube the row metrics add up; "" to read the rows
-	gcube  string // the stored cube by grouping columns, for Groups; "" to read the rows
+	cached bool // the count tables are views of the stored cache (see Refresh)
+	lit    prepareLiterals
 
-	minuteCounts []bucket // see minutes
-	rules        []Rule   // for verdicts
+	buckets map[int][]bucket // the time table's counts, per grain in seconds (see buckets)
+	rules   []Rule           // for verdicts
 }
 
 var setID atomic.Int64
 
-// Open prepares the rows selected by o on a connection of its own.
+// linkSteps are the statements of prepare.sql that select and link a Set's rows; the
+// count tables (CountTables) follow.
+var linkSteps = []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all"}
+
+// minuteGrain is the time tables' grain in seconds, the stored cache's.
+const minuteGrain = 60
+
+// Open prepares the rows selected by o and their count tables on a connection of its own.
+// A Set of every row with the default linking reads the stored cache's tables (see
+// Refresh) when it matches the database.
 func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if o.MaxGap <= 0 {
 		o.MaxGap = DefaultMaxGap
@@ -76,7 +86,7 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{conn: conn, table: fmt.Sprintf("report_rows_%d", setID.Add(1)), rules: o.Rules}
+	s := &Set{conn: conn, table: fmt.Sprintf("report_rows_%d", setID.Add(1)), rules: o.Rules, buckets: map[int][]bucket{}}
 	if s.rules == nil {
 		s.rules = DefaultRules()
 	}
@@ -87,7 +97,7 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if o.Method != "" {
 		method = o.Method
 	}
-	lit := prepareLiterals{
+	s.lit = prepareLiterals{
 		Since:     timeLiteral(o.Since, "TIMESTAMP '0001-01-01'"),
 		Until:     timeLiteral(o.Until, "TIMESTAMP '9999-12-31'"),
 		MaxGap:    strconv.FormatFloat(o.MaxGap.Seconds(), 'f', -1, 64),
@@ -95,47 +105,74 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		HasRoute:  o.Route != "",
 		HasMethod: o.Method != "",
 	}
-	steps := []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi"}
 	if o.defaultLinking() && !o.NoCache {
 		all, err := o.whole(), error(nil)
 		if !all { // --since/--until around every row select them all too
 			all, err = coversAll(ctx, conn, o.Since, o.Until)
 		}
-		fresh := false
 		if err == nil && all {
-			fresh, err = cacheFresh(ctx, conn)
+			s.cached, err = cacheFresh(ctx, conn)
 		}
 		if err != nil {
 			conn.Close()
 			return nil, err
 		}
-		if fresh {
-			s.cached, s.cube, s.gcube = true, cacheName+"_cube", cacheName+"_gcube"
-			steps = []string{"prepare_params", "prepare_rows", "cached_chain", "prepare_all", "cached_multi"}
-		}
 	}
-	if err := prepare(ctx, conn, s.table, "TEMP TABLE", lit, []any{route, method}, steps); err != nil {
+	if err := s.build(ctx, route, method); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
+// build runs stage one: it links the rows, then builds the count tables, or, when the
+// Set reads the cache, names the cache's tables as its own.
+func (s *Set) build(ctx context.Context, route, method any) error {
+	if !s.cached {
+		steps := slices.Concat(linkSteps, buildSteps(func(CountTable) bool { return true }))
+		return prepare(ctx, s.conn, s.table, "TEMP TABLE", s.lit, []any{route, method}, steps)
+	}
+	var views []string
+	for _, name := range cachedTables() {
+		views = append(views, fmt.Sprintf("CREATE TEMP VIEW %s_%s AS SELECT * FROM %s_%s", s.table, name, cacheName, name))
+	}
+	if err := execAll(ctx, s.conn, views[0]); err != nil { // the chain, which prepare_all reads
+		return err
+	}
+	if err := prepare(ctx, s.conn, s.table, "TEMP TABLE", s.lit, []any{route, method}, []string{"prepare_params", "prepare_rows", "prepare_all"}); err != nil {
+		return err
+	}
+	return execAll(ctx, s.conn, views[1:]...)
+}
+
+// grainSuffix names the time-keyed tables of a grain: none for a minute.
+func grainSuffix(grain int) string {
+	if grain == minuteGrain {
+		return ""
+	}
+	return fmt.Sprintf("_%ds", grain)
+}
+
 // prepare runs the named statements of prepare.sql for table, creating its tables as kind
-// ("TEMP TABLE" for a Set, "TABLE" for the cache).
+// ("TEMP TABLE" for a Set, "TABLE" for the cache), with time buckets of a minute.
 func prepare(ctx context.Context, conn execer, table, kind string, lit prepareLiterals, params []any, steps []string) error {
+	return prepareGrain(ctx, conn, table, kind, lit, params, steps, minuteGrain)
+}
+
+func prepareGrain(ctx context.Context, conn execer, table, kind string, lit prepareLiterals, params []any, steps []string, grain int) error {
 	if params == nil {
 		params = []any{nil, nil} // every route and method
 	}
-	for i, name := range steps {
+	for _, name := range steps {
 		var q bytes.Buffer
 		err := sqlTmpl.ExecuteTemplate(&q, name, struct {
-			Table, Kind, Cache string
+			Table, Kind, Suffix string
+			Grain               int
 			prepareLiterals
-		}{table, kind, cacheName, lit})
+		}{table, kind, grainSuffix(grain), grain, lit})
 		if err == nil {
 			var args []any
-			if i == 0 {
+			if name == "prepare_params" {
 				args = params
 			}
 			_, err = conn.ExecContext(ctx, q.String(), args...)
@@ -154,31 +191,43 @@ func (s *Set) Cached() bool { return s.cached }
 // Close drops the Set's tables and views and releases its connection.
 func (s *Set) Close() error {
 	ctx := context.Background()
-	var first error
-	drops := []string{"TABLE IF EXISTS %s_multi", "VIEW IF EXISTS %s", "TABLE IF EXISTS %s_chain", "VIEW IF EXISTS %s_rows", "TABLE IF EXISTS %s_p"}
-	if s.cached {
-		drops[0], drops[2] = "VIEW IF EXISTS %s_multi", "VIEW IF EXISTS %s_chain"
-	}
-	for _, drop := range drops {
-		if _, err := s.conn.ExecContext(ctx, "DROP "+fmt.Sprintf(drop, s.table)); err != nil && first == nil {
-			first = err
+	var drops []string
+	rows, err := s.conn.QueryContext(ctx, `SELECT 'VIEW ' || view_name FROM duckdb_views() WHERE temporary AND (view_name = $1 OR starts_with(view_name, $1 || '_'))
+		UNION ALL SELECT 'TABLE ' || table_name FROM duckdb_tables() WHERE temporary AND starts_with(table_name, $1 || '_')`, s.table)
+	if err == nil {
+		for rows.Next() {
+			var d string
+			if err = rows.Scan(&d); err != nil {
+				break
+			}
+			drops = append(drops, "DROP "+d)
 		}
+		if err == nil {
+			err = rows.Err()
+		}
+		rows.Close()
 	}
-	if err := s.conn.Close(); first == nil {
-		first = err
+	if err == nil {
+		err = execAll(ctx, s.conn, drops...)
 	}
-	return first
+	if cerr := s.conn.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
-// statement renders a query: key is a grouping expression, cube the cache's cube to read
-// the row metrics from ("" for the rows; see cache.go).
-func (s *Set) statement(name, key, cube string) (string, error) {
+// statement renders a stage-two query: key is a grouping expression over the columns of
+// the count tables it reads, table the row count table (time or groups) and grain the
+// time tables' grain.
+func (s *Set) statement(name, key, table string, grain int) (string, error) {
 	var q bytes.Buffer
-	lcube := "" // the logical cubes: by minute and grouping columns both
-	if cube != "" {
-		lcube = cacheName + "_cube"
+	suffix := grainSuffix(grain)
+	if table == "groups" {
+		suffix = "" // the logical tables grouped by columns, whatever their grain
 	}
-	if err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table, Cube, LCube string }{key, s.table, cube, lcube}); err != nil {
+	err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table, Counts, Logical, Firsts string }{
+		key, s.table, s.table + "_" + table + suffix, s.table + "_logical" + suffix, s.table + "_firsts" + suffix})
+	if err != nil {
 		return "", err
 	}
 	return q.String(), nil
@@ -255,93 +304,100 @@ var Groupings = map[string]string{
 	"host":    "coalesce(host, upstream_addr, '-')",
 }
 
-// Summary returns the metrics over the whole Set: the sum of its minutes (see minutes),
-// rows without a time included.
+// Summary returns the metrics over the whole Set: the sum of its time table (see
+// buckets), rows without a time included.
 func (s *Set) Summary(ctx context.Context) (Metrics, error) {
-	ms, err := s.minutes(ctx)
+	bs, err := s.bucketsOf(ctx, minuteGrain)
 	if err != nil {
 		return Metrics{}, err
 	}
 	var c counts
-	for _, b := range ms {
+	for _, b := range bs {
 		c.add(b.c)
 	}
 	return c.metrics(s.rules), nil
 }
 
-// bucket is the counts of one minute; valid is false for the rows without a time.
+// bucket is the counts of one time bucket; valid is false for the rows without a time.
 type bucket struct {
 	start time.Time
 	valid bool
 	c     counts
 }
 
-// minutes returns the counts per minute, computed once per Set: the summary and every
-// window a whole number of minutes wide add them up instead of reading the rows again.
-func (s *Set) minutes(ctx context.Context) ([]bucket, error) {
-	if s.minuteCounts != nil {
-		return s.minuteCounts, nil
+// bucketsOf returns the counts per time bucket of grain seconds, computed once per Set
+// and grain: the summary and every window add them up. A grain finer than a minute
+// builds the time-keyed count tables again at that grain, from the Set's linked rows.
+func (s *Set) bucketsOf(ctx context.Context, grain int) ([]bucket, error) {
+	if bs, ok := s.buckets[grain]; ok {
+		return bs, nil
 	}
-	out := []bucket{}
-	err := s.grouped(ctx, "time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01')", s.cube, func(k any, c counts) {
+	if grain != minuteGrain {
+		steps := buildSteps(func(t CountTable) bool { return t.Timed })
+		if err := prepareGrain(ctx, s.conn, s.table, "TEMP TABLE", s.lit, nil, steps, grain); err != nil {
+			return nil, err
+		}
+	}
+	bs := []bucket{}
+	err := s.grouped(ctx, "ts", "time", grain, func(k any, c counts) {
 		t := k.(*sql.NullTime)
-		out = append(out, bucket{start: t.Time.UTC(), valid: t.Valid, c: c})
+		bs = append(bs, bucket{start: t.Time.UTC(), valid: t.Valid, c: c})
 	}, func() any { return new(sql.NullTime) })
 	if err != nil {
 		return nil, err
 	}
-	s.minuteCounts = out
-	return out, nil
+	s.buckets[grain] = bs
+	return bs, nil
 }
 
 // Windows returns the metrics per time bucket of the given width, for the buckets that
 // have rows, oldest first. Buckets start on whole multiples of the width since the epoch,
 // shifted by offset (a time zone's offset from UTC, so that days start at local
-// midnight). A logical request belongs to the window of its first attempt. Widths and
-// offsets of whole minutes add up the Set's minutes; others read the rows.
+// midnight). A logical request belongs to the window of its first attempt. Windows add up
+// the time table's buckets: a minute's, or for widths and offsets that are not whole
+// minutes, the largest grain that divides them and a minute (docs/internals.md).
 func (s *Set) Windows(ctx context.Context, width, offset time.Duration) ([]Window, error) {
-	if width < time.Second || width%time.Second != 0 {
-		return nil, fmt.Errorf("window %v: want a whole number of seconds", width)
+	if width < time.Second || width%time.Second != 0 || offset%time.Second != 0 {
+		return nil, fmt.Errorf("window %v at offset %v: want whole numbers of seconds", width, offset)
 	}
-	if width%time.Minute == 0 && offset%time.Minute == 0 {
-		ms, err := s.minutes(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var ws []Window
-		var cs []counts
-		w, off := int64(width/time.Second), int64(offset/time.Second)
-		for _, b := range ms {
-			if !b.valid {
-				continue // rows without a time belong to no window
-			}
-			u := b.start.Unix() + off
-			start := time.Unix(u-((u%w)+w)%w-off, 0).UTC()
-			if n := len(ws); n == 0 || !ws[n-1].Start.Equal(start) {
-				ws = append(ws, Window{Start: start})
-				cs = append(cs, counts{})
-			}
-			cs[len(cs)-1].add(b.c)
-		}
-		for i := range ws {
-			ws[i].Metrics = cs[i].metrics(s.rules)
-		}
-		return ws, nil
+	w, off := int64(width/time.Second), int64(offset/time.Second)
+	grain := int(gcd(gcd(minuteGrain, w), off))
+	bs, err := s.bucketsOf(ctx, grain)
+	if err != nil {
+		return nil, err
 	}
-	return s.windowsSQL(ctx, width, offset)
+	var ws []Window
+	var cs []counts
+	for _, b := range bs {
+		if !b.valid {
+			continue // rows without a time belong to no window
+		}
+		u := b.start.Unix() + off
+		start := time.Unix(u-((u%w)+w)%w-off, 0).UTC()
+		if n := len(ws); n == 0 || !ws[n-1].Start.Equal(start) {
+			ws = append(ws, Window{Start: start})
+			cs = append(cs, counts{})
+		}
+		cs[len(cs)-1].add(b.c)
+	}
+	for i := range ws {
+		ws[i].Metrics = cs[i].metrics(s.rules)
+	}
+	return ws, nil
 }
 
-// windowsSQL computes Windows from the rows.
-func (s *Set) windowsSQL(ctx context.Context, width, offset time.Duration) ([]Window, error) {
-	key := fmt.Sprintf("time_bucket(to_seconds(%d), ts, TIMESTAMP '1970-01-01' - to_seconds(%d))", int64(width/time.Second), int64(offset/time.Second))
-	var ws []Window
-	err := s.grouped(ctx, key, "", func(k any, c counts) { // the cube is in minutes: the rows
-		t := k.(*sql.NullTime)
-		if t.Valid { // rows without a time belong to no window
-			ws = append(ws, Window{Start: t.Time.UTC(), Metrics: c.metrics(s.rules)})
-		}
-	}, func() any { return new(sql.NullTime) })
-	return ws, err
+// gcd is the greatest common divisor of |a| and |b|.
+func gcd(a, b int64) int64 {
+	if a < 0 {
+		a = -a
+	}
+	if b < 0 {
+		b = -b
+	}
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // GroupingKey returns the row expression for a grouping: one name of Groupings, or
@@ -367,24 +423,24 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 		return nil, err
 	}
 	var gs []Group
-	err = s.grouped(ctx, key, s.gcube, func(k any, c counts) {
+	err = s.grouped(ctx, key, "groups", minuteGrain, func(k any, c counts) {
 		gs = append(gs, Group{Key: k.(*sql.NullString).String, Metrics: c.metrics(s.rules)})
 	}, func() any { return new(sql.NullString) })
 	sortGroups(gs)
 	return gs, err
 }
 
-// grouped runs the row and logical metrics grouped by key and adds them up by group (a
-// NULL key can come back twice from logical.sql's full join: added, not replaced). The
-// metrics add up the cache's cubes when cube names one.
-func (s *Set) grouped(ctx context.Context, key, cube string, each func(k any, c counts), newKey func() any) error {
+// grouped runs the row and logical metrics grouped by key over the count tables (table:
+// "time" at grain, or "groups") and adds them up by group (a NULL key can come back twice
+// from logical.sql's full join: added, not replaced).
+func (s *Set) grouped(ctx context.Context, key, table string, grain int, each func(k any, c counts), newKey func() any) error {
 	type entry struct {
 		k any
 		c counts
 	}
 	var order []string
 	byKey := map[string]*entry{}
-	err := s.queryOn(ctx, "metrics.sql", key, cube, nil, func(rows *sql.Rows) error {
+	err := s.queryOn(ctx, "metrics.sql", key, table, grain, nil, func(rows *sql.Rows) error {
 		e := &entry{k: newKey()}
 		if err := scanCounts(rows, e.k, &e.c); err != nil {
 			return err
@@ -401,7 +457,7 @@ func (s *Set) grouped(ctx context.Context, key, cube string, each func(k any, c 
 	if err != nil {
 		return err
 	}
-	err = s.queryOn(ctx, "logical.sql", key, cube, nil, func(rows *sql.Rows) error {
+	err = s.queryOn(ctx, "logical.sql", key, table, grain, nil, func(rows *sql.Rows) error {
 		k := newKey()
 		var c counts
 		if err := rows.Scan(k, &c.recovered, &c.exhausted, &c.logical, &c.finalOK, &c.multiFirsts, &c.multiFirstsOK); err != nil {
@@ -462,7 +518,7 @@ func (l Linking) Strong() int64 { return l.IdempotencyKey + l.InvocationID + l.R
 // Linking returns how the Set's logical requests were linked.
 func (s *Set) Linking(ctx context.Context) (Linking, error) {
 	var l Linking
-	q, err := s.statement("linking.sql", "", s.cube)
+	q, err := s.statement("linking.sql", "", "time", minuteGrain)
 	if err != nil {
 		return l, err
 	}
@@ -493,12 +549,13 @@ func (s *Set) Linking(ctx context.Context) (Linking, error) {
 	return l, rows.Err()
 }
 
-func (s *Set) query(ctx context.Context, name, key string, args []any, each func(*sql.Rows) error) error {
-	return s.queryOn(ctx, name, key, s.cube, args, each)
+// query runs a stage-two statement that reads the Set's tables by name.
+func (s *Set) query(ctx context.Context, name string, args []any, each func(*sql.Rows) error) error {
+	return s.queryOn(ctx, name, "", "time", minuteGrain, args, each)
 }
 
-func (s *Set) queryOn(ctx context.Context, name, key, cube string, args []any, each func(*sql.Rows) error) error {
-	q, err := s.statement(name, key, cube)
+func (s *Set) queryOn(ctx context.Context, name, key, table string, grain int, args []any, each func(*sql.Rows) error) error {
+	q, err := s.statement(name, key, table, grain)
 	if err != nil {
 		return err
 	}

@@ -66,10 +66,10 @@ func TestVerify(t *testing.T) {
 	}
 
 	// A stored cache table that no longer says what the rows say.
-	execSQL(t, db, "UPDATE cache_cube SET n = n + 1 WHERE status = 200")
-	out := verify(exitDamaged, "report cache: cache_cube: ")
-	if strings.Contains(out, "cache_multi") {
-		t.Errorf("only cache_cube was changed:\n%s", out)
+	execSQL(t, db, "UPDATE cache_time SET n = n + 1 WHERE status = 200")
+	out := verify(exitDamaged, "report cache: cache_time: ")
+	if strings.Contains(out, "cache_attempts") {
+		t.Errorf("only cache_time was changed:\n%s", out)
 	}
 	if out, stderr, code := retrylens(t, nil, "verify", "--repair", "--db", db); code != 0 || !strings.Contains(out, "repaired: report cache rebuilt from the rows") {
 		t.Errorf("verify --repair: exit %d\n%s%s", code, out, stderr)

@@ -1,0 +1,173 @@
+package query
+
+import (
+	"reflect"
+	"strings"
+	"time"
+)
+
+// The count tables: the contract between a report's two stages (docs/internals.md).
+// Stage one, per engine, turns the rows of a range into these tables (prepare.sql for
+// DuckDB, as temporary tables for a range and as the stored cache for the whole
+// database); stage two (metrics.sql, logical.sql, linking.sql, loops.sql, findings.sql,
+// backoff.sql, gaps.sql, attempt_counts.sql, loop_offenders.sql, and Go over their
+// counts) computes every figure from them and from nothing else.
+//
+// Each type below is one row of one table: its fields, in order, are the table's columns
+// (the `col` tag names the column; "sum" marks a count that adds up across rows with the
+// same keys, which is how windows, groups and the cache's update combine them). Types are
+// plain SQL types any engine has: integers, floats, text, booleans, timestamps (UTC).
+// TestContract checks that what prepare.sql builds has exactly these columns.
+
+// TimeCount is a row of the time table: the rows of one time bucket (a minute in the
+// stored cache; see Set.Windows for finer buckets) with one status, attempt number and
+// way of linking. The summary, the windows, the alerts' minutes and incidents read it.
+type TimeCount struct {
+	Start    time.Time `col:"ts"`        // the bucket's start; NULL for rows without a time
+	Status   *int16    `col:"status"`    // NULL when the line had none
+	Attempt  *int32    `col:"attempt"`   // logged or inferred; NULL when untagged
+	Inferred bool      `col:"inferred"`  // the attempt number was inferred (--infer-attempts)
+	Strong   bool      `col:"strong"`    // linked by a key the client sent
+	LinkedBy *string   `col:"linked_by"` // idempotency_key, invocation_id, request_id, heuristic, inferred
+	N        int64     `col:"n,sum"`     // rows
+	Proxied  int64     `col:"proxied,sum"`
+	Tries    int64     `col:"tries,sum"` // the gateway's own upstream tries of the proxied rows
+}
+
+// GroupCount is a row of the groups table: the rows with one value of every --by
+// grouping's columns, without time.
+type GroupCount struct {
+	Method       *string `col:"method"`
+	Route        *string `col:"route"`
+	Host         *string `col:"host"`
+	UpstreamAddr *string `col:"upstream_addr"`
+	Status       *int16  `col:"status"`
+	Attempt      *int32  `col:"attempt"`
+	Inferred     bool    `col:"inferred"`
+	Strong       bool    `col:"strong"`
+	LinkedBy     *string `col:"linked_by"`
+	N            int64   `col:"n,sum"`
+	Proxied      int64   `col:"proxied,sum"`
+	Tries        int64   `col:"tries,sum"`
+}
+
+// LogicalCount is a row of the logical table: the logical requests of the attempts table
+// whose first attempt fell in one time bucket with one value of the grouping columns.
+type LogicalCount struct {
+	Start        time.Time `col:"ts"`
+	Method       *string   `col:"method"`
+	Route        *string   `col:"route"`
+	Host         *string   `col:"host"`
+	UpstreamAddr *string   `col:"upstream_addr"`
+	Status       *int16    `col:"status"`        // the first attempt's
+	Attempt      *int32    `col:"attempt"`       // the first attempt's number (0 unless it was not logged)
+	Recovered    int64     `col:"recovered,sum"` // first attempt not 2xx, a later one 2xx
+	Exhausted    int64     `col:"exhausted,sum"` // retried, never 2xx
+	Logical      int64     `col:"logical,sum"`
+	FinalOK      int64     `col:"final_ok,sum"` // final attempt 2xx
+}
+
+// FirstCount is a row of the firsts table: the strong-keyed first attempts (attempt 0)
+// of requests in the attempts table, by their own bucket and columns. The time table's
+// strong first attempts less these are the requests that never retried.
+type FirstCount struct {
+	Start        time.Time `col:"ts"`
+	Method       *string   `col:"method"`
+	Route        *string   `col:"route"`
+	Host         *string   `col:"host"`
+	UpstreamAddr *string   `col:"upstream_addr"`
+	Status       *int16    `col:"status"`
+	Attempt      *int32    `col:"attempt"`
+	Firsts       int64     `col:"firsts,sum"`
+	FirstsOK     int64     `col:"firsts_ok,sum"`
+}
+
+// AttemptRow is a row of the attempts table: one attempt of a logical request that has
+// a retry (or was linked by the heuristic or inference), with what the previous attempt
+// and the first got. Loops, findings, the backoff profile and the gap histograms read it.
+type AttemptRow struct {
+	FileID              int32     `col:"file_id"` // with line: where the attempt was logged
+	Line                int64     `col:"line"`
+	End                 time.Time `col:"ts"` // when the gateway finished it
+	Started             time.Time `col:"started"`
+	Method              *string   `col:"method"`
+	URI                 *string   `col:"uri"`
+	Route               *string   `col:"route"`
+	Host                *string   `col:"host"`
+	UpstreamAddr        *string   `col:"upstream_addr"`
+	Status              *int16    `col:"status"`
+	UpstreamStatus      *string   `col:"upstream_status"`
+	IdempotencyKey      *string   `col:"idempotency_key"`
+	InvocationID        *string   `col:"invocation_id"`
+	RequestID           *string   `col:"request_id"`
+	RetryAfter          *string   `col:"retry_after"`
+	Attempt             int32     `col:"attempt"`
+	Inferred            bool      `col:"inferred"`
+	Strong              bool      `col:"strong"`
+	Key                 string    `col:"lkey"` // the logical request
+	LinkedBy            string    `col:"linked_by"`
+	PrevStatus          *int16    `col:"prev_status"` // the previous attempt's, by attempt number
+	PrevEnd             *time.Time `col:"prev_end"`
+	PrevRetryAfter      *string   `col:"prev_retry_after"`
+	PrevRetrySecs       *float64  `col:"prev_retry_secs"` // its Retry-After in seconds
+	FirstStatus         *int16    `col:"first_status"`
+	FirstUpstreamStatus *string   `col:"first_upstream_status"`
+	FirstN              int32     `col:"first_n"` // the first attempt's number
+	Example             string    `col:"example"` // how findings name the request
+}
+
+// CountTable describes one table of the contract.
+type CountTable struct {
+	Name  string   // after the prefix: a Set's tables are <set>_<name>, the cache's cache_<name>
+	Build string   // the prepare.sql statement that builds it
+	Timed bool     // keyed by a time bucket: built again at a finer grain for sub-minute windows
+	// PerRequest tables count logical requests (from the attempts table): a new row can
+	// change what an older request counts for. The others count rows, each on its own.
+	PerRequest bool
+	Keys  []string // the columns its rows are unique by (all but Sums); none for attempts
+	Sums  []string // the counts that add up
+	Cols  []string // every column, in order
+
+	goTypes []reflect.Type // each column's Go type, for TestContract
+}
+
+// CountTables are the contract's tables, in the order stage one builds them.
+var CountTables = []CountTable{
+	tableOf[AttemptRow]("attempts", "prepare_attempts", false, true),
+	tableOf[TimeCount]("time", "prepare_time", true, false),
+	tableOf[GroupCount]("groups", "prepare_groups", false, false),
+	tableOf[LogicalCount]("logical", "prepare_logical", true, true),
+	tableOf[FirstCount]("firsts", "prepare_firsts", true, true),
+}
+
+// buildSteps are the statements that build the count tables that pass keep.
+func buildSteps(keep func(CountTable) bool) []string {
+	var steps []string
+	for _, t := range CountTables {
+		if keep(t) {
+			steps = append(steps, t.Build)
+		}
+	}
+	return steps
+}
+
+func tableOf[T any](name, build string, timed, perRequest bool) CountTable {
+	t := CountTable{Name: name, Build: build, Timed: timed, PerRequest: perRequest}
+	rt := reflect.TypeFor[T]()
+	additive := false
+	for i := range rt.NumField() {
+		col, role, _ := strings.Cut(rt.Field(i).Tag.Get("col"), ",")
+		t.Cols = append(t.Cols, col)
+		t.goTypes = append(t.goTypes, rt.Field(i).Type)
+		if role == "sum" {
+			additive = true
+			t.Sums = append(t.Sums, col)
+		} else {
+			t.Keys = append(t.Keys, col)
+		}
+	}
+	if !additive {
+		t.Keys = nil // rows, not counts
+	}
+	return t
+}

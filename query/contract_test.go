@@ -1,0 +1,207 @@
+package query
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrylens/retrylens/lab"
+
+	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/parse"
+)
+
+// sqlKind is the kind of value a column of DuckDB's type holds, as the contract names
+// them; goKind is the same for a field of a contract type.
+func sqlKind(typ string) string {
+	switch typ {
+	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UBIGINT":
+		return "integer"
+	case "DOUBLE", "FLOAT":
+		return "float"
+	case "VARCHAR":
+		return "text"
+	case "BOOLEAN":
+		return "boolean"
+	case "TIMESTAMP":
+		return "timestamp"
+	}
+	return typ
+}
+
+func goKind(t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == reflect.TypeFor[time.Time]():
+		return "timestamp"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		return "integer"
+	case t.Kind() == reflect.Float64:
+		return "float"
+	case t.Kind() == reflect.String:
+		return "text"
+	case t.Kind() == reflect.Bool:
+		return "boolean"
+	}
+	return t.String()
+}
+
+// loadSamples loads the incident and quiet hours and a generated log of generated lines
+// (none for 0), with the heuristic's share: a key on every other line only.
+func loadSamples(t *testing.T, generated int) *sql.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := ingest.Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f, _ := parse.Preset("retry")
+	r, _ := ingest.NewRouter(nil)
+	files := []string{"../testdata/incident-hour/access.log", "../testdata/quiet-hour/access.log"}
+	if generated > 0 {
+		var buf bytes.Buffer
+		if _, err := lab.Generate(&buf, f, generated, 7); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitAfter(buf.String(), "\n")
+		for i := 0; i < len(lines); i += 2 {
+			lines[i] = keyless.ReplaceAllString(lines[i], `rid="-" ik="-"`)
+		}
+		path := filepath.Join(t.TempDir(), "generated.log")
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, path)
+	}
+	if _, err := ingest.Load(ctx, db, files, ingest.Options{Format: f, Router: r}); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+var keyless = regexp.MustCompile(`rid="[^"]*" ik="[^"]*"`)
+
+// What stage one builds, for a range and as the stored cache, has exactly the columns of
+// the contract's Go types, in order, of the same kinds.
+func TestContract(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := loadSamples(t, 0)
+	if _, err := Refresh(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	set, err := Open(ctx, db, Options{NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	for _, prefix := range []string{set.table, cacheName} {
+		for _, ct := range CountTables {
+			name := prefix + "_" + ct.Name
+			rows, err := set.conn.QueryContext(ctx, "SELECT column_name, column_type FROM (DESCRIBE "+name+")")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for rows.Next() {
+				var col, typ string
+				if err := rows.Scan(&col, &typ); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, col+" "+sqlKind(typ))
+			}
+			rows.Close()
+			var want []string
+			for i, col := range ct.Cols {
+				want = append(want, col+" "+goKind(ct.goTypes[i]))
+			}
+			if strings.Join(got, ", ") != strings.Join(want, ", ") {
+				t.Errorf("%s:\n built: %s\n contract: %s", name, strings.Join(got, ", "), strings.Join(want, ", "))
+			}
+		}
+	}
+}
+
+// The tables built from a range's rows equal the stored tables' part in that range: the
+// time table always (it counts rows, each on its own); the tables of logical requests
+// when no request has attempts both inside and outside the range (otherwise the range
+// links fewer attempts, see docs/internals.md). Every adjacent pair of ranges adds up to
+// the stored time table.
+func TestRangeTablesEqualStored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := loadSamples(t, 12000)
+	if _, err := Refresh(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var conn *sql.Conn // the Set's: its tables are temporary
+	count := func(q string, args ...any) int64 {
+		t.Helper()
+		var n int64
+		if err := conn.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	// differ counts the rows of a and b that the other lacks, as multisets.
+	differ := func(a, b string) int64 {
+		return count("SELECT (SELECT count(*) FROM (" + a + " EXCEPT ALL " + b + ")) + (SELECT count(*) FROM (" + b + " EXCEPT ALL " + a + "))")
+	}
+	var first, last time.Time
+	if err := db.QueryRowContext(ctx, "SELECT min(ts), max(ts) FROM requests").Scan(&first, &last); err != nil {
+		t.Fatal(err)
+	}
+	first, last = first.Truncate(time.Minute), last.Truncate(time.Minute).Add(time.Minute)
+	uncut, cut := 0, 0
+	// the generated log's first minutes (a retry crosses a minute's bound now and then),
+	// then the whole span in hours
+	for _, r := range []struct {
+		step time.Duration
+		n    int
+	}{{time.Minute, 4}, {time.Hour, 1000}} {
+		for from, i := first, 0; from.Before(last) && i < r.n; from, i = from.Add(r.step), i+1 {
+			to := from.Add(r.step)
+			set, err := Open(ctx, db, Options{Since: from, Until: to})
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn = set.conn
+			in := fmt.Sprintf("ts >= TIMESTAMP '%s' AND ts < TIMESTAMP '%s'", from.Format(time.DateTime), to.Format(time.DateTime))
+			where := func(name string) string {
+				return "SELECT * FROM " + cacheName + "_" + name + " WHERE " + in
+			}
+			if n := differ("SELECT * FROM "+set.table+"_time", where("time")); n != 0 {
+				t.Errorf("[%s, %s): time table: %d rows differ from the stored one's", from, to, n)
+			}
+			// A request is cut when its attempts lie on both sides of a bound.
+			cuts := count("SELECT count(*) FROM (SELECT lkey FROM " + cacheName + "_attempts GROUP BY lkey HAVING bool_or(" + in + ") AND NOT bool_and(" + in + "))")
+			if cuts == 0 {
+				uncut++
+				inRange := "SELECT * FROM " + cacheName + "_attempts WHERE lkey IN (SELECT lkey FROM " + cacheName + "_attempts WHERE " + in + ")"
+				for name, stored := range map[string]string{"attempts": inRange, "logical": where("logical"), "firsts": where("firsts")} {
+					if n := differ("SELECT * FROM "+set.table+"_"+name, stored); n != 0 {
+						t.Errorf("[%s, %s): %s table: %d rows differ from the stored one's", from, to, name, n)
+					}
+				}
+			} else {
+				cut++
+			}
+			set.Close()
+		}
+	}
+	t.Logf("%d ranges cut no request, %d did", uncut, cut)
+	if uncut == 0 || cut == 0 {
+		t.Fatalf("%d ranges cut no request and %d did: the test needs both kinds", uncut, cut)
+	}
+}
