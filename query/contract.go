@@ -86,47 +86,47 @@ type FirstCount struct {
 // a retry (or was linked by the heuristic or inference), with what the previous attempt
 // and the first got. Loops, findings, the backoff profile and the gap histograms read it.
 type AttemptRow struct {
-	FileID              int32     `col:"file_id"` // with line: where the attempt was logged
-	Line                int64     `col:"line"`
-	End                 time.Time `col:"ts"` // when the gateway finished it
-	Started             time.Time `col:"started"`
-	Method              *string   `col:"method"`
-	URI                 *string   `col:"uri"`
-	Route               *string   `col:"route"`
-	Host                *string   `col:"host"`
-	UpstreamAddr        *string   `col:"upstream_addr"`
-	Status              *int16    `col:"status"`
-	UpstreamStatus      *string   `col:"upstream_status"`
-	IdempotencyKey      *string   `col:"idempotency_key"`
-	InvocationID        *string   `col:"invocation_id"`
-	RequestID           *string   `col:"request_id"`
-	RetryAfter          *string   `col:"retry_after"`
-	Attempt             int32     `col:"attempt"`
-	Inferred            bool      `col:"inferred"`
-	Strong              bool      `col:"strong"`
-	Key                 string    `col:"lkey"` // the logical request
-	LinkedBy            string    `col:"linked_by"`
-	PrevStatus          *int16    `col:"prev_status"` // the previous attempt's, by attempt number
+	FileID              int32      `col:"file_id"` // with line: where the attempt was logged
+	Line                int64      `col:"line"`
+	End                 time.Time  `col:"ts"` // when the gateway finished it
+	Started             time.Time  `col:"started"`
+	Method              *string    `col:"method"`
+	URI                 *string    `col:"uri"`
+	Route               *string    `col:"route"`
+	Host                *string    `col:"host"`
+	UpstreamAddr        *string    `col:"upstream_addr"`
+	Status              *int16     `col:"status"`
+	UpstreamStatus      *string    `col:"upstream_status"`
+	IdempotencyKey      *string    `col:"idempotency_key"`
+	InvocationID        *string    `col:"invocation_id"`
+	RequestID           *string    `col:"request_id"`
+	RetryAfter          *string    `col:"retry_after"`
+	Attempt             int32      `col:"attempt"`
+	Inferred            bool       `col:"inferred"`
+	Strong              bool       `col:"strong"`
+	Key                 string     `col:"lkey"` // the logical request
+	LinkedBy            string     `col:"linked_by"`
+	PrevStatus          *int16     `col:"prev_status"` // the previous attempt's, by attempt number
 	PrevEnd             *time.Time `col:"prev_end"`
-	PrevRetryAfter      *string   `col:"prev_retry_after"`
-	PrevRetrySecs       *float64  `col:"prev_retry_secs"` // its Retry-After in seconds
-	FirstStatus         *int16    `col:"first_status"`
-	FirstUpstreamStatus *string   `col:"first_upstream_status"`
-	FirstN              int32     `col:"first_n"` // the first attempt's number
-	Example             string    `col:"example"` // how findings name the request
+	PrevRetryAfter      *string    `col:"prev_retry_after"`
+	PrevRetrySecs       *float64   `col:"prev_retry_secs"` // its Retry-After in seconds
+	FirstStatus         *int16     `col:"first_status"`
+	FirstUpstreamStatus *string    `col:"first_upstream_status"`
+	FirstN              int32      `col:"first_n"` // the first attempt's number
+	Example             string     `col:"example"` // how findings name the request
 }
 
 // CountTable describes one table of the contract.
 type CountTable struct {
-	Name  string   // after the prefix: a Set's tables are <set>_<name>, the cache's cache_<name>
-	Build string   // the prepare.sql statement that builds it
-	Timed bool     // keyed by a time bucket: built again at a finer grain for sub-minute windows
+	Name  string // after the prefix: a Set's tables are <set>_<name>, the cache's cache_<name>
+	Build string // the prepare.sql statement that builds it
+	Timed bool   // keyed by a time bucket: built again at a finer grain for sub-minute windows
 	// PerRequest tables count logical requests (from the attempts table): a new row can
 	// change what an older request counts for. The others count rows, each on its own.
 	PerRequest bool
-	Keys  []string // the columns its rows are unique by (all but Sums); none for attempts
-	Sums  []string // the counts that add up
-	Cols  []string // every column, in order
+	Keys       []string // the columns its rows are unique by (all but Sums); none for attempts
+	Sums       []string // the counts that add up
+	Cols       []string // every column, in order
 
 	goTypes []reflect.Type // each column's Go type, for TestContract
 }
