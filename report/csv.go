@@ -23,23 +23,6 @@ func CheckSection(name string) error {
 	return fmt.Errorf("unknown section %q: want one of %s", name, strings.Join(Sections, ", "))
 }
 
-var metricHeader = []string{"requests", "untagged", "inferred", "first_attempts", "retries", "amplification", "retry_rate",
-	"retry_success_rate", "recovered", "exhausted", "extra_load", "effective_success", "actual_success",
-	"status_5xx_first", "status_5xx_retry", "status_429_first", "status_429_retry", "status_499_first", "status_499_retry", "verdict"}
-
-func metricCells(m query.Metrics) []string {
-	f := func(p *float64) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*p, 'f', -1, 64)
-	}
-	i := func(n int64) string { return strconv.FormatInt(n, 10) }
-	return []string{i(m.Requests), i(m.Untagged), i(m.Inferred), i(m.FirstAttempts), i(m.Retries), f(m.Amplification), f(m.RetryRate),
-		f(m.RetrySuccessRate), i(m.Recovered), i(m.Exhausted), f(m.ExtraLoad), f(m.EffectiveSuccess), f(m.ActualSuccess),
-		i(m.Status5xx.First), i(m.Status5xx.Retry), i(m.Status429.First), i(m.Status429.Retry), i(m.Status499.First), i(m.Status499.Retry), m.Verdict}
-}
-
 // CSV writes one section of the report as CSV with a header row. Rates are fractions,
 // times RFC 3339. Cells that a spreadsheet would read as a formula are defused.
 func CSV(w io.Writer, r *Report, section string) error {
@@ -52,23 +35,23 @@ func CSV(w io.Writer, r *Report, section string) error {
 	}
 	switch section {
 	case "summary":
-		write(append([]string{"from", "to"}, metricHeader...))
-		write(append([]string{*orEmpty(rfc3339(r.From)), *orEmpty(rfc3339(r.To))}, metricCells(r.Summary)...))
+		write(append([]string{"from", "to"}, machineHeader...))
+		write(append([]string{*orEmpty(rfc3339(r.From)), *orEmpty(rfc3339(r.To))}, machineCells(r.Summary)...))
 	case "windows":
-		write(append([]string{"start"}, metricHeader...))
+		write(append([]string{"start"}, machineHeader...))
 		for _, win := range r.Windows {
-			write(append([]string{*rfc3339(win.Start)}, metricCells(win.Metrics)...))
+			write(append([]string{*rfc3339(win.Start)}, machineCells(win.Metrics)...))
 		}
 	case "endpoints":
-		write(append([]string{"method", "route"}, metricHeader...))
+		write(append([]string{"method", "route"}, machineHeader...))
 		for _, g := range r.Endpoints {
 			method, route, _ := strings.Cut(g.Key, " ")
-			write(append([]string{method, route}, metricCells(g.Metrics)...))
+			write(append([]string{method, route}, machineCells(g.Metrics)...))
 		}
 	case "groups":
-		write(append([]string{r.By}, metricHeader...))
+		write(append([]string{r.By}, machineHeader...))
 		for _, g := range r.Groups {
-			write(append([]string{g.Key}, metricCells(g.Metrics)...))
+			write(append([]string{g.Key}, machineCells(g.Metrics)...))
 		}
 	case "findings":
 		write([]string{"kind", "count", "attempts", "examples"})
@@ -118,10 +101,10 @@ func safeCell(s string) string {
 // starting with "# ".
 func TSV(w io.Writer, r *Report) error {
 	var b strings.Builder
-	b.WriteString(strings.Join(append([]string{"window"}, metricHeader...), "\t"))
+	b.WriteString(strings.Join(append([]string{"window"}, machineHeader...), "\t"))
 	b.WriteByte('\n')
 	row := func(label string, m query.Metrics) {
-		b.WriteString(strings.Join(append([]string{label}, metricCells(m)...), "\t"))
+		b.WriteString(strings.Join(append([]string{label}, machineCells(m)...), "\t"))
 		b.WriteByte('\n')
 	}
 	for _, win := range r.Windows {
@@ -138,7 +121,7 @@ func TSV(w io.Writer, r *Report) error {
 		if len(t.gs) == 0 || (i == 0 && r.By == "route") {
 			continue
 		}
-		b.WriteString("\n" + strings.Join(append([]string{t.label}, metricHeader...), "\t") + "\n")
+		b.WriteString("\n" + strings.Join(append([]string{t.label}, machineHeader...), "\t") + "\n")
 		for _, g := range t.gs {
 			row(Clean(g.Key), g.Metrics)
 		}

@@ -21,9 +21,7 @@ var htmlSource string
 var htmlTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"pct":     pct,
 	"ratio":   ratio,
-	"split":   split,
 	"clean":   Shown,
-	"groups":  func(label string, gs []query.Group) groupTable { return groupTable{label, gs} },
 	"num":     func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	"meaning": func(kind string) string { return findingText[kind] },
 	"clock":   func(t time.Time, loc *time.Location) string { return t.In(loc).Format("15:04:05") },
@@ -126,23 +124,56 @@ type htmlView struct {
 	Timeline       *timeline
 	Attempts       *barChart
 	Gaps           []barChart
-	Endpoints      []query.Group
+	Endpoints      *htmlTable
 	EndpointsTitle string
-	Windows        []windowRow
+	Windows        htmlTable
+	Groups         *htmlTable // --by
 	Generated      string
 	Loc            *time.Location
 }
 
-type groupTable struct {
-	Label  string
-	Groups []query.Group
-}
-
 type fact struct{ Label, Value, Note string }
 
-type windowRow struct {
-	Label string
-	query.Metrics
+// htmlTable is a table of the shown columns (header, cells), as the table format has them.
+type htmlTable struct {
+	Header []string
+	Rows   []htmlRow
+}
+
+type htmlRow struct {
+	All   bool // the whole range's row
+	Cells []htmlCell
+}
+
+// htmlCell is a cell's text and its class: "text" for a log-derived label, the verdict's
+// name for the verdict, which colours it.
+type htmlCell struct{ Text, Class string }
+
+// metricRow is a row of an htmlTable.
+func metricRow(label, labelClass string, m query.Metrics) htmlRow {
+	var row htmlRow
+	for i, c := range cells(label, m) {
+		class := ""
+		if i == 0 {
+			class = labelClass
+		} else if shown[i-1].key == verdictKey {
+			class = c
+		}
+		row.Cells = append(row.Cells, htmlCell{c, class})
+	}
+	return row
+}
+
+// groupTable is an htmlTable of groups; nil for none.
+func groupTable(label string, gs []query.Group) *htmlTable {
+	if len(gs) == 0 {
+		return nil
+	}
+	t := &htmlTable{Header: header(label)}
+	for _, g := range gs {
+		t.Rows = append(t.Rows, metricRow(Shown(g.Key), "text", g.Metrics))
+	}
+	return t
 }
 
 // HTML writes the report as one self-contained page: inline CSS and SVG, no script, no
@@ -166,11 +197,19 @@ func HTML(w io.Writer, r *Report) error {
 		{"recovered", strconv.FormatInt(m.Recovered, 10), "failed first, then rescued"},
 		{"exhausted", strconv.FormatInt(m.Exhausted, 10), "retried and never 2xx"},
 	}
-	v.Endpoints, _ = r.retriedEndpoints()
+	eps, _ := r.retriedEndpoints()
+	v.Endpoints = groupTable("endpoint", eps)
 	v.EndpointsTitle = "Endpoints with retries, most first" + r.endpointsCut()
-	for _, win := range r.Windows {
-		v.Windows = append(v.Windows, windowRow{win.Start.In(r.loc()).Format("2006-01-02 " + r.clock()), win.Metrics})
+	if r.By != "" {
+		v.Groups = groupTable(r.By, r.Groups)
 	}
+	v.Windows.Header = header("window")
+	for _, win := range r.Windows {
+		v.Windows.Rows = append(v.Windows.Rows, metricRow(win.Start.In(r.loc()).Format("2006-01-02 "+r.clock()), "", win.Metrics))
+	}
+	all := metricRow("all", "", r.Summary)
+	all.All = true
+	v.Windows.Rows = append(v.Windows.Rows, all)
 	if len(r.Chart) > 0 {
 		v.Timeline = r.timeline()
 	}

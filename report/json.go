@@ -17,11 +17,11 @@ type jsonReport struct {
 	From        *string        `json:"from"`
 	To          *string        `json:"to"`
 	Endpoint    *string        `json:"endpoint"`
-	Summary     jsonMetrics    `json:"summary"`
-	Windows     []jsonWindow   `json:"windows"`
-	Endpoints   []jsonEndpoint `json:"endpoints"`
+	Summary     object         `json:"summary"`
+	Windows     []object       `json:"windows"`
+	Endpoints   []object       `json:"endpoints"`
 	By          *string        `json:"by,omitempty"`
-	Groups      []jsonGroup    `json:"groups,omitempty"`
+	Groups      []object       `json:"groups,omitempty"`
 	Loops429    jsonLoops      `json:"loops_429"`
 	Findings    []jsonFinding  `json:"findings"`
 	Linking     jsonLinking    `json:"linking"`
@@ -31,11 +31,11 @@ type jsonReport struct {
 }
 
 type jsonIncident struct {
-	Start  string      `json:"start"`
-	End    string      `json:"end"`
-	Before jsonMetrics `json:"before"`
-	During jsonMetrics `json:"during"`
-	After  jsonMetrics `json:"after"`
+	Start  string `json:"start"`
+	End    string `json:"end"`
+	Before object `json:"before"`
+	During object `json:"during"`
+	After  object `json:"after"`
 }
 
 type jsonBackoff struct {
@@ -67,17 +67,6 @@ func toJSONAlerts(as []query.Alert) []jsonAlert {
 	return out
 }
 
-type jsonEndpoint struct {
-	Method string `json:"method"`
-	Route  string `json:"route"`
-	jsonMetrics
-}
-
-type jsonGroup struct {
-	Key string `json:"key"`
-	jsonMetrics
-}
-
 // jsonLinking counts logical requests by what linked their attempts.
 type jsonLinking struct {
 	Strong         int64 `json:"strong"`
@@ -104,52 +93,6 @@ type jsonFinding struct {
 	Examples []string `json:"examples"`
 }
 
-type jsonMetrics struct {
-	Requests           int64    `json:"requests"`
-	Untagged           int64    `json:"untagged"`
-	Inferred           int64    `json:"inferred"`
-	FirstAttempts      int64    `json:"first_attempts"`
-	Retries            int64    `json:"retries"`
-	Amplification      *float64 `json:"amplification"`
-	RetryRate          *float64 `json:"retry_rate"`
-	RetrySuccessRate   *float64 `json:"retry_success_rate"`
-	ExtraLoad          *float64 `json:"extra_load"`
-	ActualSuccess      *float64 `json:"actual_success"`
-	Recovered          int64    `json:"recovered"`
-	Exhausted          int64    `json:"exhausted"`
-	EffectiveSuccess   *float64 `json:"effective_success"`
-	Status5xx          int64    `json:"status_5xx"`
-	Status5xxFirst     int64    `json:"status_5xx_first"`
-	Status5xxRetry     int64    `json:"status_5xx_retry"`
-	Status429          int64    `json:"status_429"`
-	Status429First     int64    `json:"status_429_first"`
-	Status429Retry     int64    `json:"status_429_retry"`
-	Status499          int64    `json:"status_499"`
-	Status499First     int64    `json:"status_499_first"`
-	Status499Retry     int64    `json:"status_499_retry"`
-	ProxyAmplification *float64 `json:"proxy_amplification"`
-	Verdict            string   `json:"verdict"`
-}
-
-type jsonWindow struct {
-	Start string `json:"start"`
-	jsonMetrics
-}
-
-func toJSONMetrics(m query.Metrics) jsonMetrics {
-	return jsonMetrics{
-		Requests: m.Requests, Untagged: m.Untagged, Inferred: m.Inferred, FirstAttempts: m.FirstAttempts, Retries: m.Retries,
-		Amplification: m.Amplification, RetryRate: m.RetryRate, RetrySuccessRate: m.RetrySuccessRate,
-		ExtraLoad: m.ExtraLoad, ActualSuccess: m.ActualSuccess,
-		Recovered: m.Recovered, Exhausted: m.Exhausted, EffectiveSuccess: m.EffectiveSuccess,
-		Status5xx: m.Status5xx.Total(), Status5xxFirst: m.Status5xx.First, Status5xxRetry: m.Status5xx.Retry,
-		Status429: m.Status429.Total(), Status429First: m.Status429.First, Status429Retry: m.Status429.Retry,
-		Status499: m.Status499.Total(), Status499First: m.Status499.First, Status499Retry: m.Status499.Retry,
-		ProxyAmplification: m.ProxyAmplification,
-		Verdict:            m.Verdict,
-	}
-}
-
 func rfc3339(t time.Time) *string {
 	if t.IsZero() {
 		return nil
@@ -165,12 +108,12 @@ func JSON(w io.Writer, r *Report) error {
 		Window:      r.Window,
 		From:        rfc3339(r.From),
 		To:          rfc3339(r.To),
-		Summary:     toJSONMetrics(r.Summary),
-		Windows:     make([]jsonWindow, 0, len(r.Windows)),
+		Summary:     metricsJSON(r.Summary),
+		Windows:     make([]object, 0, len(r.Windows)),
 		Loops429: jsonLoops{Loops: r.Loops.Loops, MaxLength: r.Loops.MaxLength, PrematureRetries: r.Loops.PrematureRetries,
 			BlindRetries: r.Loops.BlindRetries, Retry429Share: r.Loops.Retry429Share, Worst: loopOffenders(r.Loops.Worst)},
 		Findings:  make([]jsonFinding, 0, len(r.Findings)),
-		Endpoints: make([]jsonEndpoint, 0, len(r.Endpoints)),
+		Endpoints: make([]object, 0, len(r.Endpoints)),
 		Alerts:    toJSONAlerts(r.Alerts),
 		Backoff:   make([]jsonBackoff, 0, len(r.Backoff)),
 		Incidents: make([]jsonIncident, 0, len(r.Incidents)),
@@ -182,7 +125,7 @@ func JSON(w io.Writer, r *Report) error {
 	}
 	for _, in := range r.Incidents {
 		out.Incidents = append(out.Incidents, jsonIncident{Start: *rfc3339(in.Start), End: *rfc3339(in.End),
-			Before: toJSONMetrics(in.Before), During: toJSONMetrics(in.During), After: toJSONMetrics(in.After)})
+			Before: metricsJSON(in.Before), During: metricsJSON(in.During), After: metricsJSON(in.After)})
 	}
 	for _, b := range r.Backoff {
 		jb := jsonBackoff{Attempt: b.Attempt, Count: b.Count, P10ms: b.P10, P50ms: b.P50, P90ms: b.P90,
@@ -194,13 +137,13 @@ func JSON(w io.Writer, r *Report) error {
 	}
 	for _, g := range r.Endpoints {
 		method, route, _ := strings.Cut(g.Key, " ")
-		out.Endpoints = append(out.Endpoints, jsonEndpoint{Method: method, Route: route, jsonMetrics: toJSONMetrics(g.Metrics)})
+		out.Endpoints = append(out.Endpoints, metricsJSON(g.Metrics, member{"method", method}, member{"route", route}))
 	}
 	if r.By != "" {
 		out.By = &r.By
-		out.Groups = make([]jsonGroup, 0, len(r.Groups))
+		out.Groups = make([]object, 0, len(r.Groups))
 		for _, g := range r.Groups {
-			out.Groups = append(out.Groups, jsonGroup{Key: g.Key, jsonMetrics: toJSONMetrics(g.Metrics)})
+			out.Groups = append(out.Groups, metricsJSON(g.Metrics, member{"key", g.Key}))
 		}
 	}
 	for _, f := range r.Findings {
@@ -211,7 +154,7 @@ func JSON(w io.Writer, r *Report) error {
 		out.Findings = append(out.Findings, jsonFinding{Kind: f.Kind, Count: f.Count, Attempts: f.Attempts, Examples: ex})
 	}
 	for _, win := range r.Windows {
-		out.Windows = append(out.Windows, jsonWindow{Start: *rfc3339(win.Start), jsonMetrics: toJSONMetrics(win.Metrics)})
+		out.Windows = append(out.Windows, metricsJSON(win.Metrics, member{"start", *rfc3339(win.Start)}))
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

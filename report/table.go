@@ -5,7 +5,6 @@ import (
 	"io"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,30 +15,6 @@ import (
 
 	"github.com/retrylens/retrylens/query"
 )
-
-var header = []string{"window", "requests", "untagged", "first", "retries", "amplification", "retry rate", "retry success", "recovered", "exhausted", "5xx (first+retry)", "429 (first+retry)", "verdict"}
-
-// columnAlign puts the window label and the verdict left, numbers right.
-var columnAlign = []tw.Align{tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight,
-	tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft}
-
-func cells(label string, m query.Metrics) []string {
-	return []string{
-		label,
-		strconv.FormatInt(m.Requests, 10),
-		strconv.FormatInt(m.Untagged, 10),
-		strconv.FormatInt(m.FirstAttempts, 10),
-		strconv.FormatInt(m.Retries, 10),
-		ratio(m.Amplification),
-		pct(m.RetryRate),
-		pct(m.RetrySuccessRate),
-		strconv.FormatInt(m.Recovered, 10),
-		strconv.FormatInt(m.Exhausted, 10),
-		split(m.Status5xx),
-		split(m.Status429),
-		m.Verdict,
-	}
-}
 
 func (r *Report) rows() [][]string {
 	layout := "2006-01-02 " + r.clock()
@@ -384,7 +359,7 @@ func Markdown(w io.Writer, r *Report) error {
 }
 
 func render(t *tablewriter.Table, r *Report) error {
-	t.Header(header)
+	t.Header(header("window"))
 	if err := t.Bulk(r.rows()); err != nil {
 		return err
 	}
@@ -394,17 +369,11 @@ func render(t *tablewriter.Table, r *Report) error {
 	return t.Render()
 }
 
-// dropOrder is the order in which the terminal table leaves columns out to fit the
-// terminal (--wide keeps them all): first the counts that other columns sum up or that
-// matter least during an incident, last the raw counts; the label, amplification, retry
-// rate, retry success and the verdict always stay. Indexes into header.
-var dropOrder = []int{2, 11, 10, 9, 8, 4, 3, 1} // untagged, 429, 5xx, exhausted, recovered, retries, first, requests
-
-// fit renders a table of header's columns (its first one named label) on w, leaving out
+// fit renders a table of the shown columns (after one named label) on w, leaving out
 // columns in dropOrder until its widest line fits r.Columns (0: no limit), and then says
 // which it left out.
 func (r *Report) fit(w io.Writer, label string, rows [][]string) error {
-	hdr := append([]string{label}, header[1:]...)
+	hdr := header(label)
 	var drop []int
 	for k := 0; ; k++ {
 		keep := make([]int, 0, len(hdr))
@@ -462,7 +431,7 @@ func widest(s string) int {
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 func renderGroupTable(t *tablewriter.Table, label string, gs []query.Group, esc func(string) string) error {
-	t.Header(append([]string{label}, header[1:]...))
+	t.Header(header(label))
 	if err := t.Bulk(groupRows(gs, esc)); err != nil {
 		return err
 	}
