@@ -16,10 +16,10 @@ import (
 // carries every column by its key, CSV and TSV those marked csv. Adding a metric to the
 // output is one line here.
 type column struct {
-	key    string // JSON key, CSV and TSV header (docs/json.md)
-	header string // the header people read; "" for the machine formats only
-	csv    bool   // a column of CSV and TSV
-	drop   int    // the order in which the terminal table leaves it out to fit (1 first); 0 never
+	key    string                     // JSON key, CSV and TSV header (docs/json.md)
+	header string                     // the header people read; "" for the machine formats only
+	csv    bool                       // a column of CSV and TSV
+	drop   int                        // the order in which the terminal table leaves it out to fit (1 first); 0 never
 	value  func(query.Metrics) any    // int64, *float64 (nil: no denominator) or string
 	show   func(query.Metrics) string // the cell people read; nil: value as it is
 }
