@@ -178,3 +178,18 @@ func openError(path string, err error) error {
 	}
 	return fmt.Errorf("open database %s: %w", path, err)
 }
+
+// RemoveIfEmpty closes db and removes the database file at path (with its WAL) when it
+// registers no load, and says whether it did: a database that nothing went into would
+// read as a quiet, healthy log.
+func RemoveIfEmpty(ctx context.Context, db *sql.DB, path string) bool {
+	var loads int64
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM files").Scan(&loads); err != nil || loads > 0 {
+		return false
+	}
+	db.Close()
+	for _, f := range []string{path, path + ".wal", path + ".tmp"} {
+		os.RemoveAll(f)
+	}
+	return true
+}

@@ -638,3 +638,28 @@ func (s *Set) Attempts(ctx context.Context) ([]Attempt, error) {
 	}
 	return out, rows.Err()
 }
+
+// Run runs any SQL statement on db (retrylens query) and returns its columns and rows,
+// each value as the driver gives it.
+func Run(ctx context.Context, db *sql.DB, q string) (cols []string, rows [][]any, err error) {
+	rs, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rs.Close()
+	if cols, err = rs.Columns(); err != nil {
+		return nil, nil, err
+	}
+	for rs.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rs.Scan(ptrs...); err != nil {
+			return nil, nil, err
+		}
+		rows = append(rows, vals)
+	}
+	return cols, rows, rs.Err()
+}

@@ -161,9 +161,6 @@ func JSON(w io.Writer, r *Report) error {
 	return enc.Encode(out)
 }
 
-// AlertsJSON is the alerts as the JSON report writes them, for check --format json.
-func AlertsJSON(as []query.Alert) any { return toJSONAlerts(as) }
-
 // jsonLoopOffender is one of the longest 429 loops.
 type jsonLoopOffender struct {
 	Request string `json:"request"`

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
@@ -490,8 +491,26 @@ func alertValue(a query.Alert) string {
 	return pct(&a.Peak)
 }
 
-// Alerts writes the alerts that fired, one per line, for check; "no alerts" when none.
-func Alerts(w io.Writer, as []query.Alert, loc *time.Location) error {
+// Check writes what retrylens check found: the alerts that fired and, in JSON, the
+// severity that fails and how many fired at or above it.
+func Check(w io.Writer, format Format, failOn string, failing int, as []query.Alert, loc *time.Location) error {
+	switch format {
+	case FormatJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			FailOn  string      `json:"fail_on"`
+			Failing int         `json:"failing"`
+			Alerts  []jsonAlert `json:"alerts"`
+		}{failOn, failing, toJSONAlerts(as)})
+	case FormatTSV:
+		return alertsTSV(w, as)
+	}
+	return alerts(w, as, loc)
+}
+
+// alerts writes the alerts that fired, one per line; "no alerts" when none.
+func alerts(w io.Writer, as []query.Alert, loc *time.Location) error {
 	if len(as) == 0 {
 		_, err := fmt.Fprintln(w, "no alerts")
 		return err
@@ -506,9 +525,9 @@ func Alerts(w io.Writer, as []query.Alert, loc *time.Location) error {
 	return t.Render()
 }
 
-// AlertsTSV writes the alerts tab-separated with a header, times RFC 3339, for pipes and
+// alertsTSV writes the alerts tab-separated with a header, times RFC 3339, for pipes and
 // scripts (check's output when stdout is not a terminal).
-func AlertsTSV(w io.Writer, as []query.Alert) error {
+func alertsTSV(w io.Writer, as []query.Alert) error {
 	var b strings.Builder
 	b.WriteString("severity\trule\tstart\tend\tpeak\n")
 	for _, a := range as {

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/retrylens/retrylens/query"
+	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/report"
 )
 
@@ -77,41 +75,20 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 		return err
 	}
 	qo.Route, qo.Rules = o.endpoint, rules
-	ctx := c.Context()
-	_, set, done, err := e.openSet(c, o.db, &o.formats, files, qo)
+	db, done, err := e.openQuery(c, o.db, &o.formats, files, &qo)
 	if err != nil {
 		return err
 	}
 	defer done()
-	minutes, err := set.Windows(ctx, time.Minute, 0)
+	check, err := postmortem.Alerts(c.Context(), db, qo, o.failOn)
 	if err != nil {
 		return err
 	}
-	alerts := query.Alerts(minutes, rules)
-	failing := 0
-	for _, a := range alerts {
-		if query.AtLeast(a.Severity, o.failOn) {
-			failing++
-		}
-	}
-	if format == report.FormatJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(struct {
-			FailOn  string `json:"fail_on"`
-			Failing int    `json:"failing"`
-			Alerts  any    `json:"alerts"`
-		}{o.failOn, failing, report.AlertsJSON(alerts)})
-	} else if format == report.FormatTSV {
-		err = report.AlertsTSV(e.stdout, alerts)
-	} else {
-		err = report.Alerts(e.stdout, alerts, loc)
-	}
-	if err != nil {
+	if err := report.Check(e.stdout, format, check.FailOn, check.Failing, check.Alerts, loc); err != nil {
 		return err
 	}
-	if failing > 0 {
-		fmt.Fprintf(e.stderr, "retrylens: %d alert(s) at or above %s\n", failing, o.failOn)
+	if check.Failing > 0 {
+		fmt.Fprintf(e.stderr, "retrylens: %d alert(s) at or above %s\n", check.Failing, o.failOn)
 		return exitCode(exitAlert)
 	}
 	return nil

@@ -176,12 +176,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	if fresh {
 		// A database that nothing went into is not left behind: a later check or report
 		// would read it as a quiet, healthy log.
-		var loads int64
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM files").Scan(&loads); err == nil && loads == 0 {
-			db.Close()
-			for _, f := range []string{path, path + ".wal", path + ".tmp"} {
-				os.RemoveAll(f)
-			}
+		if ingest.RemoveIfEmpty(ctx, db, path) {
 			if loadErr == nil {
 				fmt.Fprintf(e.stderr, "retrylens: nothing loaded, so no database was created at %s\n", report.Clean(path))
 				return nil

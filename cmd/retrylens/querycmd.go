@@ -1,19 +1,16 @@
 package main
 
 import (
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/report"
 )
 
@@ -75,89 +72,12 @@ func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
 		return err
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, q)
+	cols, vals, err := query.Run(ctx, db, q)
 	if err != nil && !o.write && strings.Contains(err.Error(), "read-only mode") {
 		return fmt.Errorf("query: the database is opened read-only; --write allows changes (%w)", err)
 	}
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return err
-	}
-	var out [][]string
-	var objs []map[string]any
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return err
-		}
-		row := make([]string, len(cols))
-		obj := map[string]any{}
-		for i, v := range vals {
-			row[i] = cell(v)
-			obj[cols[i]] = v
-		}
-		out = append(out, row)
-		objs = append(objs, obj)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("query: %w", err)
-	}
-	switch format {
-	case report.FormatJSON:
-		if objs == nil {
-			objs = []map[string]any{}
-		}
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(objs)
-	case report.FormatCSV:
-		w := csv.NewWriter(e.stdout)
-		w.Write(cols)
-		for _, r := range out {
-			for i := range r {
-				r[i] = report.SafeCell(r[i])
-			}
-			w.Write(r)
-		}
-		w.Flush()
-		return w.Error()
-	case report.FormatTSV:
-		var b strings.Builder
-		b.WriteString(strings.Join(cols, "\t") + "\n")
-		for _, r := range out {
-			for i := range r {
-				r[i] = report.Clean(r[i])
-			}
-			b.WriteString(strings.Join(r, "\t") + "\n")
-		}
-		_, err := io.WriteString(e.stdout, b.String())
-		return err
-	}
-	for _, r := range out {
-		for i := range r {
-			r[i] = report.Clean(r[i])
-		}
-	}
-	return report.Rows(e.stdout, cols, out)
-}
-
-// cell prints a value the way a person reads it.
-func cell(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case time.Time:
-		return x.UTC().Format(time.RFC3339Nano)
-	case []byte:
-		return string(x)
-	}
-	return fmt.Sprint(v)
+	return report.Result(e.stdout, format, cols, vals)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/report"
 )
@@ -173,98 +173,33 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 		return err
 	}
 	qo.Route, qo.MaxGap, qo.InferAttempts, qo.Rules = o.endpoint, o.maxGap, o.infer, rules
-	ctx := c.Context()
-	db, set, done, err := e.openSet(c, o.db, &o.formats, files, qo)
+	db, done, err := e.openQuery(c, o.db, &o.formats, files, &qo)
 	if err != nil {
 		return err
 	}
 	defer done()
-
-	r := report.Report{GeneratedAt: e.now(), Window: o.window, Width: width, Location: loc, Endpoint: o.endpoint, By: o.by,
-		Section: o.section, Color: toTerminal && e.getenv("NO_COLOR") == "", Top: o.top}
+	r, err := postmortem.Build(c.Context(), db, postmortem.Options{Query: qo, Width: width, Location: loc, By: o.by,
+		MaxAttempts: o.maxAtt, PolicyBase: o.polBase, PolicyMaxRetries: o.polMax, Charts: format == report.FormatHTML})
+	if err != nil {
+		return err
+	}
+	r.GeneratedAt, r.Window, r.Endpoint, r.Section, r.Top = e.now(), o.window, o.endpoint, o.section, o.top
+	r.Color = toTerminal && e.getenv("NO_COLOR") == ""
 	if o.top == 0 {
 		r.Top = -1 // all
 	}
 	if format == report.FormatTable && !o.wide {
 		r.Columns = e.columns(toTerminal)
 	}
-	if r.From, r.To, err = set.Span(ctx); err != nil {
-		return err
-	}
-	// Windows start on multiples of the width in the zone's offset at the range start (so
-	// that days start at local midnight); a DST change inside the range shifts later ones.
-	_, offset := r.From.In(loc).Zone()
-	steps := []func() error{
-		func() (err error) { r.Summary, err = set.Summary(ctx); return },
-		func() (err error) {
-			r.Windows, err = set.Windows(ctx, width, time.Duration(offset)*time.Second)
-			return
-		},
-		func() (err error) { r.Endpoints, err = set.Groups(ctx, "route"); return },
-		func() (err error) { r.Loops, err = set.Loops(ctx); return },
-		func() (err error) { r.Findings, err = set.Findings(ctx, o.maxAtt); return },
-		func() (err error) { r.Linking, err = set.Linking(ctx); return },
-		func() (err error) { r.Backoff, err = set.Backoff(ctx, o.polBase, o.polMax); return },
-	}
-	if o.by != "" && o.by != "route" {
-		steps = append(steps, func() (err error) { r.Groups, err = set.Groups(ctx, o.by); return })
-	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return err
-		}
-	}
-	if o.by == "route" {
-		r.Groups = r.Endpoints
-	}
-	minutes, err := set.Windows(ctx, time.Minute, 0)
-	if err != nil {
-		return err
-	}
-	r.Alerts = query.Alerts(minutes, rules)
-	for i, span := range query.Incidents(minutes) {
-		if i == 5 {
-			break // the five first are plenty for a postmortem; the windows show the rest
-		}
-		in, err := query.Compare(ctx, db, qo, span)
-		if err != nil {
-			return err
-		}
-		r.Incidents = append(r.Incidents, in)
-	}
-	if format == report.FormatHTML {
-		if err := charts(ctx, set, &r, offset); err != nil {
-			return err
-		}
-	}
-	query.MarkFuelling(r.Windows, width, r.Alerts)
-	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
-	return e.writeOutput(o.output, func(w io.Writer) error { return report.Write(w, format, &r) })
+	return e.writeOutput(o.output, func(w io.Writer) error { return report.Write(w, format, r) })
 }
 
-// charts computes what only the html page draws: the timeline in buckets fine enough for
-// a chart, logical requests per number of attempts and the gap histograms.
-func charts(ctx context.Context, set *query.Set, r *report.Report, offset int) (err error) {
-	if r.From.IsZero() {
-		return nil
-	}
-	r.ChartWidth = report.ChartWidth(r.From, r.To, r.Width)
-	if r.Chart, err = set.Windows(ctx, r.ChartWidth, time.Duration(offset)*time.Second); err != nil {
-		return err
-	}
-	if r.AttemptCounts, err = set.AttemptCounts(ctx); err != nil {
-		return err
-	}
-	r.Gaps, err = set.Gaps(ctx)
-	return err
-}
-
-// openSet opens the database (or loads FILEs into a temporary one) and prepares the rows
-// qo selects; done closes both.
-func (e *env) openSet(c *cobra.Command, dbFlag string, formats *formatFlags, files []string, qo query.Options) (*sql.DB, *query.Set, func(), error) {
+// openQuery opens the database (or loads FILEs into a temporary one) and resolves
+// qo's endpoint to a method and route; done closes the database.
+func (e *env) openQuery(c *cobra.Command, dbFlag string, formats *formatFlags, files []string, qo *query.Options) (*sql.DB, func(), error) {
 	db, err := e.openOrLoad(c, dbFlag, formats, files)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if qo.Route != "" {
 		router, err := formats.router()
@@ -273,15 +208,10 @@ func (e *env) openSet(c *cobra.Command, dbFlag string, formats *formatFlags, fil
 		}
 		if err != nil {
 			db.Close()
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 	}
-	set, err := query.Open(c.Context(), db, qo)
-	if err != nil {
-		db.Close()
-		return nil, nil, nil, err
-	}
-	return db, set, func() { set.Close(); db.Close() }, nil
+	return db, func() { db.Close() }, nil
 }
 
 // columns is the width the table format fits: the terminal's when stdout is one, else

@@ -1,0 +1,155 @@
+// Package postmortem computes what retrylens's report, check and budget show, each into
+// one value that package report renders: the commands parse flags, open the database,
+// call one function here and render what it returns.
+package postmortem
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/retrylens/retrylens/budget"
+	"github.com/retrylens/retrylens/query"
+	"github.com/retrylens/retrylens/report"
+)
+
+// Options is what a postmortem covers and what it computes.
+type Options struct {
+	Query            query.Options  // the rows (range, endpoint), how they link, the rules
+	Width            time.Duration  // the windows' width
+	Location         *time.Location // where days start (windows of a day start at local midnight); nil is UTC
+	By               string         // a grouping for Groups (query.GroupingKey), "" for none
+	MaxAttempts      int            // the policy's cap on attempts, for the over_cap finding
+	PolicyBase       time.Duration  // the declared policy, for the backoff profile (0: none)
+	PolicyMaxRetries int
+	Charts           bool // compute what only the HTML page draws
+}
+
+// MaxIncidents is how many incident windows a postmortem compares before and after: the
+// first five are plenty, the windows show the rest.
+const MaxIncidents = 5
+
+// Build computes the postmortem of the rows o selects. The fields of report.Report that
+// say how to render it (format options, labels) are the caller's to set.
+func Build(ctx context.Context, db *sql.DB, o Options) (*report.Report, error) {
+	rules := o.Query.Rules
+	if rules == nil {
+		rules = query.DefaultRules()
+	}
+	set, err := query.Open(ctx, db, o.Query)
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	r := &report.Report{Width: o.Width, Location: o.Location, By: o.By}
+	if r.From, r.To, err = set.Span(ctx); err != nil {
+		return nil, err
+	}
+	// Windows start on multiples of the width in the zone's offset at the range start (so
+	// that days start at local midnight); a DST change inside the range shifts later ones.
+	loc := o.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	_, off := r.From.In(loc).Zone()
+	offset := time.Duration(off) * time.Second
+	steps := []func() error{
+		func() (err error) { r.Summary, err = set.Summary(ctx); return },
+		func() (err error) { r.Windows, err = set.Windows(ctx, o.Width, offset); return },
+		func() (err error) { r.Endpoints, err = set.Groups(ctx, "route"); return },
+		func() (err error) { r.Loops, err = set.Loops(ctx); return },
+		func() (err error) { r.Findings, err = set.Findings(ctx, o.MaxAttempts); return },
+		func() (err error) { r.Linking, err = set.Linking(ctx); return },
+		func() (err error) { r.Backoff, err = set.Backoff(ctx, o.PolicyBase, o.PolicyMaxRetries); return },
+	}
+	switch o.By {
+	case "":
+	case "route":
+		steps = append(steps, func() error { r.Groups = r.Endpoints; return nil })
+	default:
+		steps = append(steps, func() (err error) { r.Groups, err = set.Groups(ctx, o.By); return })
+	}
+	if o.Charts && !r.From.IsZero() {
+		r.ChartWidth = report.ChartWidth(r.From, r.To, o.Width)
+		steps = append(steps,
+			func() (err error) { r.Chart, err = set.Windows(ctx, r.ChartWidth, offset); return },
+			func() (err error) { r.AttemptCounts, err = set.AttemptCounts(ctx); return },
+			func() (err error) { r.Gaps, err = set.Gaps(ctx); return })
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	minutes, err := set.Windows(ctx, time.Minute, 0)
+	if err != nil {
+		return nil, err
+	}
+	r.Alerts = query.Alerts(minutes, rules)
+	for i, span := range query.Incidents(minutes) {
+		if i == MaxIncidents {
+			break
+		}
+		in, err := query.Compare(ctx, db, o.Query, span)
+		if err != nil {
+			return nil, err
+		}
+		r.Incidents = append(r.Incidents, in)
+	}
+	query.MarkFuelling(r.Windows, o.Width, r.Alerts)
+	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
+	return r, nil
+}
+
+// Check is what retrylens check shows: the alerts that fired over the rows selected, and
+// how many of them are at or above a severity.
+type Check struct {
+	FailOn  string
+	Failing int
+	Alerts  []query.Alert
+}
+
+// Alerts evaluates the alert rules (qo.Rules, or the defaults) on the minutes of the rows
+// qo selects; failOn is the severity that fails a check (query.AtLeast).
+func Alerts(ctx context.Context, db *sql.DB, qo query.Options, failOn string) (Check, error) {
+	c := Check{FailOn: failOn}
+	rules := qo.Rules
+	if rules == nil {
+		rules = query.DefaultRules()
+	}
+	set, err := query.Open(ctx, db, qo)
+	if err != nil {
+		return c, err
+	}
+	defer set.Close()
+	minutes, err := set.Windows(ctx, time.Minute, 0)
+	if err != nil {
+		return c, err
+	}
+	c.Alerts = query.Alerts(minutes, rules)
+	for _, a := range c.Alerts {
+		if query.AtLeast(a.Severity, failOn) {
+			c.Failing++
+		}
+	}
+	return c, nil
+}
+
+// Budget replays the tagged attempts of the rows qo selects through each model, with
+// per-window counts when width is not zero.
+func Budget(ctx context.Context, db *sql.DB, qo query.Options, models []budget.Model, width time.Duration) ([]budget.Result, error) {
+	set, err := query.Open(ctx, db, qo)
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	attempts, err := set.Attempts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var results []budget.Result
+	for _, m := range models {
+		results = append(results, budget.Replay(attempts, m, width))
+	}
+	return results, nil
+}
