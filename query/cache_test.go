@@ -84,7 +84,7 @@ func TestCacheSameFigures(t *testing.T) {
 	dir := t.TempDir()
 	retry, _ := parse.Preset("retry")
 	var buf bytes.Buffer
-	if _, err := lab.Generate(&buf, retry, 20000, 3); err != nil {
+	if _, err := lab.Generate(&buf, retry, 10000, 3); err != nil {
 		t.Fatal(err)
 	}
 	// Half the requests lose their keys, for the heuristic to link; the log is cut in two

@@ -22,6 +22,7 @@ type checkAlert struct {
 // `429, 429` (7/3, 1, 0); 14:29 three 200s. So: retry_storm and retry_rate_high from 14:20
 // to 14:29 (peaks 3 and 1), retries_not_helping from 14:26 to 14:29 (lowest success 0).
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	stdout, stderr, code := retrylens(t, nil, "check", "--format", "json", scenario("incident-hour"))
 	if code != exitAlert || !strings.Contains(stderr, "1 alert(s) at or above P1") {
 		t.Fatalf("exit %d, want %d: %s", code, exitAlert, stderr)

@@ -19,6 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // Each log is loaded once, and every format is reported from that database (through its
 // report cache, which must give the same bytes as linking the rows).
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, sc := range []string{"incident-hour", "quiet-hour"} {
 		db := filepath.Join(t.TempDir(), sc+".duckdb")
 		if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario(sc)); code != 0 {

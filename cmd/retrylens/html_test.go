@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -59,6 +58,7 @@ func hostileLog(t *testing.T) string {
 // exactly those the template writes, no attribute is an event handler, the payloads are
 // there as text, and no control character survives.
 func TestHTMLHostileFields(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "page.html")
 	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "1m", "--format", "html", "-o", out, hostileLog(t)); code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
@@ -225,6 +225,7 @@ func openInBrowser(t *testing.T, path string) (pageFacts, []string, []byte, []by
 // for 1, 2 and 3 attempts, 2 gap histograms (retries 1 and 2) of 11 buckets each, the two
 // 429×2 loops, the synchronised finding.
 func TestHTMLInBrowser(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pagePath := filepath.Join(dir, "postmortem.html")
 	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "10m", "--format", "html", "-o", pagePath, scenario("incident-hour")); code != 0 {
@@ -387,35 +388,30 @@ func checkShortRunPage(t *testing.T, page string, points int) {
 	}
 }
 
-// The same on a real minute: 60 s of the lab client through a real nginx, one request a
-// second from each of two workers, 25 % of answers failing in its middle. The points
-// expected are the 10 s buckets of nginx's own $msec times in its log.
-func TestHTMLShortLabRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 60 s lab run")
-	}
-	t.Parallel()
+// chaosMinute is the same on a real minute: 60 s of the lab client through a real nginx,
+// one request a second from each of two workers, 25 % of answers failing in its middle.
+// The points expected are the 10 s buckets of nginx's own $msec times in its log.
+// TestLab runs it beside its scenarios (most of the minute is waiting) and checks it with
+// checkChaosMinute.
+func chaosMinute(dir string) (textLog string, err error) {
 	u, err := lab.StartUpstream()
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	defer u.Close()
-	dir := t.TempDir()
 	n, err := lab.StartNginx(dir, u.Addr)
-	if errors.Is(err, lab.ErrNoNginx) && os.Getenv("CI") == "" {
-		t.Skip(err)
-	}
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	sc := lab.Scenario{Name: "chaos-minute", Policy: lab.Good, Workers: 2, Pace: time.Second,
 		Requests: lab.Requests("m", 120, http.MethodGet, "/api/items/%d"),
 		Faults:   lab.Faults{Seed: 3, IncidentFrom: 20 * time.Second, IncidentTo: 35 * time.Second, IncidentFail: 0.25}}
 	sc.Run(n.URL(), u)
-	if err := n.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(n.TextLog)
+	return n.TextLog, n.Stop()
+}
+
+func checkChaosMinute(t *testing.T, textLog string) {
+	raw, err := os.ReadFile(textLog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,8 +420,8 @@ func TestHTMLShortLabRun(t *testing.T) {
 		sec, _ := strconv.ParseInt(m[1], 10, 64)
 		buckets[sec/10] = true
 	}
-	page := filepath.Join(dir, "minute.html")
-	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "10s", "-o", page, n.TextLog); code != 0 {
+	page := filepath.Join(t.TempDir(), "minute.html")
+	if _, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", "10s", "-o", page, textLog); code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
 	}
 	checkShortRunPage(t, page, len(buckets))

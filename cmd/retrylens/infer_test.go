@@ -91,6 +91,7 @@ func ratio(a, b int) float64 {
 // TestInferenceGenerated measures --infer-attempts on the generator's log, whose clients
 // and URIs rarely repeat: inference should find nearly every retry there.
 func TestInferenceGenerated(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "access.log")
 	out, err := os.Create(path)
 	if err != nil {

@@ -75,6 +75,7 @@ var approx = cmpopts.EquateApprox(0, 1e-6)
 
 // The expected numbers are those of testdata/*/EXPECTED.md, computed by hand.
 func TestScenarios(t *testing.T) {
+	t.Parallel()
 	quiet := metrics{
 		Requests: 123, Untagged: 2, FirstAttempts: 120, Retries: 1,
 		Amplification: f(121.0 / 120), RetryRate: f(1.0 / 120), RetrySuccessRate: f(1),
@@ -157,6 +158,7 @@ func TestScenarios(t *testing.T) {
 // A cut-short line in the middle of a file is reported with its line number, and every
 // other line is loaded.
 func TestIngestRejectsOneLineLoadsTheRest(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "r.duckdb")
 	_, stderr, code := retrylens(t, nil, "ingest", "--db", db, scenario("incident-hour"))
 	if code != 0 {
@@ -194,6 +196,7 @@ func openDB(t *testing.T, path string) *sql.DB {
 // Loading the same content again, even renamed and gzipped as logrotate leaves it,
 // adds nothing; stdin works too.
 func TestIngestIsIdempotent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "r.duckdb")
 	src, err := os.ReadFile(scenario("quiet-hour"))
@@ -235,6 +238,7 @@ func TestIngestIsIdempotent(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tests := []struct {
 		args []string
@@ -262,6 +266,7 @@ func TestUsageErrors(t *testing.T) {
 
 // -o writes the report to a file and nothing to stdout; $RETRYLENS_DB names the database.
 func TestOutputFileAndEnvDB(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "env.duckdb")
 	var out, errb bytes.Buffer
@@ -292,6 +297,7 @@ func TestOutputFileAndEnvDB(t *testing.T) {
 // previous attempt's time, which is its end, and starts 12 ms (rt=0.012) before it: all
 // 42 gaps are 988 ms, in lockstep (testdata/incident-hour/EXPECTED.md).
 func TestIncidentLoops(t *testing.T) {
+	t.Parallel()
 	stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", scenario("incident-hour"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -334,6 +340,7 @@ func TestIncidentLoops(t *testing.T) {
 // Routes: the incident's /api/orders/1000… become one route, health checks another;
 // the endpoints table ranks the one with retries first.
 func TestEndpoints(t *testing.T) {
+	t.Parallel()
 	stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", scenario("incident-hour"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -376,6 +383,7 @@ func TestEndpoints(t *testing.T) {
 
 // The same ten minutes of the incident (73 rows, EXPECTED.md), asked three ways.
 func TestTimeFilters(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--since", "2026-11-29T14:20:00Z", "--until", "2026-11-29T14:30:00Z"},
 		{"--since", "29/Nov/2026:14:20:00 +0000", "--until", "29/Nov/2026:15:30:00 +0100"},
@@ -405,6 +413,7 @@ func TestTimeFilters(t *testing.T) {
 // access.log) reports the same
 // recovered and exhausted counts as the whole file (EXPECTED.md: 18 and 9).
 func TestRotationBoundary(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile(scenario("incident-hour"))
 	if err != nil {
 		t.Fatal(err)
@@ -433,6 +442,7 @@ func TestRotationBoundary(t *testing.T) {
 
 // Past --max-routes, ingest names the path prefixes behind the routes.
 func TestRouteHotspots(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	for i := range 30 {
 		// "sku-alpha-3" style names: not ids for the built-in rules, so each is a route.
@@ -455,6 +465,7 @@ func TestRouteHotspots(t *testing.T) {
 // database ends up with every line once, and reports exactly what one ingest of the
 // whole log reports.
 func TestIngestGrowingAndRotating(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile(scenario("incident-hour"))
 	if err != nil {
 		t.Fatal(err)
@@ -518,6 +529,7 @@ func TestIngestGrowingAndRotating(t *testing.T) {
 
 // --max-reject-ratio turns a high share of rejected lines into exit 4, after loading.
 func TestMaxRejectRatio(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "r.duckdb")
 	// The incident hour has 1 bad line in 126: 0.79 %.
 	_, stderr, code := retrylens(t, nil, "ingest", "--db", db, "--max-reject-ratio", "0.005", scenario("incident-hour"))
@@ -536,6 +548,7 @@ func TestMaxRejectRatio(t *testing.T) {
 // lines and a health check; 14:11–14:20 and 14:29–14:38 hold 9 and 11 single attempts
 // (14:29's three 200s and 14:30..14:37).
 func TestIncidentWindow(t *testing.T) {
+	t.Parallel()
 	stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", scenario("incident-hour"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -569,6 +582,7 @@ func TestIncidentWindow(t *testing.T) {
 
 // --dry-run loads nothing and shows fields, or the error with a caret at its column.
 func TestDryRunAndFormats(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "none.duckdb")
 	bad := "10.0.0.7 - - [29/Nov/2026:14:31:0\n"
 	stdout, stderr, code := retrylens(t, strings.NewReader(bad), "ingest", "--db", db, "--dry-run", "--log-format", "retry", "-")
@@ -615,6 +629,7 @@ func TestDryRunAndFormats(t *testing.T) {
 
 // retrylens query runs SQL on the database: the rejects table names the cut line 60.
 func TestQueryCommand(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "q.duckdb")
 	if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, scenario("incident-hour")); code != 0 {
 		t.Fatal(stderr)
@@ -638,6 +653,7 @@ func TestQueryCommand(t *testing.T) {
 // 42 retries; the 8 lose their recovery; amplification (80 + 27) / 80. Finagle's default
 // budget allows all: the sample's densest 10 s hold 3 retries, far under its 100 floor.
 func TestBudgetOnTheSample(t *testing.T) {
+	t.Parallel()
 	stdout, stderr, code := retrylens(t, nil, "budget", "--compare", "--max-attempts", "2", "--format", "json", scenario("incident-hour"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -680,6 +696,7 @@ func TestBudgetOnTheSample(t *testing.T) {
 // 1, untagged, 2 and tries 1, 3, 3, 1, 1 (%rc + 1); envoy.jsonl attempts 0 and 1 of r-1
 // with tries 2 and 1.
 func TestGatewaysEndToEnd(t *testing.T) {
+	t.Parallel()
 	type summary struct {
 		Requests           int64   `json:"requests"`
 		Untagged           int64   `json:"untagged"`

@@ -37,6 +37,7 @@ func startLab(t *testing.T) (*lab.Upstream, *lab.Nginx) {
 // retry text log and an escape=json log, then checks that retrylens's report of each log
 // equals what the client itself counted.
 func TestRealNginx(t *testing.T) {
+	t.Parallel()
 	u, n := startLab(t)
 	u.Reset(lab.Faults{})
 	const logical = 300
