@@ -1,5 +1,40 @@
 package query
 
+import "database/sql"
+
+// Metrics are the metrics of docs/metrics.md for a set of rows. Ratios are nil when their
+// denominator is zero.
+type Metrics struct {
+	Requests         int64
+	Untagged         int64
+	Inferred         int64 // rows whose attempt number was inferred (--infer-attempts)
+	FirstAttempts    int64
+	Retries          int64
+	Amplification    *float64
+	RetryRate        *float64
+	RetrySuccessRate *float64
+	ExtraLoad        *float64
+	ActualSuccess    *float64
+	Recovered        int64    // logical requests whose first attempt failed and a retry succeeded
+	Exhausted        int64    // logical requests that retried and never got 2xx
+	EffectiveSuccess *float64 // 2xx share of logical requests' final attempts
+	Status5xx        Split
+	Status429        Split
+	Status499        Split
+	// ProxyAmplification is upstream tries per line, over lines that record them (nginx's
+	// $upstream_status list): the gateway's own retries, kept apart from the client's.
+	ProxyAmplification *float64
+	Verdict            string // see Verdict
+}
+
+// Split is a count split between first attempts and retries.
+type Split struct {
+	First, Retry int64
+}
+
+// Total is First + Retry.
+func (s Split) Total() int64 { return s.First + s.Retry }
+
 // counts are the raw figures behind a group's Metrics (metrics.sql and logical.sql).
 // They add up: the counts of a window are the sums of its minutes'.
 type counts struct {
@@ -11,8 +46,8 @@ type counts struct {
 	proxied, tries               int64 // lines that record the proxy's tries, and those tries
 	strongFirsts, strongFirstsOK int64 // strong-keyed first attempts over all rows
 	recovered, exhausted         int64
-	logical, finalOK             int64 // requests in _multi, and those ending 2xx
-	multiFirsts, multiFirstsOK   int64 // strong-keyed first attempts of requests in _multi
+	logical, finalOK             int64 // requests in _attempts, and those ending 2xx
+	multiFirsts, multiFirstsOK   int64 // strong-keyed first attempts of requests in _attempts
 }
 
 func (c *counts) add(d counts) {
@@ -86,4 +121,11 @@ func (c counts) effective() *float64 {
 	}
 	x := float64(c.strongFirstsOK-c.multiFirstsOK+c.finalOK) / float64(n)
 	return &x
+}
+
+// scanCounts reads a row of metrics.sql: its group key, then its counts in order.
+func scanCounts(rows *sql.Rows, key any, c *counts) error {
+	return rows.Scan(key, &c.requests, &c.untagged, &c.inferred, &c.tagged, &c.first, &c.retries, &c.second,
+		&c.retriesOK, &c.taggedOK, &c.s5xx.First, &c.s5xx.Retry, &c.s429.First, &c.s429.Retry,
+		&c.s499.First, &c.s499.Retry, &c.proxied, &c.tries, &c.strongFirsts, &c.strongFirstsOK)
 }

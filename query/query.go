@@ -250,39 +250,6 @@ func timeLiteral(t time.Time, open string) string {
 	return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.999999") + "'"
 }
 
-// Metrics are the metrics of docs/metrics.md for a set of rows. Ratios are nil when their
-// denominator is zero.
-type Metrics struct {
-	Requests         int64
-	Untagged         int64
-	Inferred         int64 // rows whose attempt number was inferred (--infer-attempts)
-	FirstAttempts    int64
-	Retries          int64
-	Amplification    *float64
-	RetryRate        *float64
-	RetrySuccessRate *float64
-	ExtraLoad        *float64
-	ActualSuccess    *float64
-	Recovered        int64    // logical requests whose first attempt failed and a retry succeeded
-	Exhausted        int64    // logical requests that retried and never got 2xx
-	EffectiveSuccess *float64 // 2xx share of logical requests' final attempts
-	Status5xx        Split
-	Status429        Split
-	Status499        Split
-	// ProxyAmplification is upstream tries per line, over lines that record them (nginx's
-	// $upstream_status list): the gateway's own retries, kept apart from the client's.
-	ProxyAmplification *float64
-	Verdict            string // see Verdict
-}
-
-// Split is a count split between first attempts and retries.
-type Split struct {
-	First, Retry int64
-}
-
-// Total is First + Retry.
-func (s Split) Total() int64 { return s.First + s.Retry }
-
 // Window is the metrics of one time bucket.
 type Window struct {
 	Start time.Time
@@ -573,12 +540,6 @@ func (s *Set) queryOn(ctx context.Context, name, key, table string, grain int, a
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
-}
-
-func scanCounts(rows *sql.Rows, key any, c *counts) error {
-	return rows.Scan(key, &c.requests, &c.untagged, &c.inferred, &c.tagged, &c.first, &c.retries, &c.second,
-		&c.retriesOK, &c.taggedOK, &c.s5xx.First, &c.s5xx.Retry, &c.s429.First, &c.s429.Retry,
-		&c.s499.First, &c.s499.Retry, &c.proxied, &c.tries, &c.strongFirsts, &c.strongFirstsOK)
 }
 
 func ptr(f sql.NullFloat64) *float64 {
