@@ -7,27 +7,38 @@ import (
 	"time"
 )
 
-// Rule is an alert rule (docs/metrics.md): it fires when its condition holds on Sustain
-// consecutive one-minute buckets.
+// Rule is a threshold of docs/metrics.md. An alert rule (with a severity) fires when its
+// condition holds on Sustain consecutive one-minute buckets, and makes a verdict
+// fuelling; the rescuing rule (no severity) says from which retry rate recovered requests
+// make a verdict rescuing.
 type Rule struct {
 	Name      string        `json:"rule"`
-	Severity  string        `json:"severity"` // P1 or P2
+	Severity  string        `json:"severity"` // P1 or P2; "" for the rescuing rule
 	Threshold float64       `json:"threshold"`
 	Sustain   time.Duration `json:"-"`
 	// MinRetryRate is the second condition of retries_not_helping.
 	MinRetryRate float64 `json:"min_retry_rate,omitempty"`
 }
 
-// DefaultRules are the thresholds of docs/metrics.md: a retry rate above 15 % for two
-// minutes, retry success under 40 % while over 5 % of requests retry, amplification above
-// 1.5. They drive the verdicts too (see Verdict).
+// DefaultRules are the thresholds of docs/metrics.md: alerts for a retry rate above 15 %
+// for two minutes, retry success under 40 % while over 5 % of requests retry,
+// amplification above 1.5; and rescuing from a retry rate of 1 %. They drive the verdicts
+// too (see Verdict).
 func DefaultRules() []Rule {
 	return []Rule{
 		{Name: "retry_rate_high", Severity: "P2", Threshold: 0.15, Sustain: 2 * time.Minute},
 		{Name: "retries_not_helping", Severity: "P2", Threshold: 0.40, MinRetryRate: 0.05, Sustain: time.Minute},
 		{Name: "retry_storm", Severity: "P1", Threshold: 1.5, Sustain: time.Minute},
+		{Name: rescuingRule, Threshold: 0.01},
 	}
 }
+
+// rescuingRule is the rule that is not an alert: retries at this retry rate or more that
+// recovered requests rescued them.
+const rescuingRule = "rescuing"
+
+// alert reports whether r is an alert rule.
+func (r Rule) alert() bool { return r.Severity != "" }
 
 // holds reports whether the rule's condition holds for m, and the value it watches.
 func (r Rule) holds(m Metrics) (bool, float64) {
@@ -41,6 +52,9 @@ func (r Rule) holds(m Metrics) (bool, float64) {
 	case "retry_storm":
 		v := val(m.Amplification)
 		return m.Amplification != nil && v > r.Threshold, v
+	case rescuingRule:
+		v := val(m.RetryRate)
+		return v >= r.Threshold && m.Recovered > 0, v
 	}
 	return false, 0
 }
@@ -67,6 +81,9 @@ type Alert struct {
 func Alerts(minutes []Window, rules []Rule) []Alert {
 	var out []Alert
 	for _, r := range rules {
+		if !r.alert() {
+			continue
+		}
 		need := int(r.Sustain / time.Minute)
 		if need < 1 {
 			need = 1
@@ -126,7 +143,10 @@ func ReadRules(r io.Reader) ([]Rule, error) {
 			}
 		}
 		if i < 0 {
-			return nil, fmt.Errorf("rules: unknown rule %q: want retry_rate_high, retries_not_helping or retry_storm", f.Rule)
+			return nil, fmt.Errorf("rules: unknown rule %q: want retry_rate_high, retries_not_helping, retry_storm or rescuing", f.Rule)
+		}
+		if f.Rule == rescuingRule && (f.Severity != "" || f.Sustain != "" || f.MinRetryRate != nil) {
+			return nil, fmt.Errorf("rules: rescuing is not an alert: it takes a threshold only (the retry rate from which recovered requests make a verdict rescuing)")
 		}
 		if f.Severity != "" {
 			if f.Severity != "P1" && f.Severity != "P2" {

@@ -42,9 +42,32 @@ func TestReadRules(t *testing.T) {
 	if rules[2].Threshold != 2 || rules[2].Sustain != 3*time.Minute || rules[0].Severity != "P1" || rules[1].Threshold != 0.40 {
 		t.Errorf("rules: %+v", rules)
 	}
-	for _, bad := range []string{`[{"rule": "x"}]`, `[{"rule": "retry_storm", "sustain": "30s"}]`, `[{"rule": "retry_storm", "severity": "P0"}]`, `{`, `[{"rule": "retry_storm", "typo": 1}]`} {
+	for _, bad := range []string{`[{"rule": "x"}]`, `[{"rule": "retry_storm", "sustain": "30s"}]`, `[{"rule": "retry_storm", "severity": "P0"}]`, `{`, `[{"rule": "retry_storm", "typo": 1}]`,
+		`[{"rule": "rescuing", "severity": "P2"}]`, `[{"rule": "rescuing", "sustain": "2m"}]`} {
 		if _, err := ReadRules(strings.NewReader(bad)); err == nil {
 			t.Errorf("ReadRules(%s) accepted", bad)
 		}
+	}
+}
+
+// The rescuing threshold is a rule like the others: a rules file moves it, and it never
+// fires as an alert. 2 retries of 100 first attempts recovered 2 requests: rescuing at the
+// default 1 %, quiet from 5 %.
+func TestRescuingRule(t *testing.T) {
+	rate := 0.02
+	m := Metrics{FirstAttempts: 100, Retries: 2, RetryRate: &rate, Recovered: 2}
+	if v := Verdict(m, DefaultRules()); v != Rescuing {
+		t.Errorf("default rules: %s, want %s", v, Rescuing)
+	}
+	rules, err := ReadRules(strings.NewReader(`[{"rule": "rescuing", "threshold": 0.05}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Verdict(m, rules); v != Quiet {
+		t.Errorf("rescuing from 5 %%: %s, want %s", v, Quiet)
+	}
+	w := Window{Start: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Metrics: m}
+	if as := Alerts([]Window{w, {Start: w.Start.Add(time.Minute), Metrics: m}}, DefaultRules()); len(as) != 0 {
+		t.Errorf("alerts: %+v, want none", as)
 	}
 }

@@ -7,22 +7,22 @@ const (
 	Quiet    = "quiet"
 )
 
-// QuietRetryRate is the retry rate under which retries cannot be said to rescue anything.
-const QuietRetryRate = 0.01
-
-// Verdict says whether retries fuelled or rescued: fuelling when one of the alert rules'
-// conditions holds over the whole set (the rules of --rules, or DefaultRules: one model of
-// thresholds for alerts and verdicts), rescuing when retries recovered requests without
-// that, quiet when retries stayed under 1 % of first attempts or none succeeded. It looks
-// at the set as a whole; MarkFuelling adds the rules evaluated per minute with their
-// sustain times.
+// Verdict says whether retries fuelled or rescued, from the rules (those of --rules, or
+// DefaultRules: one model of thresholds for alerts and verdicts): fuelling when an alert
+// rule's condition holds over the whole set, rescuing when the rescuing rule's does
+// (retries at 1 % of first attempts or more recovered requests), quiet otherwise. It
+// looks at the set as a whole; MarkFuelling adds the rules evaluated per minute with
+// their sustain times.
 func Verdict(m Metrics, rules []Rule) string {
+	rescued := false
 	for _, r := range rules {
-		if ok, _ := r.holds(m); ok {
+		ok, _ := r.holds(m)
+		if ok && r.alert() {
 			return Fuelling
 		}
+		rescued = rescued || ok && !r.alert()
 	}
-	if val(m.RetryRate) >= QuietRetryRate && m.Recovered > 0 {
+	if rescued {
 		return Rescuing
 	}
 	return Quiet
