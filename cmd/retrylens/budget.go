@@ -12,12 +12,7 @@ import (
 )
 
 type budgetOptions struct {
-	db          string
-	formats     formatFlags
-	since       string
-	until       string
-	tz          string
-	endpoint    string
+	rowFlags
 	model       string
 	compare     bool
 	format      string
@@ -69,12 +64,7 @@ Models (defaults as published):
 		RunE: func(c *cobra.Command, args []string) error { return e.runBudget(c, &o, args) },
 	}
 	f := c.Flags()
-	f.StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
-	o.formats.register(c)
-	f.StringVar(&o.since, "since", "", "first time included")
-	f.StringVar(&o.until, "until", "", "first time excluded")
-	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone")
-	f.StringVar(&o.endpoint, "endpoint", "", "only this endpoint: 'GET /api/orders/:id', a route or a raw path")
+	o.rowFlags.register(c, "")
 	f.StringVar(&o.model, "model", "finagle", "the budget: "+strings.Join(budgetModels, ", "))
 	f.BoolVar(&o.compare, "compare", false, "run every model")
 	f.StringVarP(&o.format, "format", "f", "", "table, tsv or json (default: table on a terminal, tsv in a pipe)")
@@ -143,12 +133,11 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 			return usagef("--window: %v", err)
 		}
 	}
-	qo, _, err := parseRange(o.since, o.until, o.tz)
+	qo, _, err := o.rows()
 	if err != nil {
 		return err
 	}
-	qo.Route = o.endpoint
-	db, done, err := e.openQuery(c, o.db, &o.formats, files, &qo)
+	db, done, err := e.open(c, &o.rowFlags, files, &qo)
 	if err != nil {
 		return err
 	}

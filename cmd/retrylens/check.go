@@ -13,15 +13,10 @@ import (
 const exitAlert = 3
 
 type checkOptions struct {
-	db       string
-	formats  formatFlags
-	since    string
-	until    string
-	tz       string
-	endpoint string
-	failOn   string
-	rules    string
-	format   string
+	rowFlags
+	failOn string
+	rules  string
+	format string
 }
 
 func (e *env) checkCmd() *cobra.Command {
@@ -46,12 +41,7 @@ Like report, check reads the database, or loads FILEs into a temporary one.`,
 		RunE: func(c *cobra.Command, args []string) error { return e.runCheck(c, &o, args) },
 	}
 	f := c.Flags()
-	f.StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
-	o.formats.register(c)
-	f.StringVar(&o.since, "since", "", "first time included")
-	f.StringVar(&o.until, "until", "", "first time excluded")
-	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone, and for the output")
-	f.StringVar(&o.endpoint, "endpoint", "", "only this endpoint: 'GET /api/orders/:id', a route or a raw path")
+	o.rowFlags.register(c, ", and for the output")
 	f.StringVar(&o.failOn, "fail-on", "P1", "exit 3 when an alert of this severity or above fired: P1 or P2")
 	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules")
 	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv or json (default: table on a terminal, tsv in a pipe)")
@@ -70,12 +60,12 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	if err != nil {
 		return err
 	}
-	qo, loc, err := parseRange(o.since, o.until, o.tz)
+	qo, loc, err := o.rows()
 	if err != nil {
 		return err
 	}
-	qo.Route, qo.Rules = o.endpoint, rules
-	db, done, err := e.openQuery(c, o.db, &o.formats, files, &qo)
+	qo.Rules = rules
+	db, done, err := e.open(c, &o.rowFlags, files, &qo)
 	if err != nil {
 		return err
 	}

@@ -22,25 +22,20 @@ import (
 )
 
 type reportOptions struct {
-	db       string
-	formats  formatFlags
-	window   string
-	since    string
-	until    string
-	format   string
-	output   string
-	maxAtt   int
-	endpoint string
-	by       string
-	tz       string
-	maxGap   time.Duration
-	infer    bool
-	rules    string
-	section  string
-	polBase  time.Duration
-	polMax   int
-	top      int
-	wide     bool
+	rowFlags
+	window  string
+	format  string
+	output  string
+	maxAtt  int
+	by      string
+	maxGap  time.Duration
+	infer   bool
+	rules   string
+	section string
+	polBase time.Duration
+	polMax  int
+	top     int
+	wide    bool
 }
 
 func (e *env) reportCmd() *cobra.Command {
@@ -87,18 +82,13 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 		RunE: func(c *cobra.Command, args []string) error { return e.runReport(c, &o, args) },
 	}
 	f := c.Flags()
-	f.StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
-	o.formats.register(c)
+	o.rowFlags.register(c, ", window starts and day boundaries")
 	f.StringVarP(&o.window, "window", "w", "1h", "window width: 1m, 5m, 1h, 1d or any Go duration such as 15m")
-	f.StringVar(&o.since, "since", "", "first time included")
-	f.StringVar(&o.until, "until", "", "first time excluded")
 	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, markdown, json, csv or html (default: from -o's extension, else table on a terminal, tsv in a pipe)")
 	f.StringVar(&o.section, "section", "windows", "with --format csv, the table to write: "+strings.Join(report.Sections, ", "))
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout")
 	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
-	f.StringVar(&o.endpoint, "endpoint", "", "only this endpoint: as the tables show it ('GET /api/orders/:id'), a route (/api/orders/:id) or a raw path (/api/orders/1042)")
 	f.StringVar(&o.by, "by", "", "also break the range down by route, method, status, attempt or host, or several: route,status,attempt")
-	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone, window starts and day boundaries")
 	f.DurationVar(&o.maxGap, "max-gap", query.DefaultMaxGap, "most time between two attempts of one request, for heuristic links and --infer-attempts")
 	f.BoolVar(&o.infer, "infer-attempts", false, "infer attempt numbers for lines without an attempt header")
 	f.DurationVar(&o.polBase, "policy-base", 0, "the declared retry policy's base delay (base·2^(n−1) + up to base of jitter before retry n), to compare the backoff profile with")
@@ -168,12 +158,12 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	if err != nil {
 		return usagef("--window: %v", err)
 	}
-	qo, loc, err := parseRange(o.since, o.until, o.tz)
+	qo, loc, err := o.rows()
 	if err != nil {
 		return err
 	}
-	qo.Route, qo.MaxGap, qo.InferAttempts, qo.Rules = o.endpoint, o.maxGap, o.infer, rules
-	db, done, err := e.openQuery(c, o.db, &o.formats, files, &qo)
+	qo.MaxGap, qo.InferAttempts, qo.Rules = o.maxGap, o.infer, rules
+	db, done, err := e.open(c, &o.rowFlags, files, &qo)
 	if err != nil {
 		return err
 	}
@@ -194,15 +184,41 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	return e.writeOutput(o.output, func(w io.Writer) error { return report.Write(w, format, r) })
 }
 
-// openQuery opens the database (or loads FILEs into a temporary one) and resolves
-// qo's endpoint to a method and route; done closes the database.
-func (e *env) openQuery(c *cobra.Command, dbFlag string, formats *formatFlags, files []string, qo *query.Options) (*sql.DB, func(), error) {
-	db, err := e.openOrLoad(c, dbFlag, formats, files)
+// rowFlags are the flags of the commands that read rows (report, check, budget): where
+// from, which, and the input flags for FILE arguments.
+type rowFlags struct {
+	db, since, until, tz, endpoint string
+	formats                        formatFlags
+}
+
+// register adds the flags to c; tzHelp says what --tz also sets for the command.
+func (o *rowFlags) register(c *cobra.Command, tzHelp string) {
+	f := c.Flags()
+	f.StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
+	o.formats.register(c)
+	f.StringVar(&o.since, "since", "", "first time included")
+	f.StringVar(&o.until, "until", "", "first time excluded")
+	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone"+tzHelp)
+	f.StringVar(&o.endpoint, "endpoint", "", "only this endpoint: as the tables show it ('GET /api/orders/:id'), a route (/api/orders/:id) or a raw path (/api/orders/1042)")
+}
+
+// rows parses the range flags into the rows to select (the endpoint as typed: open
+// resolves it), before anything is opened.
+func (o *rowFlags) rows() (query.Options, *time.Location, error) {
+	qo, loc, err := parseRange(o.since, o.until, o.tz)
+	qo.Route = o.endpoint
+	return qo, loc, err
+}
+
+// open opens the database of the command's row flags (or loads FILEs into a temporary
+// one) and resolves qo's endpoint to a method and route; done closes the database.
+func (e *env) open(c *cobra.Command, o *rowFlags, files []string, qo *query.Options) (*sql.DB, func(), error) {
+	db, err := e.openOrLoad(c, o.db, &o.formats, files)
 	if err != nil {
 		return nil, nil, err
 	}
 	if qo.Route != "" {
-		router, err := formats.router()
+		router, err := o.formats.router()
 		if err == nil {
 			qo.Method, qo.Route, err = query.ResolveEndpoint(c.Context(), db, qo.Route, router.Route)
 		}
