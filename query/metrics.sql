@@ -38,8 +38,7 @@ WITH g AS (
     GROUP BY k
 )
 -- Counts only: Go computes the ratios (metrics.go), so that windows can be summed. As
--- BIGINT: DuckDB sums to a 128-bit HUGEINT, which the driver reads through math/big (a
--- third of a 100K-route report's time, measured).
+-- BIGINT: DuckDB sums to a 128-bit HUGEINT, which the driver reads slowly through math/big.
 SELECT
     k,
     COLUMNS(c.* EXCLUDE (k))::BIGINT
