@@ -13,7 +13,7 @@ type Span struct {
 }
 
 // Incidents finds the stretches of one-minute windows (oldest first) where amplification,
-// retry rate or the share of 5xx and 429 answers rose well above the range's baseline,
+// retry rate or the share of failed lines (5xx, 429, abandoned) rose well above the range's baseline,
 // its median minute: amplification above max(1.2, baseline + 0.3), or a rate above
 // max(5 %, 3 × baseline), with at least 3 retries or 3 failed answers in the minute (one
 // retry in a quiet minute is no incident). Hot minutes at most one quiet minute apart make
@@ -34,7 +34,7 @@ func Incidents(minutes []Window) []Span {
 	var out []Span
 	for _, m := range minutes {
 		hot := val(m.Amplification) > ampLimit || val(m.RetryRate) > rateLimit || failShare(m.Metrics) > failLimit
-		if !hot || m.Retries < 3 && m.Status5xx.Total()+m.Status429.Total() < 3 {
+		if !hot || m.Retries < 3 && failed(m.Metrics) < 3 {
 			continue
 		}
 		end := m.Start.Add(time.Minute)
@@ -47,12 +47,17 @@ func Incidents(minutes []Window) []Span {
 	return out
 }
 
-// failShare is the share of lines answered 5xx or 429.
+// failed is the lines answered 5xx or 429, or abandoned by the client.
+func failed(m Metrics) int64 {
+	return m.Status5xx.Total() + m.Status429.Total() + m.Abandoned.Total()
+}
+
+// failShare is the share of lines that failed.
 func failShare(m Metrics) float64 {
 	if m.Requests == 0 {
 		return 0
 	}
-	return float64(m.Status5xx.Total()+m.Status429.Total()) / float64(m.Requests)
+	return float64(failed(m)) / float64(m.Requests)
 }
 
 func median(xs []float64) float64 {

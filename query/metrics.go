@@ -21,6 +21,7 @@ type Metrics struct {
 	Status5xx        Split
 	Status429        Split
 	Status499        Split
+	Abandoned        Split // answers the client did not wait for: 499, or 0 (Caddy, Envoy)
 	// ProxyAmplification is upstream tries per line, over lines that record them (nginx's
 	// $upstream_status list): the gateway's own retries, kept apart from the client's.
 	ProxyAmplification *float64
@@ -43,6 +44,7 @@ type counts struct {
 	second                       int64 // attempts numbered 1: the first attempts retried
 	retriesOK, taggedOK          int64 // answered 2xx
 	s5xx, s429, s499             Split
+	abandoned                    Split
 	proxied, tries               int64 // lines that record the proxy's tries, and those tries
 	strongFirsts, strongFirstsOK int64 // strong-keyed first attempts over all rows
 	recovered, exhausted         int64
@@ -66,6 +68,8 @@ func (c *counts) add(d counts) {
 	c.s429.Retry += d.s429.Retry
 	c.s499.First += d.s499.First
 	c.s499.Retry += d.s499.Retry
+	c.abandoned.First += d.abandoned.First
+	c.abandoned.Retry += d.abandoned.Retry
 	c.proxied += d.proxied
 	c.tries += d.tries
 	c.strongFirsts += d.strongFirsts
@@ -106,6 +110,7 @@ func (c counts) metrics(rules []Rule) Metrics {
 		Status5xx:          c.s5xx,
 		Status429:          c.s429,
 		Status499:          c.s499,
+		Abandoned:          c.abandoned,
 		ProxyAmplification: ratio(c.tries, c.proxied),
 	}
 	m.Verdict = Verdict(m, rules)
@@ -127,5 +132,5 @@ func (c counts) effective() *float64 {
 func scanCounts(rows *sql.Rows, key any, c *counts) error {
 	return rows.Scan(key, &c.requests, &c.untagged, &c.inferred, &c.tagged, &c.first, &c.retries, &c.second,
 		&c.retriesOK, &c.taggedOK, &c.s5xx.First, &c.s5xx.Retry, &c.s429.First, &c.s429.Retry,
-		&c.s499.First, &c.s499.Retry, &c.proxied, &c.tries, &c.strongFirsts, &c.strongFirstsOK)
+		&c.s499.First, &c.s499.Retry, &c.abandoned.First, &c.abandoned.Retry, &c.proxied, &c.tries, &c.strongFirsts, &c.strongFirstsOK)
 }

@@ -27,6 +27,9 @@ WITH g AS (
         coalesce(sum(n) FILTER (attempt >= 1 AND status = 429), 0)  AS status_429_retry,
         coalesce(sum(n) FILTER (attempt = 0 AND status = 499), 0)   AS status_499_first,
         coalesce(sum(n) FILTER (attempt >= 1 AND status = 499), 0)  AS status_499_retry,
+        -- abandoned: the client gave up before the answer (nginx's 499, Caddy's and Envoy's 0)
+        coalesce(sum(n) FILTER (attempt = 0 AND status IN (0, 499)), 0)  AS abandoned_first,
+        coalesce(sum(n) FILTER (attempt >= 1 AND status IN (0, 499)), 0) AS abandoned_retry,
         -- proxy tries (the gateway's own retries: nginx's upstream lists), never mixed
         -- with client attempts: lines that record them, and the tries they made
         sum(proxied)                                                AS proxied,

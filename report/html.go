@@ -287,6 +287,7 @@ func (r *Report) timeline() *timeline {
 		{"retry", func(m query.Metrics) *float64 { return m.RetryRate }, yPct},
 		{"s5xx", func(m query.Metrics) *float64 { return share(m.Status5xx.Total(), m.Requests) }, yPct},
 		{"s429", func(m query.Metrics) *float64 { return share(m.Status429.Total(), m.Requests) }, yPct},
+		{"abandoned", func(m query.Metrics) *float64 { return share(m.Abandoned.Total(), m.Requests) }, yPct},
 	}
 	for _, s := range all {
 		var pts []byte
@@ -315,8 +316,9 @@ func (r *Report) timeline() *timeline {
 		x0, x1 := x(w.Start), x(w.Start.Add(r.ChartWidth))
 		m := w.Metrics
 		t.Dots = append(t.Dots, svgRect{X: x0, Y: t.Top, W: x1 - x0, H: t.Bottom - t.Top, Class: "hover",
-			Title: fmt.Sprintf("%s: %s, amplification %s, retry rate %s, 5xx %s, 429 %s", w.Start.In(r.loc()).Format(chartClock(r.ChartWidth)),
-				plural(m.Requests, "request"), ratio(m.Amplification), pct(m.RetryRate), pct(share(m.Status5xx.Total(), m.Requests)), pct(share(m.Status429.Total(), m.Requests)))})
+			Title: fmt.Sprintf("%s: %s, amplification %s, retry rate %s, 5xx %s, 429 %s, abandoned %s", w.Start.In(r.loc()).Format(chartClock(r.ChartWidth)),
+				plural(m.Requests, "request"), ratio(m.Amplification), pct(m.RetryRate), pct(share(m.Status5xx.Total(), m.Requests)),
+				pct(share(m.Status429.Total(), m.Requests)), pct(share(m.Abandoned.Total(), m.Requests)))})
 	}
 	for i := range timeTicks + 1 {
 		at := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / timeTicks))

@@ -166,7 +166,7 @@ func TestTableFitsWidth(t *testing.T) {
 		return n
 	}
 	code, out := asRetrylens(t, ".", `COLUMNS=100 "$RL" report --format table --log-format retry `+log)
-	if code != 0 || widestTableLine(out) > 100 || !strings.Contains(out, "(left out to fit 100 columns: untagged, 429 (first+retry)") {
+	if code != 0 || widestTableLine(out) > 100 || !strings.Contains(out, "(left out to fit 100 columns: untagged, abandoned, 429 (first+retry)") {
 		t.Errorf("COLUMNS=100: exit %d, widest table line %d:\n%s", code, widestTableLine(out), out)
 	}
 	code, out = asRetrylens(t, ".", `COLUMNS=100 "$RL" report --format table --wide --log-format retry `+log)

@@ -39,6 +39,7 @@ type labFigures struct {
 	Amplification, RetryRate, RetrySuccessRate float64
 	Recovered, Exhausted                       int64
 	Status429Retry                             int64 // 429 answers to retries
+	Abandoned                                  int64 // attempts the client gave up on: 499 (nginx), 0 (Caddy)
 	Loops429, MaxLoop429                       int64
 	PrematureRetries, BlindRetries             int64
 	RetriedWrites, RetriedWriteRequests        int64 // duplicate_write_risk attempts and requests
@@ -50,7 +51,7 @@ func truthFigures(t lab.Truth, dupIDs int) labFigures {
 		Requests: int64(t.Requests), FirstAttempts: int64(t.FirstAttempts), Retries: int64(t.Retries),
 		Amplification: t.Amplification, RetryRate: t.RetryRate, RetrySuccessRate: t.RetrySuccessRate,
 		Recovered: int64(t.Recovered), Exhausted: int64(t.Exhausted), Status429Retry: int64(t.Status429Retry),
-		Loops429: int64(t.Loops429), MaxLoop429: int64(t.MaxLoop429),
+		Abandoned: int64(t.Abandoned), Loops429: int64(t.Loops429), MaxLoop429: int64(t.MaxLoop429),
 		PrematureRetries: int64(t.PrematureRetries), BlindRetries: int64(t.BlindRetries),
 		RetriedWrites: int64(t.RetriedWrites), RetriedWriteRequests: int64(t.WriteRequests),
 		DuplicateWrites: int64(dupIDs),
@@ -61,7 +62,7 @@ func reportFigures(r labReport) labFigures {
 	s := r.Summary
 	fig := labFigures{
 		Requests: s.Requests, FirstAttempts: s.FirstAttempts, Retries: s.Retries,
-		Recovered: s.Recovered, Exhausted: s.Exhausted, Status429Retry: s.Status429Retry,
+		Recovered: s.Recovered, Exhausted: s.Exhausted, Status429Retry: s.Status429Retry, Abandoned: s.Abandoned,
 		Loops429: r.Loops429.Loops, MaxLoop429: r.Loops429.MaxLength,
 		PrematureRetries: r.Loops429.PrematureRetries, BlindRetries: r.Loops429.BlindRetries,
 	}

@@ -57,6 +57,7 @@ type metrics struct {
 	Status5xxRetry   int64    `json:"status_5xx_retry"`
 	Status429First   int64    `json:"status_429_first"`
 	Status429Retry   int64    `json:"status_429_retry"`
+	Abandoned        int64    `json:"abandoned"`
 	Verdict          string   `json:"verdict"`
 }
 
