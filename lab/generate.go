@@ -33,6 +33,13 @@ type GenTruth struct {
 // attempts failing (502, or 429 with Retry-After), up to two retries each failing 30 %,
 // and 2 % untagged health checks. It returns the truth of what it wrote.
 func Generate(w io.Writer, f *parse.Format, lines int, seed uint64) (GenTruth, error) {
+	return GenerateEvery(w, f, lines, seed, 20*time.Millisecond)
+}
+
+// GenerateEvery is Generate with the logical requests started up to every apart (0 to
+// every, uniformly): a second makes about 120 lines a minute, the sparse traffic of a
+// small service or a quiet night.
+func GenerateEvery(w io.Writer, f *parse.Format, lines int, seed uint64, every time.Duration) (GenTruth, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	bw := bufio.NewWriterSize(w, 1<<20)
 	var t GenTruth
@@ -51,7 +58,7 @@ func Generate(w io.Writer, f *parse.Format, lines int, seed uint64) (GenTruth, e
 		return err
 	}
 	for id := 1; t.Lines < lines; id++ {
-		now = now.Add(time.Duration(rng.IntN(20)) * time.Millisecond)
+		now = now.Add(time.Duration(rng.IntN(int(every/time.Millisecond))) * time.Millisecond)
 		r := parse.Record{
 			Time: now, RemoteAddr: fmt.Sprintf("10.%d.%d.%d", rng.IntN(4), rng.IntN(256), rng.IntN(256)),
 			Method: "GET", URI: fmt.Sprintf(routes[rng.IntN(len(routes))], rng.IntN(100000)), Protocol: "HTTP/1.1",

@@ -107,6 +107,7 @@ type Check struct {
 	FailOn  string
 	Failing int
 	Alerts  []query.Alert
+	Summary query.Metrics // the rows checked: none, or none tagged, is no evidence of health
 }
 
 // Alerts evaluates the alert rules (qo.Rules, or the defaults) on the minutes of the rows
@@ -122,6 +123,9 @@ func Alerts(ctx context.Context, db *sql.DB, qo query.Options, failOn string) (C
 		return c, err
 	}
 	defer set.Close()
+	if c.Summary, err = set.Summary(ctx); err != nil {
+		return c, err
+	}
 	minutes, err := set.Windows(ctx, time.Minute, 0)
 	if err != nil {
 		return c, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"time"
 )
 
@@ -18,17 +19,25 @@ type Rule struct {
 	Sustain   time.Duration `json:"-"`
 	// MinRetryRate is the second condition of retries_not_helping.
 	MinRetryRate float64 `json:"min_retry_rate,omitempty"`
+	// The evidence an alert rule needs in a minute (or a slice, for its verdict): below
+	// it the rule neither fires nor breaks a sustain (docs/metrics.md).
+	MinFirstAttempts int64 `json:"min_first_attempts,omitempty"`
+	MinRetries       int64 `json:"min_retries,omitempty"`
+	// Confidence is how sure the figures must make it that the threshold is crossed (one
+	// sided, of the ratio's Wilson interval); 0.5 or less takes the figures as they are.
+	Confidence float64 `json:"confidence,omitempty"`
 }
 
 // DefaultRules are the thresholds of docs/metrics.md: alerts for a retry rate above 15 %
 // for two minutes, retry success under 40 % while over 5 % of requests retry,
-// amplification above 1.5; and rescuing from a retry rate of 1 %. They drive the verdicts
+// amplification above 1.5, each on at least 3 first attempts and 3 retries and with 95 %
+// confidence (see judge); and rescuing from a retry rate of 1 %. They drive the verdicts
 // too (see Verdict).
 func DefaultRules() []Rule {
 	return []Rule{
-		{Name: "retry_rate_high", Severity: "P2", Threshold: 0.15, Sustain: 2 * time.Minute},
-		{Name: "retries_not_helping", Severity: "P2", Threshold: 0.40, MinRetryRate: 0.05, Sustain: time.Minute},
-		{Name: "retry_storm", Severity: "P1", Threshold: 1.5, Sustain: time.Minute},
+		{Name: "retry_rate_high", Severity: "P2", Threshold: 0.15, Sustain: 2 * time.Minute, MinFirstAttempts: 3, MinRetries: 3, Confidence: 0.95},
+		{Name: "retries_not_helping", Severity: "P2", Threshold: 0.40, MinRetryRate: 0.05, Sustain: time.Minute, MinFirstAttempts: 3, MinRetries: 3, Confidence: 0.95},
+		{Name: "retry_storm", Severity: "P1", Threshold: 1.5, Sustain: time.Minute, MinFirstAttempts: 3, MinRetries: 3, Confidence: 0.95},
 		{Name: rescuingRule, Threshold: 0.01},
 	}
 }
@@ -40,8 +49,73 @@ const rescuingRule = "rescuing"
 // alert reports whether r is an alert rule.
 func (r Rule) alert() bool { return r.Severity != "" }
 
-// holds reports whether the rule's condition holds for m, and the value it watches.
+// enough reports whether m has the least evidence the rule looks at.
+func (r Rule) enough(m Metrics) bool {
+	return m.FirstAttempts >= r.MinFirstAttempts && m.Retries >= r.MinRetries
+}
+
+// The states of a rule's condition in a minute or a slice (see judge).
+const (
+	clear  = iota // it does not hold
+	thin          // it holds on the figures, without the evidence to say so
+	firing        // it holds, with that evidence
+)
+
+// wilson returns the Wilson score interval of k successes in n trials whose one-sided
+// bounds hold with confidence c: a ratio rule fires when its threshold lies outside it, on
+// the alarming side.
+func wilson(k, n, c float64) (lo, hi float64) {
+	if n <= 0 {
+		return 0, 1
+	}
+	z := math.Sqrt2 * math.Erfinv(2*c-1) // the normal quantile of c
+	p, z2 := k/n, z*z
+	d := 1 + z2/n
+	mid := (p + z2/(2*n)) / d
+	h := z * math.Sqrt(p*(1-p)/n+z2/(4*n*n)) / d
+	return mid - h, mid + h
+}
+
+// judge says whether the rule's condition holds for m, and the value it watches: clear
+// when it does not; thin when it does on the figures but m has fewer first attempts or
+// retries than the rule needs, or the threshold lies within the interval (Confidence) of the
+// ratio (four retries of which one succeeded do not show that retries are not helping);
+// firing otherwise.
+func (r Rule) judge(m Metrics) (int, float64) {
+	ok, v := r.condition(m)
+	if !ok {
+		return clear, v
+	}
+	if !r.enough(m) {
+		return thin, v
+	}
+	first, retries, c := float64(m.FirstAttempts), float64(m.Retries), r.Confidence
+	sure := true
+	switch {
+	case c <= 0.5:
+	case r.Name == "retry_rate_high": // first attempts retried, of first attempts
+		lo, _ := wilson(val(m.RetryRate)*first, first, c)
+		sure = lo > r.Threshold
+	case r.Name == "retries_not_helping": // retries answered 2xx, of retries
+		_, hi := wilson(val(m.RetrySuccessRate)*retries, retries, c)
+		sure = hi < r.Threshold
+	case r.Name == "retry_storm": // retries of tagged lines: amplification a is a share of (a-1)/a
+		lo, _ := wilson(retries, first+retries, c)
+		sure = r.Threshold <= 1 || lo > (r.Threshold-1)/r.Threshold
+	}
+	if !sure {
+		return thin, v
+	}
+	return firing, v
+}
+
+// holds reports whether the rule fires on m (see judge), and the value it watches.
 func (r Rule) holds(m Metrics) (bool, float64) {
+	state, v := r.judge(m)
+	return state == firing, v
+}
+
+func (r Rule) condition(m Metrics) (bool, float64) {
 	switch r.Name {
 	case "retry_rate_high":
 		v := val(m.RetryRate)
@@ -77,7 +151,9 @@ type Alert struct {
 }
 
 // Alerts evaluates rules on one-minute windows (Set.Windows with a one-minute width,
-// oldest first). A minute without traffic breaks a run.
+// oldest first). A minute without traffic breaks a run; a minute whose figures break the
+// threshold without the evidence to say so (see Rule.judge) neither counts towards it nor
+// breaks it.
 func Alerts(minutes []Window, rules []Rule) []Alert {
 	var out []Alert
 	for _, r := range rules {
@@ -90,6 +166,7 @@ func Alerts(minutes []Window, rules []Rule) []Alert {
 		}
 		var run []Window
 		var peak float64
+		var last time.Time // the run's last minute, thin ones included
 		flush := func() {
 			if len(run) >= need {
 				out = append(out, Alert{Rule: r.Name, Severity: r.Severity, Start: run[0].Start,
@@ -98,11 +175,15 @@ func Alerts(minutes []Window, rules []Rule) []Alert {
 			run = run[:0]
 		}
 		for _, w := range minutes {
-			ok, v := r.holds(w.Metrics)
-			if ok && len(run) > 0 && !w.Start.Equal(run[len(run)-1].Start.Add(time.Minute)) {
-				flush()
+			if len(run) > 0 && !w.Start.Equal(last.Add(time.Minute)) {
+				flush() // a minute without traffic in between
 			}
-			if !ok {
+			state, v := r.judge(w.Metrics)
+			if state == thin {
+				last = w.Start
+				continue
+			}
+			if state == clear {
 				flush()
 				continue
 			}
@@ -110,6 +191,7 @@ func Alerts(minutes []Window, rules []Rule) []Alert {
 				peak = v
 			}
 			run = append(run, w)
+			last = w.Start
 		}
 		flush()
 	}
@@ -124,6 +206,9 @@ type ruleFile struct {
 	Threshold    *float64 `json:"threshold"`
 	Sustain      string   `json:"sustain"`
 	MinRetryRate *float64 `json:"min_retry_rate"`
+	MinFirst     *int64   `json:"min_first_attempts"`
+	MinRetries   *int64   `json:"min_retries"`
+	Confidence   *float64 `json:"confidence"`
 }
 
 // ReadRules reads a rules file and applies it to the default rules.
@@ -145,7 +230,7 @@ func ReadRules(r io.Reader) ([]Rule, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("rules: unknown rule %q: want retry_rate_high, retries_not_helping, retry_storm or rescuing", f.Rule)
 		}
-		if f.Rule == rescuingRule && (f.Severity != "" || f.Sustain != "" || f.MinRetryRate != nil) {
+		if f.Rule == rescuingRule && (f.Severity != "" || f.Sustain != "" || f.MinRetryRate != nil || f.MinFirst != nil || f.MinRetries != nil || f.Confidence != nil) {
 			return nil, fmt.Errorf("rules: rescuing is not an alert: it takes a threshold only (the retry rate from which recovered requests make a verdict rescuing)")
 		}
 		if f.Severity != "" {
@@ -159,6 +244,23 @@ func ReadRules(r io.Reader) ([]Rule, error) {
 		}
 		if f.MinRetryRate != nil {
 			rules[i].MinRetryRate = *f.MinRetryRate
+		}
+		if f.Confidence != nil {
+			if *f.Confidence < 0 || *f.Confidence >= 1 {
+				return nil, fmt.Errorf("rules: %s: confidence %g: want 0 (the figures as they are) to below 1, such as 0.95", f.Rule, *f.Confidence)
+			}
+			rules[i].Confidence = *f.Confidence
+		}
+		for _, n := range []struct {
+			v   *int64
+			dst *int64
+		}{{f.MinFirst, &rules[i].MinFirstAttempts}, {f.MinRetries, &rules[i].MinRetries}} {
+			if n.v != nil {
+				if *n.v < 0 {
+					return nil, fmt.Errorf("rules: %s: a minimum sample must not be negative", f.Rule)
+				}
+				*n.dst = *n.v
+			}
 		}
 		if f.Sustain != "" {
 			d, err := time.ParseDuration(f.Sustain)

@@ -34,21 +34,23 @@ type TimeCount struct {
 	Tries    int64     `col:"tries,sum"` // the gateway's own upstream tries of the proxied rows
 }
 
-// GroupCount is a row of the groups table: the rows with one value of every --by
-// grouping's columns, without time.
+// GroupCount is a row of the groups table: the rows of one minute with one value of every
+// --by grouping's columns. The groups' figures add up its minutes; their verdicts come
+// from the alerts on each group's minutes.
 type GroupCount struct {
-	Method       *string `col:"method"`
-	Route        *string `col:"route"`
-	Host         *string `col:"host"`
-	UpstreamAddr *string `col:"upstream_addr"`
-	Status       *int16  `col:"status"`
-	Attempt      *int32  `col:"attempt"`
-	Inferred     bool    `col:"inferred"`
-	Strong       bool    `col:"strong"`
-	LinkedBy     *string `col:"linked_by"`
-	N            int64   `col:"n,sum"`
-	Proxied      int64   `col:"proxied,sum"`
-	Tries        int64   `col:"tries,sum"`
+	Start        time.Time `col:"ts"` // the minute
+	Method       *string   `col:"method"`
+	Route        *string   `col:"route"`
+	Host         *string   `col:"host"`
+	UpstreamAddr *string   `col:"upstream_addr"`
+	Status       *int16    `col:"status"`
+	Attempt      *int32    `col:"attempt"`
+	Inferred     bool      `col:"inferred"`
+	Strong       bool      `col:"strong"`
+	LinkedBy     *string   `col:"linked_by"`
+	N            int64     `col:"n,sum"`
+	Proxied      int64     `col:"proxied,sum"`
+	Tries        int64     `col:"tries,sum"`
 }
 
 // LogicalCount is a row of the logical table: the logical requests of the attempts table

@@ -19,7 +19,7 @@ The stored cache (query/cache.go) is the same tables built over every row.
 The count tables (the contract; their Go types are in query/contract.go):
 
   _time     rows counted per time bucket ({{.Grain}} s; {{.Suffix}} names a grain other than 60 s)
-  _groups   rows counted by the columns of the --by groupings
+  _groups   rows counted by minute and the columns of the --by groupings
   _attempts the rows of every logical request that has a retry (or was linked by the
             heuristic), with what the previous and first attempts got. Most requests have
             one attempt and no row here, which is what keeps a report over 10M rows fast.
@@ -139,9 +139,11 @@ GROUP BY ALL
 {{end}}
 
 {{define "prepare_groups"}}
--- The groups table: the rows counted by the columns of every --by grouping, without time.
+-- The groups table: the rows counted by minute and the columns of every --by grouping, for
+-- the groups' figures and the alerts on each group's own minutes.
 CREATE {{.Kind}} {{.Table}}_groups AS
-SELECT method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by,
+SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
+       method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by,
        {{template "row_counts"}}
 FROM {{.Table}}
 GROUP BY ALL

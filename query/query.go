@@ -393,8 +393,38 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 	err = s.grouped(ctx, key, "groups", minuteGrain, func(k any, c counts) {
 		gs = append(gs, Group{Key: k.(*sql.NullString).String, Metrics: c.metrics(s.rules)})
 	}, func() any { return new(sql.NullString) })
+	if err != nil {
+		return nil, err
+	}
+	fired, err := s.groupAlerts(ctx, key)
+	for i := range gs {
+		if fired[gs[i].Key] {
+			gs[i].Verdict = Fuelling
+		}
+	}
 	sortGroups(gs)
 	return gs, err
+}
+
+// groupAlerts returns the groups of a grouping (by its row expression) in which an alert
+// fired on the group's own minutes: the verdict of a group follows the same alerts as the
+// range's and the windows'.
+func (s *Set) groupAlerts(ctx context.Context, key string) (map[string]bool, error) {
+	minutes := map[string][]Window{}
+	err := s.grouped(ctx, "CAST(epoch_ms(ts) AS VARCHAR) || ' ' || ("+key+")", "groups", minuteGrain, func(k any, c counts) {
+		ks := k.(*sql.NullString)
+		ms, g, ok := strings.Cut(ks.String, " ")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if !ks.Valid || !ok || err != nil {
+			return // rows without a time belong to no minute
+		}
+		minutes[g] = append(minutes[g], Window{Start: time.UnixMilli(n).UTC(), Metrics: c.metrics(s.rules)})
+	}, func() any { return new(sql.NullString) })
+	fired := map[string]bool{}
+	for g, ms := range minutes {
+		fired[g] = len(Alerts(ms, s.rules)) > 0
+	}
+	return fired, err
 }
 
 // grouped runs the row and logical metrics grouped by key over the count tables (table:

@@ -74,7 +74,7 @@ func TestMetrics(t *testing.T) {
 		ExtraLoad: fp(4.0 / 6), ActualSuccess: fp(2.0 / 6),
 		Recovered: 2, Exhausted: 1, EffectiveSuccess: fp(2.0 / 3), // finals: a 200, b 200, c 499
 		Status5xx: query.Split{First: 1, Retry: 1}, Status429: query.Split{First: 1}, Status499: query.Split{Retry: 1}, Abandoned: query.Split{Retry: 1},
-		Verdict: "fuelling", // amplification 3 > 1.5
+		Verdict: query.Insufficient, // amplification 3 > 1.5, on 3 first attempts: too few to judge
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Summary (-want +got):\n%s", diff)

@@ -2,27 +2,45 @@ package query
 
 // Verdicts of a window, as docs/metrics.md defines them.
 const (
-	Fuelling = "fuelling"
-	Rescuing = "rescuing"
-	Quiet    = "quiet"
+	Fuelling      = "fuelling"
+	Rescuing      = "rescuing"
+	Quiet         = "quiet"
+	Insufficient  = "insufficient data" // a threshold crossed without the evidence to say so
+	NoAttemptData = "no attempt data"   // no line carries an attempt number
 )
 
-// Verdict says whether retries fuelled or rescued, from the rules (those of --rules, or
-// DefaultRules: one model of thresholds for alerts and verdicts): fuelling when an alert
-// rule's condition holds over the whole set, rescuing when the rescuing rule's does
-// (retries at 1 % of first attempts or more recovered requests), quiet otherwise. It
-// looks at the set as a whole; MarkFuelling adds the rules evaluated per minute with
-// their sustain times.
+// Verdict says whether retries fuelled or rescued a slice of rows (a range, window, route,
+// group), from its counts and the rules (those of --rules, or DefaultRules: one model of
+// thresholds for alerts and verdicts): no attempt data when nothing is tagged; fuelling
+// when an alert rule fires on the slice's figures (see Rule.judge); insufficient data when
+// a rule's threshold is crossed without the evidence to say so, or there are fewer first
+// attempts than the alert rules look at; rescuing when the rescuing rule holds (retries at
+// 1 % of first attempts or more recovered requests); quiet otherwise. Slices in which an
+// alert fired are fuelling too (MarkFuelling, Set.Groups): the same alerts on the rows of
+// each slice.
 func Verdict(m Metrics, rules []Rule) string {
-	rescued := false
-	for _, r := range rules {
-		ok, _ := r.holds(m)
-		if ok && r.alert() {
-			return Fuelling
-		}
-		rescued = rescued || ok && !r.alert()
+	if m.FirstAttempts+m.Retries == 0 {
+		return NoAttemptData
 	}
-	if rescued {
+	rescued, unsure, few := false, false, true
+	for _, r := range rules {
+		if !r.alert() {
+			ok, _ := r.holds(m)
+			rescued = rescued || ok
+			continue
+		}
+		switch state, _ := r.judge(m); state {
+		case firing:
+			return Fuelling
+		case thin:
+			unsure = true
+		}
+		few = few && m.FirstAttempts < r.MinFirstAttempts
+	}
+	switch {
+	case unsure || few:
+		return Insufficient
+	case rescued:
 		return Rescuing
 	}
 	return Quiet
@@ -38,7 +56,7 @@ func val(p *float64) float64 {
 // Worst returns the most alarming verdict of a range's summary and its windows: a range
 // in which one hour fuelled an incident fuelled it, however calm the rest.
 func Worst(summary Metrics, windows []Window) string {
-	rank := map[string]int{Quiet: 0, Rescuing: 1, Fuelling: 2}
+	rank := map[string]int{NoAttemptData: -2, Insufficient: -1, Quiet: 0, Rescuing: 1, Fuelling: 2}
 	v := summary.Verdict
 	for _, w := range windows {
 		if rank[w.Verdict] > rank[v] {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/retrylens/retrylens/query"
@@ -19,12 +20,13 @@ var htmlSource string
 // (routes, request keys, hosts) reaches the page as a text node or a <title>, escaped by
 // the template; the charts' geometry is numbers computed here.
 var htmlTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"pct":     pct,
-	"ratio":   ratio,
-	"clean":   Shown,
-	"num":     func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
-	"meaning": func(kind string) string { return findingText[kind] },
-	"clock":   func(t time.Time, loc *time.Location) string { return t.In(loc).Format("15:04:05") },
+	"pct":          pct,
+	"ratio":        ratio,
+	"clean":        Shown,
+	"verdictClass": verdictClass,
+	"num":          func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"meaning":      func(kind string) string { return findingText[kind] },
+	"clock":        func(t time.Time, loc *time.Location) string { return t.In(loc).Format("15:04:05") },
 }).Parse(htmlSource))
 
 // ChartWidth picks the timeline chart's bucket width for a range: the report's window
@@ -157,12 +159,15 @@ func metricRow(label, labelClass string, m query.Metrics) htmlRow {
 		if i == 0 {
 			class = labelClass
 		} else if shown[i-1].key == verdictKey {
-			class = c
+			class = verdictClass(c)
 		}
 		row.Cells = append(row.Cells, htmlCell{c, class})
 	}
 	return row
 }
+
+// verdictClass is a verdict as one CSS class: "no attempt data" is no-attempt-data.
+func verdictClass(v string) string { return strings.ReplaceAll(v, " ", "-") }
 
 // groupTable is an htmlTable of groups; nil for none.
 func groupTable(label string, gs []query.Group) *htmlTable {

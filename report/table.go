@@ -267,9 +267,7 @@ func (r *Report) parts(esc func(string) string) parts {
 		}
 		p.notes = append(p.notes, line)
 	}
-	if note := r.coverage(); note != "" {
-		p.notes = append(p.notes, note)
-	}
+	p.notes = append(p.notes, r.coverage()...)
 	return p
 }
 
@@ -283,19 +281,33 @@ func (r *Report) notes(esc func(string) string) []string {
 	return out
 }
 
-// coverage warns when lines carry no attempt number: they count as requests but are in
-// no ratio, so a log without the header can look quiet when it is not.
-func (r *Report) coverage() string {
+// coverage warns when lines carry no attempt number (they count as requests but are in
+// no ratio, so a log without the header can look quiet when it is not) and when windows
+// had too little traffic to judge.
+func (r *Report) coverage() []string {
 	m := r.Summary
-	if m.Inferred > 0 {
-		return fmt.Sprintf("note: %d of %d lines (%.1f%%) carry no attempt header; their attempt numbers are inferred (--infer-attempts).",
-			m.Inferred, m.Requests, 100*float64(m.Inferred)/float64(m.Requests))
+	var notes []string
+	switch {
+	case m.Requests > 0 && m.FirstAttempts+m.Retries == 0:
+		notes = append(notes, fmt.Sprintf("note: none of the %d lines carries an attempt number, so retries cannot be told from first attempts: no attempt data. Log the attempt header (the README's gateway snippets) or try --infer-attempts.", m.Requests))
+	case m.Inferred > 0:
+		notes = append(notes, fmt.Sprintf("note: %d of %d lines (%.1f%%) carry no attempt header; their attempt numbers are inferred (--infer-attempts).",
+			m.Inferred, m.Requests, 100*float64(m.Inferred)/float64(m.Requests)))
+	case m.Untagged > 0:
+		notes = append(notes, fmt.Sprintf("note: %d of %d lines (%.1f%%) carry no attempt header; they are left out of every ratio.",
+			m.Untagged, m.Requests, 100*float64(m.Untagged)/float64(m.Requests)))
 	}
-	if m.Untagged == 0 {
-		return ""
+	thin := 0
+	for _, w := range r.Windows {
+		if w.Verdict == query.Insufficient {
+			thin++
+		}
 	}
-	return fmt.Sprintf("note: %d of %d lines (%.1f%%) carry no attempt header; they are left out of every ratio.",
-		m.Untagged, m.Requests, 100*float64(m.Untagged)/float64(m.Requests))
+	if thin > 0 && m.FirstAttempts+m.Retries > 0 {
+		notes = append(notes, fmt.Sprintf("note: %d of %d windows had too few first attempts to judge (%s; the rules' min_first_attempts).",
+			thin, len(r.Windows), query.Insufficient))
+	}
+	return notes
 }
 
 // Markdown writes the report as a Markdown document for a postmortem or a PR comment, in

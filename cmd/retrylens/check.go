@@ -12,6 +12,10 @@ import (
 // exitAlert is check's exit code when an alert at or above --fail-on fired.
 const exitAlert = 3
 
+// exitNoData is check's exit code when it had nothing to judge: no rows in the range, or
+// none with an attempt number. A CI job pointed at the wrong file must not pass.
+const exitNoData = 6
+
 type checkOptions struct {
 	rowFlags
 	failOn string
@@ -33,7 +37,8 @@ func (e *env) checkCmd() *cobra.Command {
 --rules FILE overrides thresholds, sustain times and severities, e.g.
 [{"rule": "retry_storm", "threshold": 2.0, "sustain": "3m"}].
 
-Exit codes: 0 no alert at or above --fail-on, 3 at least one, 1 error, 2 bad flags.
+Exit codes: 0 no alert at or above --fail-on, 3 at least one, 6 nothing to judge (no
+rows in the range, or no line with an attempt number), 1 error, 2 bad flags.
 Like report, check reads the database, or loads FILEs into a temporary one.`,
 		Example: `  retrylens ingest sample.log && retrylens check --fail-on P1
   retrylens check --fail-on P2 --log-format retry chaos-test/access.log
@@ -80,6 +85,14 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	if check.Failing > 0 {
 		fmt.Fprintf(e.stderr, "retrylens: %d alert(s) at or above %s\n", check.Failing, o.failOn)
 		return exitCode(exitAlert)
+	}
+	switch m := check.Summary; {
+	case m.Requests == 0:
+		fmt.Fprintln(e.stderr, "retrylens: no rows in the range: nothing to judge")
+		return exitCode(exitNoData)
+	case m.FirstAttempts+m.Retries == 0:
+		fmt.Fprintf(e.stderr, "retrylens: none of the %d lines carries an attempt number: nothing to judge (log the attempt header, see the README, or try report --infer-attempts)\n", m.Requests)
+		return exitCode(exitNoData)
 	}
 	return nil
 }

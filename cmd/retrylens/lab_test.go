@@ -356,3 +356,60 @@ func TestGenerated(t *testing.T) {
 		})
 	}
 }
+
+// A healthy log of sparse traffic (a logical request every half second on average: about
+// 130 lines a minute, 6 % of first attempts failing, most retries succeeding) must not read
+// fuelling: some minutes hold a few retries that failed by chance, and a rule needs more
+// evidence than that (docs/metrics.md). No incident may be one whose retries mostly
+// succeeded, and check passes. With the minimum samples and confidence set to 0 (the
+// figures as they are) it fires, which shows the test can fail.
+func TestHealthySparseLog(t *testing.T) {
+	t.Parallel()
+	pf, _ := parse.Preset("retry")
+	path := filepath.Join(t.TempDir(), "healthy.log")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth, err := lab.GenerateEvery(out, pf, 60000, 9, time.Second)
+	out.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if truth.Amplification > 1.1 || truth.RetrySuccessRate < 0.6 {
+		t.Fatalf("the generated log is not healthy: %+v", truth)
+	}
+	noMinimum := filepath.Join(t.TempDir(), "rules.json")
+	os.WriteFile(noMinimum, []byte(`[{"rule": "retry_rate_high", "min_first_attempts": 0, "min_retries": 0, "confidence": 0},
+		{"rule": "retries_not_helping", "min_first_attempts": 0, "min_retries": 0, "confidence": 0},
+		{"rule": "retry_storm", "min_first_attempts": 0, "min_retries": 0, "confidence": 0}]`), 0o644)
+	for _, tc := range []struct {
+		rules    []string
+		fuelling bool
+	}{{nil, false}, {[]string{"--rules", noMinimum}, true}} {
+		stdout, stderr, code := retrylens(t, nil, append([]string{"report", "--format", "json", "--log-format", "retry", path}, tc.rules...)...)
+		var r struct {
+			Summary   metrics `json:"summary"`
+			Incidents []struct {
+				Start  string  `json:"start"`
+				During metrics `json:"during"`
+			} `json:"incidents"`
+			Alerts []struct{ Rule string } `json:"alerts"`
+		}
+		if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+			t.Fatalf("report %v: exit %d: %s", tc.rules, code, stderr)
+		}
+		t.Logf("rules %v: verdict %s, %d alerts, %d incidents", tc.rules, r.Summary.Verdict, len(r.Alerts), len(r.Incidents))
+		if (r.Summary.Verdict == "fuelling") != tc.fuelling {
+			t.Errorf("rules %v: verdict %s, alerts %+v", tc.rules, r.Summary.Verdict, r.Alerts)
+		}
+		for _, in := range r.Incidents {
+			if s := in.During.RetrySuccessRate; !tc.fuelling && s != nil && *s >= 0.5 {
+				t.Errorf("incident at %s: retry success %.2f: retries mostly succeeded", in.Start, *s)
+			}
+		}
+	}
+	if _, stderr, code := retrylens(t, nil, "check", "--fail-on", "P2", "--log-format", "retry", path); code != 0 {
+		t.Errorf("check: exit %d: %s", code, stderr)
+	}
+}
