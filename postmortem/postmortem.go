@@ -98,6 +98,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*report.Report, error) {
 	}
 	query.MarkFuelling(r.Windows, o.Width, r.Alerts)
 	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
+	r.Summary.Fired = query.Fired(r.Alerts)
 	return r, nil
 }
 

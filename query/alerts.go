@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -279,15 +280,32 @@ func AtLeast(s, min string) bool {
 }
 
 // MarkFuelling sets the verdict of every window of the given width that an alert
-// overlaps to fuelling (docs/metrics.md: a window's verdict is fuelling when a P1 or P2 rule fired in
-// it).
+// overlaps to fuelling, and names the rules in its Fired.
 func MarkFuelling(ws []Window, width time.Duration, alerts []Alert) {
 	for i := range ws {
 		end := ws[i].Start.Add(width)
 		for _, a := range alerts {
 			if a.Start.Before(end) && a.End.After(ws[i].Start) {
 				ws[i].Verdict = Fuelling
+				ws[i].Fired = fired(ws[i].Fired, a.Rule)
 			}
 		}
 	}
+}
+
+// fired adds rule to a list of rules that fired, once.
+func fired(rules []string, rule string) []string {
+	if slices.Contains(rules, rule) {
+		return rules
+	}
+	return append(rules, rule)
+}
+
+// Fired returns the rules of alerts, each once, in the order they fired.
+func Fired(alerts []Alert) []string {
+	var rules []string
+	for _, a := range alerts {
+		rules = fired(rules, a.Rule)
+	}
+	return rules
 }

@@ -25,7 +25,8 @@ type Metrics struct {
 	// ProxyAmplification is upstream tries per line, over lines that record them (nginx's
 	// $upstream_status list): the gateway's own retries, kept apart from the client's.
 	ProxyAmplification *float64
-	Verdict            string // see Verdict
+	Verdict            string   // see Verdict
+	Fired              []string // the alert rules that fired in the slice's own minutes: why it is fuelling
 }
 
 // Split is a count split between first attempts and retries.

@@ -398,18 +398,18 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 	}
 	fired, err := s.groupAlerts(ctx, key)
 	for i := range gs {
-		if fired[gs[i].Key] {
-			gs[i].Verdict = Fuelling
+		if rules := fired[gs[i].Key]; len(rules) > 0 {
+			gs[i].Verdict, gs[i].Fired = Fuelling, rules
 		}
 	}
 	sortGroups(gs)
 	return gs, err
 }
 
-// groupAlerts returns the groups of a grouping (by its row expression) in which an alert
+// groupAlerts returns, per group of a grouping (by its row expression), the rules that
 // fired on the group's own minutes: the verdict of a group follows the same alerts as the
 // range's and the windows'.
-func (s *Set) groupAlerts(ctx context.Context, key string) (map[string]bool, error) {
+func (s *Set) groupAlerts(ctx context.Context, key string) (map[string][]string, error) {
 	minutes := map[string][]Window{}
 	err := s.grouped(ctx, "CAST(epoch_ms(ts) AS VARCHAR) || ' ' || ("+key+")", "groups", minuteGrain, func(k any, c counts) {
 		ks := k.(*sql.NullString)
@@ -420,9 +420,9 @@ func (s *Set) groupAlerts(ctx context.Context, key string) (map[string]bool, err
 		}
 		minutes[g] = append(minutes[g], Window{Start: time.UnixMilli(n).UTC(), Metrics: c.metrics(s.rules)})
 	}, func() any { return new(sql.NullString) })
-	fired := map[string]bool{}
+	fired := map[string][]string{}
 	for g, ms := range minutes {
-		fired[g] = len(Alerts(ms, s.rules)) > 0
+		fired[g] = Fired(Alerts(ms, s.rules))
 	}
 	return fired, err
 }

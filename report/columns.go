@@ -58,6 +58,8 @@ var columns = []column{
 	{key: "status_499_retry", csv: true, value: func(m query.Metrics) any { return m.Status499.Retry }},
 	{key: "proxy_amplification", value: func(m query.Metrics) any { return m.ProxyAmplification }},
 	{key: verdictKey, header: "verdict", csv: true, value: func(m query.Metrics) any { return m.Verdict }},
+	// why a row is fuelling: the alert rules that fired in its own minutes
+	{key: "alerts", value: func(m query.Metrics) any { return orEmptyList(m.Fired) }},
 }
 
 const verdictKey = "verdict"
@@ -144,6 +146,13 @@ func machineCells(m query.Metrics) []string {
 		}
 	}
 	return row
+}
+
+func orEmptyList(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 // plain is a column's value as text: a fraction in full, "" for nil.
