@@ -27,11 +27,17 @@ var limited = Faults{Seed: 11, LimitPerSec: 40}
 
 var slowWrites = Faults{Seed: 13, SlowWriteShare: 0.3, SlowWrite: 300 * time.Millisecond}
 
+// writeStorm makes every write attempt slow (half of them) or failing (a fifth, 502 before
+// writing): abandoned attempts at any attempt number, some in a row (499 499 499), some
+// after a failure (502 499 201), for POSTs and PUTs.
+var writeStorm = Faults{Seed: 17, SlowWriteShare: 0.5, SlowWrite: 200 * time.Millisecond, SlowEvery: true, WriteFail: 0.2}
+
 // Scenarios returns the lab's scenarios.
 func Scenarios() []Scenario {
 	items := Requests("item", 300, http.MethodGet, "/api/items/%d")
 	lim := Requests("lim", 120, http.MethodGet, "/api/limited")
 	orders := Requests("order", 60, http.MethodPost, "/api/orders")
+	storm := append(Requests("post", 40, http.MethodPost, "/api/orders"), Requests("put", 40, http.MethodPut, "/api/orders/%d")...)
 	return []Scenario{
 		{Name: "incident-good", Policy: Good, Faults: incident, Requests: items, Workers: 30, Pace: 500 * time.Millisecond},
 		{Name: "incident-naive", Policy: Naive, Faults: incident, Requests: items, Workers: 30, Pace: 500 * time.Millisecond},
@@ -39,6 +45,7 @@ func Scenarios() []Scenario {
 		{Name: "limited-naive", Policy: Naive, Faults: limited, Requests: lim, Workers: 6, Pace: 50 * time.Millisecond},
 		{Name: "slow-writes-good", Policy: Good, Faults: slowWrites, Requests: orders, Workers: 4, Pace: 30 * time.Millisecond},
 		{Name: "slow-writes-naive", Policy: Naive, Faults: slowWrites, Requests: orders, Workers: 4, Pace: 30 * time.Millisecond},
+		{Name: "write-storm-naive", Policy: Naive, Faults: writeStorm, Requests: storm, Workers: 4, Pace: 30 * time.Millisecond},
 	}
 }
 

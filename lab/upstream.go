@@ -25,13 +25,17 @@ type Faults struct {
 
 	SlowWriteShare float64       // share of first-attempt POSTs on /api/orders that take SlowWrite
 	SlowWrite      time.Duration // longer than the naive client's timeout: the write happens, the answer is late
+	SlowEvery      bool          // SlowWriteShare applies to every attempt, not only the first
+	WriteFail      float64       // share of writes answered 502 without writing
 }
 
 // Upstream is the origin behind the gateways:
 //
 //	GET  /api/items/ID   502s on the Faults schedule, else 200
 //	GET  /api/limited    429 over LimitPerSec, with Retry-After: 1 on three in four of them
-//	POST /api/orders     performs the write at once, answers 201 (late, for slow writes)
+//	POST /api/orders, PUT /api/orders/ID
+//	                     performs the write at once, answers 201 (late, for slow writes),
+//	                     or 502 without writing (WriteFail)
 //	any  ?status=S       answers S; ?fail=K answers 502 to attempts 0..K-1, then 200
 //
 // It counts the writes it performed per x-request-id.
@@ -99,7 +103,7 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/api/orders":
+	case (r.Method == http.MethodPost || r.Method == http.MethodPut) && strings.HasPrefix(r.URL.Path, "/api/orders"):
 		u.write(w, r, attempt)
 	case r.URL.Path == "/api/limited":
 		u.limited(w, r)
@@ -152,8 +156,13 @@ func (u *Upstream) limited(w http.ResponseWriter, r *http.Request) {
 
 func (u *Upstream) write(w http.ResponseWriter, r *http.Request, attempt int) {
 	u.mu.Lock()
+	if u.draw("writefail", r) < u.faults.WriteFail {
+		u.mu.Unlock()
+		http.Error(w, "write failed", http.StatusBadGateway)
+		return
+	}
 	u.writes[r.Header.Get("X-Request-Id")]++
-	slow := attempt == 0 && u.draw("write", r) < u.faults.SlowWriteShare
+	slow := (attempt == 0 || u.faults.SlowEvery) && u.draw("write", r) < u.faults.SlowWriteShare
 	d := u.faults.SlowWrite
 	u.mu.Unlock()
 	if slow {
@@ -182,6 +191,19 @@ func (u *Upstream) DuplicateWrites() (ids, extra int) {
 		}
 	}
 	return ids, extra
+}
+
+// DuplicateWriteIDs returns the request ids the upstream wrote more than once.
+func (u *Upstream) DuplicateWriteIDs() map[string]bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ids := map[string]bool{}
+	for id, n := range u.writes {
+		if n > 1 {
+			ids[id] = true
+		}
+	}
+	return ids
 }
 
 // Close stops the upstream.

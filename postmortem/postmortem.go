@@ -105,15 +105,17 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*report.Report, error) {
 // Check is what retrylens check shows: the alerts that fired over the rows selected, and
 // how many of them are at or above a severity.
 type Check struct {
-	FailOn  string
-	Failing int
-	Alerts  []query.Alert
-	Summary query.Metrics // the rows checked: none, or none tagged, is no evidence of health
+	FailOn   string
+	Failing  int
+	Alerts   []query.Alert
+	Findings []query.Finding
+	Summary  query.Metrics // the rows checked: none, or none tagged, is no evidence of health
 }
 
 // Alerts evaluates the alert rules (qo.Rules, or the defaults) on the minutes of the rows
-// qo selects; failOn is the severity that fails a check (query.AtLeast).
-func Alerts(ctx context.Context, db *sql.DB, qo query.Options, failOn string) (Check, error) {
+// qo selects, and finds the policy findings (maxAttempts: the policy's cap); failOn is
+// the severity that fails a check (query.AtLeast).
+func Alerts(ctx context.Context, db *sql.DB, qo query.Options, failOn string, maxAttempts int) (Check, error) {
 	c := Check{FailOn: failOn}
 	rules := qo.Rules
 	if rules == nil {
@@ -132,6 +134,9 @@ func Alerts(ctx context.Context, db *sql.DB, qo query.Options, failOn string) (C
 		return c, err
 	}
 	c.Alerts = query.Alerts(minutes, rules)
+	if c.Findings, err = set.Findings(ctx, maxAttempts); err != nil {
+		return c, err
+	}
 	for _, a := range c.Alerts {
 		if query.AtLeast(a.Severity, failOn) {
 			c.Failing++

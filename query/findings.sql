@@ -25,6 +25,17 @@ f AS (
       AND upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE')
       AND (first_status IN (0, 499) OR (first_status = 504 AND first_upstream_status LIKE '2%'))
     UNION ALL
+    -- retried PUT/DELETE without an idempotency key: idempotent by contract, yet a server
+    -- that does not honour it performs the side effect twice all the same
+    SELECT 'retried_idempotent_write', lkey, example FROM {{.Table}}_attempts
+    WHERE attempt >= 1 AND upper(method) IN ('PUT', 'DELETE') AND idempotency_key IS NULL
+    UNION ALL
+    -- an unkeyed write with an abandoned attempt (499, Caddy's 0), at any attempt number,
+    -- followed by another: the abandoned attempt may have been performed, then the next one
+    SELECT 'possible_duplicate_write', lkey, example FROM {{.Table}}_attempts
+    WHERE attempt >= 1 AND prev_status IN (0, 499) AND idempotency_key IS NULL
+      AND upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE')
+    UNION ALL
     SELECT 'non_retryable_retry', lkey, example FROM {{.Table}}_attempts
     WHERE attempt >= 1 AND prev_status IN (400, 401, 403, 404, 422)
     UNION ALL

@@ -52,9 +52,13 @@ func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 	return l, err
 }
 
+// FindingKinds are the kinds of Finding, as findings.sql names them.
+var FindingKinds = []string{"duplicate_write_risk", "retried_idempotent_write", "possible_duplicate_write", "false_success",
+	"non_retryable_retry", "over_cap", "synchronised"}
+
 // Finding is one kind of thing a good client never does (docs/metrics.md).
 type Finding struct {
-	Kind     string   // duplicate_write_risk, false_success, non_retryable_retry, over_cap, synchronised
+	Kind     string   // one of FindingKinds
 	Count    int64    // logical requests affected
 	Attempts int64    // retry attempts involved
 	Examples []string // up to three logical requests, by key as logged, else method, URI and time

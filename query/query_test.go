@@ -135,6 +135,22 @@ func TestLoopsAndFindings(t *testing.T) {
 		// u: the same HTTP-date, retried 5 s later: premature.
 		{"2026-11-29 10:10:00", 0.1, "u", "GET", 0, 503, "Sun, 29 Nov 2026 10:10:10 GMT", nil},
 		{"2026-11-29 10:10:05", 0.1, "u", "GET", 1, 200, nil, nil},
+		// w: a POST abandoned four times (every attempt may have written, none answered):
+		// possible duplicate write and duplicate-write risk on its 3 retries; attempt 3 is
+		// over the cap. x: 502, then an abandoned retry, then 201: the abandoned attempt was
+		// a retry (possible duplicate on attempt 2; no false success, the first got 502).
+		{"2026-11-29 10:20:00", 0.1, "w", "POST", 0, 499, nil, nil},
+		{"2026-11-29 10:20:01", 0.1, "w", "POST", 1, 499, nil, nil},
+		{"2026-11-29 10:20:02", 0.1, "w", "POST", 2, 499, nil, nil},
+		{"2026-11-29 10:20:03", 0.1, "w", "POST", 3, 499, nil, nil},
+		{"2026-11-29 10:30:00", 0.1, "x", "POST", 0, 502, nil, nil},
+		{"2026-11-29 10:30:01", 0.1, "x", "POST", 1, 499, nil, nil},
+		{"2026-11-29 10:30:02", 0.1, "x", "POST", 2, 201, nil, nil},
+		// y: a PUT retried without a key: retried idempotent write. z: a DELETE with one.
+		{"2026-11-29 10:40:00", 0.1, "y", "PUT", 0, 500, nil, nil},
+		{"2026-11-29 10:40:01", 0.1, "y", "PUT", 1, 200, nil, nil},
+		{"2026-11-29 10:40:00", 0.1, "z", "DELETE", 0, 500, nil, "key-z"},
+		{"2026-11-29 10:40:01", 0.1, "z", "DELETE", 1, 200, nil, "key-z"},
 	}
 	for i, r := range rows {
 		_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_time, request_id, method, attempt, status, retry_after, idempotency_key)
@@ -162,10 +178,14 @@ func TestLoopsAndFindings(t *testing.T) {
 	want := []query.Finding{
 		// Examples name the request, its method and route (none given here: "-") and the
 		// time of the retry involved.
-		{Kind: "duplicate_write_risk", Count: 1, Attempts: 1, Examples: []string{"p (POST - at 2026-11-29T10:00:01Z)"}},
+		{Kind: "duplicate_write_risk", Count: 3, Attempts: 6, Examples: []string{"p (POST - at 2026-11-29T10:00:01Z)",
+			"w (POST - at 2026-11-29T10:20:01Z)", "x (POST - at 2026-11-29T10:30:01Z)"}},
 		{Kind: "false_success", Count: 1, Attempts: 1, Examples: []string{"p (POST - at 2026-11-29T10:00:01Z)"}},
 		{Kind: "non_retryable_retry", Count: 1, Attempts: 1, Examples: []string{"r (GET - at 2026-11-29T10:00:01Z)"}},
-		{Kind: "over_cap", Count: 1, Attempts: 1, Examples: []string{"q (GET - at 2026-11-29T10:00:05Z)"}},
+		{Kind: "over_cap", Count: 2, Attempts: 2, Examples: []string{"q (GET - at 2026-11-29T10:00:05Z)", "w (POST - at 2026-11-29T10:20:03Z)"}},
+		{Kind: "possible_duplicate_write", Count: 3, Attempts: 5, Examples: []string{"p (POST - at 2026-11-29T10:00:01Z)",
+			"w (POST - at 2026-11-29T10:20:01Z)", "x (POST - at 2026-11-29T10:30:02Z)"}},
+		{Kind: "retried_idempotent_write", Count: 1, Attempts: 1, Examples: []string{"y (PUT - at 2026-11-29T10:40:01Z)"}},
 	}
 	if diff := cmp.Diff(want, findings); diff != "" {
 		t.Errorf("Findings (-want +got):\n%s", diff)

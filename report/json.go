@@ -112,7 +112,6 @@ func JSON(w io.Writer, r *Report) error {
 		Windows:     make([]object, 0, len(r.Windows)),
 		Loops429: jsonLoops{Loops: r.Loops.Loops, MaxLength: r.Loops.MaxLength, PrematureRetries: r.Loops.PrematureRetries,
 			BlindRetries: r.Loops.BlindRetries, Retry429Share: r.Loops.Retry429Share, Worst: loopOffenders(r.Loops.Worst)},
-		Findings:  make([]jsonFinding, 0, len(r.Findings)),
 		Endpoints: make([]object, 0, len(r.Endpoints)),
 		Alerts:    toJSONAlerts(r.Alerts),
 		Backoff:   make([]jsonBackoff, 0, len(r.Backoff)),
@@ -146,13 +145,7 @@ func JSON(w io.Writer, r *Report) error {
 			out.Groups = append(out.Groups, metricsJSON(g.Metrics, member{"key", g.Key}))
 		}
 	}
-	for _, f := range r.Findings {
-		ex := f.Examples
-		if ex == nil {
-			ex = []string{}
-		}
-		out.Findings = append(out.Findings, jsonFinding{Kind: f.Kind, Count: f.Count, Attempts: f.Attempts, Examples: ex})
-	}
+	out.Findings = toJSONFindings(r.Findings)
 	for _, win := range r.Windows {
 		out.Windows = append(out.Windows, metricsJSON(win.Metrics, member{"start", *rfc3339(win.Start)}))
 	}
@@ -173,6 +166,18 @@ func loopOffenders(ws []query.LoopOffender) []jsonLoopOffender {
 	out := make([]jsonLoopOffender, len(ws))
 	for i, w := range ws {
 		out[i] = jsonLoopOffender{Request: w.Request, Route: w.Route, Start: *rfc3339(w.Start), Length: w.Length}
+	}
+	return out
+}
+
+func toJSONFindings(fs []query.Finding) []jsonFinding {
+	out := make([]jsonFinding, 0, len(fs))
+	for _, f := range fs {
+		ex := f.Examples
+		if ex == nil {
+			ex = []string{}
+		}
+		out = append(out, jsonFinding{Kind: f.Kind, Count: f.Count, Attempts: f.Attempts, Examples: ex})
 	}
 	return out
 }

@@ -194,11 +194,13 @@ func plural(n int64, word string) string {
 
 // findingText says what each finding kind means, for people.
 var findingText = map[string]string{
-	"duplicate_write_risk": "retried POST/PATCH without an idempotency key",
-	"false_success":        "abandoned write, then a retry that succeeded: it may have happened twice",
-	"non_retryable_retry":  "retried after 400/401/403/404/422",
-	"over_cap":             "attempts beyond the policy cap",
-	"synchronised":         "retries in lockstep, within 3 ms of the same gap: no jitter",
+	"duplicate_write_risk":     "retried POST/PATCH without an idempotency key",
+	"retried_idempotent_write": "retried PUT/DELETE without an idempotency key: idempotent only if the server makes it so",
+	"possible_duplicate_write": "a write retried after an abandoned attempt (499, 0), without a key: the upstream may have performed both",
+	"false_success":            "abandoned write, then a retry that succeeded: it may have happened twice",
+	"non_retryable_retry":      "retried after 400/401/403/404/422",
+	"over_cap":                 "attempts beyond the policy cap",
+	"synchronised":             "retries in lockstep, within 3 ms of the same gap: no jitter",
 }
 
 // parts are the report's sections besides its tables, in the order a postmortem reads
@@ -503,22 +505,54 @@ func alertValue(a query.Alert) string {
 	return pct(&a.Peak)
 }
 
-// Check writes what retrylens check found: the alerts that fired and, in JSON, the
-// severity that fails and how many fired at or above it.
-func Check(w io.Writer, format Format, failOn string, failing int, as []query.Alert, loc *time.Location) error {
+// Check writes what retrylens check found: the alerts that fired; in JSON also the
+// severity that fails, how many fired at or above it and the findings; in Markdown a
+// short block for a pull request comment.
+func Check(w io.Writer, format Format, failOn string, failing int, as []query.Alert, fs []query.Finding, loc *time.Location) error {
 	switch format {
 	case FormatJSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			FailOn  string      `json:"fail_on"`
-			Failing int         `json:"failing"`
-			Alerts  []jsonAlert `json:"alerts"`
-		}{failOn, failing, toJSONAlerts(as)})
+			FailOn   string        `json:"fail_on"`
+			Failing  int           `json:"failing"`
+			Alerts   []jsonAlert   `json:"alerts"`
+			Findings []jsonFinding `json:"findings"`
+		}{failOn, failing, toJSONAlerts(as), toJSONFindings(fs)})
 	case FormatTSV:
 		return alertsTSV(w, as)
+	case FormatMarkdown:
+		return checkMarkdown(w, failOn, failing, as, fs, loc)
 	}
 	return alerts(w, as, loc)
+}
+
+// checkMarkdown is check's block for a pull request comment: a heading that says whether
+// it passes, the alerts as a table, the findings as a list.
+func checkMarkdown(w io.Writer, failOn string, failing int, as []query.Alert, fs []query.Finding, loc *time.Location) error {
+	var b strings.Builder
+	status := "passes"
+	if failing > 0 {
+		status = fmt.Sprintf("fails: %s at or above %s", plural(int64(failing), "alert"), failOn)
+	}
+	fmt.Fprintf(&b, "### retrylens check %s\n\n", status)
+	if len(as) == 0 {
+		b.WriteString("No alert fired.\n")
+	} else {
+		b.WriteString("| severity | rule | start | end (excluded) | peak |\n| --- | --- | --- | --- | --- |\n")
+		for _, a := range as {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", a.Severity, a.Rule, a.Start.In(loc).Format("2006-01-02 15:04"),
+				a.End.In(loc).Format("2006-01-02 15:04"), alertValue(a))
+		}
+	}
+	if len(fs) > 0 {
+		b.WriteString("\nFindings:\n\n")
+		for _, f := range fs {
+			fmt.Fprintf(&b, "- `%s`: %s, %s (%s)\n", f.Kind, plural(f.Count, "request"), plural(f.Attempts, "attempt"), findingText[f.Kind])
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // alerts writes the alerts that fired, one per line; "no alerts" when none.

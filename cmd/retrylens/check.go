@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/retrylens/retrylens/postmortem"
+	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/report"
 )
 
@@ -18,9 +21,11 @@ const exitNoData = 6
 
 type checkOptions struct {
 	rowFlags
-	failOn string
-	rules  string
-	format string
+	failOn   string
+	findings string // --fail-on-finding
+	maxAtt   int
+	rules    string
+	format   string
 }
 
 func (e *env) checkCmd() *cobra.Command {
@@ -37,19 +42,24 @@ func (e *env) checkCmd() *cobra.Command {
 --rules FILE overrides thresholds, sustain times and severities, e.g.
 [{"rule": "retry_storm", "threshold": 2.0, "sustain": "3m"}].
 
-Exit codes: 0 no alert at or above --fail-on, 3 at least one, 6 nothing to judge (no
+Exit codes: 0 no alert at or above --fail-on (and no --fail-on-finding finding), 3 at least
+one, 6 nothing to judge (no
 rows in the range, or no line with an attempt number), 1 error, 2 bad flags.
 Like report, check reads the database, or loads FILEs into a temporary one.`,
 		Example: `  retrylens ingest sample.log && retrylens check --fail-on P1
   retrylens check --fail-on P2 --log-format retry chaos-test/access.log
-  retrylens check --format json --rules rules.json`,
+  retrylens check --format json --rules rules.json
+  retrylens check --fail-on-finding false_success,duplicate_write_risk replayed.log
+  retrylens check --format markdown > comment.md`,
 		RunE: func(c *cobra.Command, args []string) error { return e.runCheck(c, &o, args) },
 	}
 	f := c.Flags()
 	o.rowFlags.register(c, ", and for the output")
 	f.StringVar(&o.failOn, "fail-on", "P1", "exit 3 when an alert of this severity or above fired: P1 or P2")
+	f.StringVar(&o.findings, "fail-on-finding", "", "exit 3 when one of these findings is present: "+strings.Join(query.FindingKinds, ", ")+" (comma-separated)")
+	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for over_cap)")
 	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules")
-	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv or json (default: table on a terminal, tsv in a pipe)")
+	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, json or markdown (a block for a pull request comment); default: table on a terminal, tsv in a pipe")
 	return c
 }
 
@@ -57,9 +67,21 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	if o.failOn != "P1" && o.failOn != "P2" {
 		return usagef("--fail-on %q: want P1 or P2", o.failOn)
 	}
-	format, err := report.ParseFormat(report.OutputFormat(o.format, "", terminal(e.stdout)), report.FormatTable, report.FormatTSV, report.FormatJSON)
+	format, err := report.ParseFormat(report.OutputFormat(o.format, "", terminal(e.stdout)), report.FormatTable, report.FormatTSV, report.FormatJSON, report.FormatMarkdown)
 	if err != nil {
 		return usagef("--format: %v", err)
+	}
+	var failKinds []string
+	if o.findings != "" {
+		for _, k := range strings.Split(o.findings, ",") {
+			if k = strings.TrimSpace(k); !slices.Contains(query.FindingKinds, k) {
+				return usagef("--fail-on-finding %q: want one or more of %s, joined by commas", k, strings.Join(query.FindingKinds, ", "))
+			}
+			failKinds = append(failKinds, k)
+		}
+	}
+	if o.maxAtt < 1 {
+		return usagef("--max-attempts must be at least 1")
 	}
 	rules, err := loadRules(o.rules)
 	if err != nil {
@@ -75,15 +97,26 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 		return err
 	}
 	defer done()
-	check, err := postmortem.Alerts(c.Context(), db, qo, o.failOn)
+	check, err := postmortem.Alerts(c.Context(), db, qo, o.failOn, o.maxAtt)
 	if err != nil {
 		return err
 	}
-	if err := report.Check(e.stdout, format, check.FailOn, check.Failing, check.Alerts, loc); err != nil {
+	if err := report.Check(e.stdout, format, check.FailOn, check.Failing, check.Alerts, check.Findings, loc); err != nil {
 		return err
 	}
-	if check.Failing > 0 {
-		fmt.Fprintf(e.stderr, "retrylens: %d alert(s) at or above %s\n", check.Failing, o.failOn)
+	var found []string
+	for _, f := range check.Findings {
+		if slices.Contains(failKinds, f.Kind) {
+			found = append(found, fmt.Sprintf("%s (%d requests)", f.Kind, f.Count))
+		}
+	}
+	if check.Failing > 0 || len(found) > 0 {
+		if check.Failing > 0 {
+			fmt.Fprintf(e.stderr, "retrylens: %d alert(s) at or above %s\n", check.Failing, o.failOn)
+		}
+		if len(found) > 0 {
+			fmt.Fprintf(e.stderr, "retrylens: findings present: %s\n", strings.Join(found, ", "))
+		}
 		return exitCode(exitAlert)
 	}
 	switch m := check.Summary; {
