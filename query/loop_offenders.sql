@@ -1,10 +1,10 @@
--- The longest 429 loops: the logical request, its route, when the loop started and how
+-- The longest 429 loops (of the throttling statuses, see loops.sql): the logical request, its route, when the loop started and how
 -- many consecutive 429s it got. $1 is how many to return.
 WITH r AS (
     SELECT lkey, coalesce(idempotency_key, invocation_id, request_id, coalesce(method, '-') || ' ' || coalesce(uri, '-')) AS example,
            route, ts, attempt - row_number() OVER (PARTITION BY lkey ORDER BY attempt, ts) AS grp
     FROM {{.Table}}_attempts
-    WHERE status = 429
+    WHERE status IN ({{.Throttle}})
 ),
 runs AS (
     SELECT any_value(example) AS example, any_value(route) AS route, min(ts) AS start, count(*) AS len

@@ -14,8 +14,11 @@ type Loops429 struct {
 	MaxLength        int64 // longest run of consecutive 429s in a loop
 	PrematureRetries int64 // retries started before the previous answer's Retry-After had passed
 	BlindRetries     int64 // retries after a 429 that carried no Retry-After
-	Retry429Share    *float64
-	Worst            []LoopOffender // the longest loops, longest first
+	// UnparsableRetryAfter is retries after an answer whose Retry-After was neither seconds
+	// nor an HTTP-date: they cannot be called premature or not.
+	UnparsableRetryAfter int64
+	Retry429Share        *float64
+	Worst                []LoopOffender // the longest loops, longest first
 }
 
 // LoopOffender is one 429 loop: the logical request (its key as logged), its route, when
@@ -35,7 +38,7 @@ func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 		return l, err
 	}
 	var share sql.NullFloat64
-	err = s.conn.QueryRowContext(ctx, q).Scan(&l.Loops, &l.MaxLength, &l.PrematureRetries, &l.BlindRetries, &share)
+	err = s.conn.QueryRowContext(ctx, q).Scan(&l.Loops, &l.MaxLength, &l.PrematureRetries, &l.BlindRetries, &l.UnparsableRetryAfter, &share)
 	if err != nil {
 		return l, fmt.Errorf("loops.sql: %w", err)
 	}

@@ -233,9 +233,11 @@ SELECT * EXCLUDE (prev, first),
     prev.status      AS prev_status,
     prev.ts          AS prev_end,
     prev.retry_after AS prev_retry_after,
-    -- Retry-After is seconds or an HTTP-date.
+    -- Retry-After is seconds or an HTTP-date in any of the three forms HTTP allows (RFC 9110
+    -- 5.6.7: IMF-fixdate, RFC 850, asctime with its space-padded day); NULL when unparsable.
     coalesce(TRY_CAST(prev.retry_after AS DOUBLE),
-             epoch(try_strptime(prev.retry_after, '%a, %d %b %Y %H:%M:%S GMT')) - epoch(prev.ts)) AS prev_retry_secs,
+             epoch(try_strptime(regexp_replace(prev.retry_after, ' +', ' ', 'g'),
+                   ['%a, %d %b %Y %H:%M:%S GMT', '%A, %d-%b-%y %H:%M:%S GMT', '%a %b %d %H:%M:%S %Y'])) - epoch(prev.ts)) AS prev_retry_secs,
     first.status          AS first_status,
     first.upstream_status AS first_upstream_status,
     first.attempt         AS first_n,

@@ -38,6 +38,7 @@ type Options struct {
 	InferAttempts bool          // give untagged rows inferred attempt numbers
 	NoCache       bool          // link the rows again even when the stored cache would do
 	Rules         []Rule        // the alert rules, which give verdicts too; nil: DefaultRules
+	Throttle      []int         // the statuses that throttle (loops, blind retries); nil: 429
 }
 
 // whole reports whether o selects every row with the default linking: what the stored
@@ -57,10 +58,11 @@ const DefaultMaxGap = 60 * time.Second
 // Set is the rows of one report and their count tables (stage one, prepare.sql), built
 // once; every figure is a query over those tables (stage two). Close it.
 type Set struct {
-	conn   *sql.Conn
-	table  string
-	cached bool // the count tables are views of the stored cache (see Refresh)
-	lit    prepareLiterals
+	conn     *sql.Conn
+	table    string
+	cached   bool // the count tables are views of the stored cache (see Refresh)
+	lit      prepareLiterals
+	throttle string // Options.Throttle as an SQL list of integers
 
 	buckets map[int][]bucket // the time table's counts, per grain in seconds (see buckets)
 	rules   []Rule           // for verdicts
@@ -86,7 +88,14 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{conn: conn, table: fmt.Sprintf("report_rows_%d", setID.Add(1)), rules: o.Rules, buckets: map[int][]bucket{}}
+	s := &Set{conn: conn, table: fmt.Sprintf("report_rows_%d", setID.Add(1)), rules: o.Rules, buckets: map[int][]bucket{}, throttle: "429"}
+	if len(o.Throttle) > 0 {
+		codes := make([]string, len(o.Throttle))
+		for i, c := range o.Throttle {
+			codes[i] = strconv.Itoa(c)
+		}
+		s.throttle = strings.Join(codes, ", ")
+	}
 	if s.rules == nil {
 		s.rules = DefaultRules()
 	}
@@ -225,8 +234,8 @@ func (s *Set) statement(name, key, table string, grain int) (string, error) {
 	if table == "groups" {
 		suffix = "" // the logical tables grouped by columns, whatever their grain
 	}
-	err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table, Counts, Logical, Firsts string }{
-		key, s.table, s.table + "_" + table + suffix, s.table + "_logical" + suffix, s.table + "_firsts" + suffix})
+	err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table, Counts, Logical, Firsts, Throttle string }{
+		key, s.table, s.table + "_" + table + suffix, s.table + "_logical" + suffix, s.table + "_firsts" + suffix, s.throttle})
 	if err != nil {
 		return "", err
 	}

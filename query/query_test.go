@@ -378,3 +378,48 @@ func TestBackoffAndSynchronised(t *testing.T) {
 		t.Errorf("synchronised (-want +got):\n%s", diff)
 	}
 }
+
+// Retry-After in each form HTTP allows, and --throttle-status. Each request: a 503 with
+// Retry-After at 10:00:00 (ended there; request_time 0.1), its retry starting 5 s later.
+// Seconds "10" and the three HTTP-date forms of 10:00:10 say wait 10 s: premature (4);
+// "3" and the dates of 10:00:03: not (4); "soon": unparsable, counted apart (1). Then two
+// requests answered 503 twice in a row without Retry-After, retried: with 429 alone as the
+// throttling status nothing is a loop or blind; with 503 too, 2 loops and 4 blind
+// retries (both retries of each).
+func TestRetryAfterForms(t *testing.T) {
+	ctx := context.Background()
+	db := memDB(t)
+	line := 0
+	add := func(id string, attempt int, ts string, status int, retryAfter any) {
+		line++
+		_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_time, request_id, method, attempt, status, retry_after)
+			VALUES (1, ?, ?::TIMESTAMP, 0.1, ?, 'GET', ?, ?, ?)`, line, ts, id, attempt, status, retryAfter)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, ra := range []string{"10", "Sun, 29 Nov 2026 10:00:10 GMT", "Sunday, 29-Nov-26 10:00:10 GMT", "Sun Nov 29 10:00:10 2026",
+		"3", "Sun, 29 Nov 2026 10:00:03 GMT", "Sunday, 29-Nov-26 10:00:03 GMT", "Sun Nov 29 10:00:03 2026", "soon"} {
+		id := fmt.Sprintf("r%d", i)
+		add(id, 0, "2026-11-29 10:00:00", 503, ra)
+		add(id, 1, "2026-11-29 10:00:05.1", 200, nil) // started at 10:00:05
+	}
+	for _, id := range []string{"a", "b"} {
+		add(id, 0, "2026-11-29 10:01:00", 503, nil)
+		add(id, 1, "2026-11-29 10:01:01", 503, nil)
+		add(id, 2, "2026-11-29 10:01:02", 200, nil)
+	}
+	for _, tc := range []struct {
+		throttle                     []int
+		loops, premature, blind, odd int64
+	}{{nil, 0, 4, 0, 1}, {[]int{429, 503}, 2, 4, 4, 1}} {
+		l, err := openSet(t, db, query.Options{Throttle: tc.throttle}).Loops(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Loops != tc.loops || l.PrematureRetries != tc.premature || l.BlindRetries != tc.blind || l.UnparsableRetryAfter != tc.odd {
+			t.Errorf("throttle %v: loops %d, premature %d, blind %d, unparsable %d; want %d, %d, %d, %d", tc.throttle,
+				l.Loops, l.PrematureRetries, l.BlindRetries, l.UnparsableRetryAfter, tc.loops, tc.premature, tc.blind, tc.odd)
+		}
+	}
+}

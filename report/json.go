@@ -82,6 +82,7 @@ type jsonLoops struct {
 	MaxLength        int64              `json:"max_length"`
 	PrematureRetries int64              `json:"premature_retries"`
 	BlindRetries     int64              `json:"blind_retries"`
+	Unparsable       int64              `json:"unparsable_retry_after"`
 	Retry429Share    *float64           `json:"retry_429_share"`
 	Worst            []jsonLoopOffender `json:"worst"`
 }
@@ -111,7 +112,7 @@ func JSON(w io.Writer, r *Report) error {
 		Summary:     metricsJSON(r.Summary),
 		Windows:     make([]object, 0, len(r.Windows)),
 		Loops429: jsonLoops{Loops: r.Loops.Loops, MaxLength: r.Loops.MaxLength, PrematureRetries: r.Loops.PrematureRetries,
-			BlindRetries: r.Loops.BlindRetries, Retry429Share: r.Loops.Retry429Share, Worst: loopOffenders(r.Loops.Worst)},
+			BlindRetries: r.Loops.BlindRetries, Unparsable: r.Loops.UnparsableRetryAfter, Retry429Share: r.Loops.Retry429Share, Worst: loopOffenders(r.Loops.Worst)},
 		Endpoints: make([]object, 0, len(r.Endpoints)),
 		Alerts:    toJSONAlerts(r.Alerts),
 		Backoff:   make([]jsonBackoff, 0, len(r.Backoff)),

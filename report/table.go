@@ -230,9 +230,12 @@ func (r *Report) parts(esc func(string) string) parts {
 		p.alerts = append(p.alerts, fmt.Sprintf("alert %s (%s): %s, peak %s", a.Rule, a.Severity, r.span(a.Start, a.End), alertValue(a)))
 	}
 	lp := r.Loops
-	if lp.Loops > 0 || lp.PrematureRetries > 0 || lp.BlindRetries > 0 {
+	if lp.Loops > 0 || lp.PrematureRetries > 0 || lp.BlindRetries > 0 || lp.UnparsableRetryAfter > 0 {
 		line := fmt.Sprintf("429 loops: %d (longest %d), premature retries: %d, blind retries after 429: %d, 429s answering retries: %s",
 			lp.Loops, lp.MaxLength, lp.PrematureRetries, lp.BlindRetries, pct(lp.Retry429Share))
+		if lp.UnparsableRetryAfter > 0 {
+			line += fmt.Sprintf(", retries after a Retry-After neither seconds nor an HTTP-date: %d", lp.UnparsableRetryAfter)
+		}
 		if len(lp.Worst) > 0 {
 			worst := make([]string, len(lp.Worst))
 			for i, w := range lp.Worst {

@@ -324,7 +324,7 @@ func TestIncidentLoops(t *testing.T) {
 		map[string]any{"request": "inc-0116", "route": "/api/orders/:id", "start": "2026-11-29T14:28:15.5Z", "length": 2.0},
 		map[string]any{"request": "inc-0117", "route": "/api/orders/:id", "start": "2026-11-29T14:28:45.5Z", "length": 2.0},
 	}
-	want := map[string]any{"loops": 2.0, "max_length": 2.0, "premature_retries": 0.0, "blind_retries": 2.0, "retry_429_share": 0.5, "worst": worst}
+	want := map[string]any{"loops": 2.0, "max_length": 2.0, "premature_retries": 0.0, "blind_retries": 2.0, "unparsable_retry_after": 0.0, "retry_429_share": 0.5, "worst": worst}
 	if diff := cmp.Diff(want, got.Loops); diff != "" {
 		t.Errorf("loops_429 (-want +got):\n%s", diff)
 	}

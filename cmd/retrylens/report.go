@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -23,19 +24,20 @@ import (
 
 type reportOptions struct {
 	rowFlags
-	window  string
-	format  string
-	output  string
-	maxAtt  int
-	by      string
-	maxGap  time.Duration
-	infer   bool
-	rules   string
-	section string
-	polBase time.Duration
-	polMax  int
-	top     int
-	wide    bool
+	window   string
+	format   string
+	output   string
+	maxAtt   int
+	by       string
+	maxGap   time.Duration
+	infer    bool
+	rules    string
+	section  string
+	polBase  time.Duration
+	polMax   int
+	top      int
+	wide     bool
+	throttle []int // --throttle-status
 }
 
 func (e *env) reportCmd() *cobra.Command {
@@ -96,6 +98,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.BoolVar(&o.wide, "wide", false, "table format: every column, however wide (by default columns are left out to fit the terminal, or $COLUMNS)")
 	f.IntVar(&o.top, "top", 10, "endpoints with retries shown in table, markdown and html (0: all; json and csv carry all)")
 	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules' thresholds, sustain times or severities")
+	f.IntSliceVar(&o.throttle, "throttle-status", []int{http.StatusTooManyRequests}, "the statuses that throttle, for 429 loops and blind retries (nginx's limit_req answers 503: 429,503)")
 	return c
 }
 
@@ -162,7 +165,12 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	if err != nil {
 		return err
 	}
-	qo.MaxGap, qo.InferAttempts, qo.Rules = o.maxGap, o.infer, rules
+	for _, c := range o.throttle {
+		if c < 100 || c > 599 {
+			return usagef("--throttle-status %d: want HTTP statuses such as 429,503", c)
+		}
+	}
+	qo.MaxGap, qo.InferAttempts, qo.Rules, qo.Throttle = o.maxGap, o.infer, rules, o.throttle
 	db, done, err := e.open(c, &o.rowFlags, files, &qo)
 	if err != nil {
 		return err
