@@ -183,3 +183,30 @@ func TestSliceVerdicts(t *testing.T) {
 		t.Errorf("endpoints (-want +got):\n%s", diff)
 	}
 }
+
+// check --fail-on-finding fails on a finding even when no alert does, and says which;
+// --format markdown is a block for a pull request comment. The incident hour's clients
+// retry exactly a second apart (testdata/gen.py: attempt k at t + k s): synchronised; all
+// its requests are GETs.
+func TestCheckFindingsAndMarkdown(t *testing.T) {
+	t.Parallel()
+	quiet := filepath.Join(t.TempDir(), "rules.json")
+	os.WriteFile(quiet, []byte(`[{"rule": "retry_storm", "threshold": 100}, {"rule": "retry_rate_high", "threshold": 100},
+		{"rule": "retries_not_helping", "threshold": 0}]`), 0o644)
+	log := scenario("incident-hour")
+	if _, stderr, code := retrylens(t, nil, "check", "--rules", quiet, "--fail-on-finding", "synchronised", log); code != exitAlert ||
+		!strings.Contains(stderr, "findings present: synchronised (") {
+		t.Errorf("--fail-on-finding synchronised: exit %d, want %d: %s", code, exitAlert, stderr)
+	}
+	if _, stderr, code := retrylens(t, nil, "check", "--rules", quiet, "--fail-on-finding", "possible_duplicate_write,false_success", log); code != 0 {
+		t.Errorf("--fail-on-finding on writes, in a log of GETs: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := retrylens(t, nil, "check", "--fail-on-finding", "dupes", log); code != exitUsage || !strings.Contains(stderr, "possible_duplicate_write") {
+		t.Errorf("--fail-on-finding dupes: exit %d, want %d: %s", code, exitUsage, stderr)
+	}
+	stdout, _, code := retrylens(t, nil, "check", "--format", "markdown", log)
+	if code != exitAlert || !strings.HasPrefix(stdout, "### retrylens check fails: 1 alert at or above P1\n") ||
+		!strings.Contains(stdout, "| P1 | retry_storm | 2026-11-29 14:23 | 2026-11-29 14:28 | 3.00x |\n") || !strings.Contains(stdout, "- `synchronised`: ") {
+		t.Errorf("--format markdown: exit %d:\n%s", code, stdout)
+	}
+}
