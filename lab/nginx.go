@@ -22,7 +22,7 @@ const JSONFormat = `{"time_iso8601":"$time_iso8601","msec":"$msec","remote_addr"
 	`"status":"$status","body_bytes_sent":"$body_bytes_sent","http_referer":"$http_referer","http_user_agent":"$http_user_agent",` +
 	`"request_time":"$request_time","upstream_response_time":"$upstream_response_time","upstream_status":"$upstream_status",` +
 	`"http_x_retry_attempt":"$http_x_retry_attempt","http_x_retry_reason":"$http_x_retry_reason","http_x_request_id":"$http_x_request_id",` +
-	`"http_idempotency_key":"$http_idempotency_key","upstream_http_retry_after":"$upstream_http_retry_after"}`
+	`"http_idempotency_key":"$http_idempotency_key","sent_http_retry_after":"$sent_http_retry_after"}`
 
 // Nginx is a running nginx process with a private prefix directory. Stop it with Stop,
 // which also flushes its logs.
@@ -48,6 +48,7 @@ http {
     scgi_temp_path {{.Dir}}/tmp/scgi;
     log_format retry '{{.Retry}}';
     log_format retry_json escape=json '{{.JSON}}';
+    limit_req_zone $binary_remote_addr zone=lab:1m rate=10r/s;
     upstream backend {
         server {{.Upstream}};
         keepalive 32;
@@ -62,6 +63,17 @@ http {
             proxy_set_header Connection "";
             proxy_next_upstream off;
             proxy_read_timeout 30s;
+        }
+        # limit_req's own throttling: 503 past 10 requests a second, with Retry-After
+        # under /api/throttled-ra, without it under /api/throttled
+        location /api/throttled-ra {
+            limit_req zone=lab;
+            add_header Retry-After 1 always;
+            proxy_pass http://backend;
+        }
+        location /api/throttled {
+            limit_req zone=lab;
+            proxy_pass http://backend;
         }
     }
 }

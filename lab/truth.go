@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -33,7 +35,11 @@ type Truth struct {
 func ok(s int) bool { return s >= 200 && s < 300 }
 
 // Truth computes the metrics from the record.
-func (c *Client) Truth() Truth {
+func (c *Client) Truth() Truth { return c.TruthThrottled(http.StatusTooManyRequests) }
+
+// TruthThrottled is Truth with the given statuses taken as throttling, for 429 loops and
+// blind retries (retrylens report --throttle-status).
+func (c *Client) TruthThrottled(throttle ...int) Truth {
 	var t Truth
 	byID := map[string][]Attempt{}
 	for _, a := range c.Attempts() {
@@ -75,7 +81,7 @@ func (c *Client) Truth() Truth {
 				if secs, err := strconv.Atoi(prev.RetryAfter); err == nil && a.Sent.Sub(prev.Received) < time.Duration(secs)*time.Second {
 					t.PrematureRetries++
 				}
-				if prev.Status == 429 && prev.RetryAfter == "" {
+				if slices.Contains(throttle, prev.Status) && prev.RetryAfter == "" {
 					t.BlindRetries++
 				}
 				if (a.Method == "POST" || a.Method == "PATCH") && a.IdempotencyKey == "" {
@@ -86,7 +92,7 @@ func (c *Client) Truth() Truth {
 			if ok(a.Status) {
 				anyOK = true
 			}
-			if a.Status == 429 {
+			if slices.Contains(throttle, a.Status) {
 				run++
 				t.MaxLoop429 = max(t.MaxLoop429, run)
 			} else {
@@ -96,7 +102,7 @@ func (c *Client) Truth() Truth {
 		if wrote {
 			t.WriteRequests++
 		}
-		if hasLoop429(as) {
+		if hasLoop(as, throttle) {
 			t.Loops429++
 		}
 		if !ok(as[0].Status) && anyOK {
@@ -119,9 +125,9 @@ func (c *Client) Truth() Truth {
 	return t
 }
 
-func hasLoop429(as []Attempt) bool {
+func hasLoop(as []Attempt, throttle []int) bool {
 	for i := 1; i < len(as); i++ {
-		if as[i].Status == 429 && as[i-1].Status == 429 {
+		if slices.Contains(throttle, as[i].Status) && slices.Contains(throttle, as[i-1].Status) {
 			return true
 		}
 	}

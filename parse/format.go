@@ -75,7 +75,7 @@ type step struct {
 // Preset formats by name.
 const (
 	Combined  = `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"`
-	RetryTail = ` rt=$request_time urt="$upstream_response_time" us="$upstream_status" ra="$http_x_retry_attempt" rr="$http_x_retry_reason" rid="$http_x_request_id" ik="$http_idempotency_key" retry_after="$upstream_http_retry_after" msec=$msec`
+	RetryTail = ` rt=$request_time urt="$upstream_response_time" us="$upstream_status" ra="$http_x_retry_attempt" rr="$http_x_retry_reason" rid="$http_x_request_id" ik="$http_idempotency_key" retry_after="$sent_http_retry_after" msec=$msec`
 	Retry     = Combined + RetryTail
 )
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -104,5 +105,52 @@ func TestRealNginx(t *testing.T) {
 				t.Errorf("report summary vs the client's count (-client +retrylens):\n%s", diff)
 			}
 		})
+	}
+}
+
+// nginx's limit_req throttles with 503, not 429: --throttle-status 429,503 counts its loops
+// and blind retries the way the client's own record does with 503 taken as throttling.
+// The naive client (no backoff, Retry-After ignored) sends 40 requests under
+// /api/throttled-ra (503s carry Retry-After: 1) and 40 under /api/throttled (no header)
+// past the 10 a second the zone allows: retries within the second after a Retry-After are
+// premature, retries after a bare 503 blind, two 503s in a row a loop.
+func TestNginxLimitReq(t *testing.T) {
+	t.Parallel()
+	u, n := startLab(t)
+	sc := lab.Scenario{Name: "limit-req", Policy: lab.Naive, Workers: 6, Pace: 20 * time.Millisecond,
+		Requests: append(lab.Requests("ra", 40, http.MethodGet, "/api/throttled-ra/%d"), lab.Requests("bare", 40, http.MethodGet, "/api/throttled/%d")...)}
+	c := sc.Run(n.URL(), u)
+	waitLines(t, n.TextLog, c.Truth().Requests)
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	type loops struct {
+		Loops, Premature, Blind int64
+	}
+	for _, tc := range []struct {
+		flags    []string
+		throttle []int
+	}{{nil, []int{429}}, {[]string{"--throttle-status", "429,503"}, []int{429, 503}}} {
+		truth := c.TruthThrottled(tc.throttle...)
+		want := loops{int64(truth.Loops429), int64(truth.PrematureRetries), int64(truth.BlindRetries)}
+		stdout, stderr, code := retrylens(t, nil, append([]string{"report", "--format", "json", "--log-format", "retry", n.TextLog}, tc.flags...)...)
+		var r struct {
+			Loops struct {
+				Loops     int64 `json:"loops"`
+				Premature int64 `json:"premature_retries"`
+				Blind     int64 `json:"blind_retries"`
+			} `json:"loops_429"`
+		}
+		if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+			t.Fatalf("report %v: exit %d: %s", tc.flags, code, stderr)
+		}
+		got := loops{r.Loops.Loops, r.Loops.Premature, r.Loops.Blind}
+		t.Logf("throttle %v: client %+v, retrylens %+v", tc.throttle, want, got)
+		if got != want {
+			t.Errorf("throttle %v: retrylens %+v, the client's record %+v", tc.throttle, got, want)
+		}
+		if len(tc.throttle) == 2 && (want.Loops == 0 || want.Premature == 0 || want.Blind == 0) {
+			t.Errorf("the run made no loop, premature or blind retry to compare: %+v", want)
+		}
 	}
 }
