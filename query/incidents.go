@@ -15,8 +15,8 @@ type Span struct {
 // Incidents finds the stretches of one-minute windows (oldest first) where amplification,
 // retry rate or the share of failed lines (5xx, 429, abandoned) rose well above the range's baseline,
 // its median minute: amplification above max(1.2, baseline + 0.3), or a rate above
-// max(5 %, 3 × baseline), with at least 3 retries or 3 failed answers in the minute (one
-// retry in a quiet minute is no incident). Hot minutes at most one quiet minute apart make
+// max(5 %, 3 × baseline), with at least 3 retries or 3 failed lines in the minute: the
+// detector's minimum sample (one retry in a quiet minute is no incident). Hot minutes at most one quiet minute apart make
 // one incident.
 func Incidents(minutes []Window) []Span {
 	if len(minutes) == 0 {
