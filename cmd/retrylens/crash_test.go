@@ -185,7 +185,7 @@ func TestTornCommitIsRepaired(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	path, lines := genLog(t, dir, "retry", 1_000_000, 12)
+	path, lines := genLog(t, dir, "retry", 500_000, 12)
 	db := filepath.Join(dir, "torn.duckdb")
 	var torn ingest.Damage
 	for i := range 2 { // kills 0 and 1 ms in: DuckDB 1.5 tore at 1 ms in most runs

@@ -424,7 +424,7 @@ func TestHealthySparseLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	truth, err := lab.GenerateEvery(out, pf, 60000, 9, time.Second)
+	truth, err := lab.GenerateEvery(out, pf, 30000, 9, time.Second)
 	out.Close()
 	if err != nil {
 		t.Fatal(err)
