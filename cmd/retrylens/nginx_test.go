@@ -115,6 +115,9 @@ func TestRealNginx(t *testing.T) {
 // past the 10 a second the zone allows: retries within the second after a Retry-After are
 // premature, retries after a bare 503 blind, two 503s in a row a loop.
 func TestNginxLimitReq(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a second run through a real nginx; TestRealNginx is the short suite's")
+	}
 	t.Parallel()
 	u, n := startLab(t)
 	sc := lab.Scenario{Name: "limit-req", Policy: lab.Naive, Workers: 6, Pace: 20 * time.Millisecond,
