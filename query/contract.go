@@ -53,35 +53,35 @@ type GroupCount struct {
 	Tries        int64     `col:"tries,sum"`
 }
 
-// LogicalCount is a row of the logical table: the logical requests of the attempts table
-// whose first attempt fell in one time bucket with one value of the grouping columns.
-type LogicalCount struct {
-	Start        time.Time `col:"ts"`
-	Method       *string   `col:"method"`
-	Route        *string   `col:"route"`
-	Host         *string   `col:"host"`
-	UpstreamAddr *string   `col:"upstream_addr"`
-	Status       *int16    `col:"status"`        // the first attempt's
-	Attempt      *int32    `col:"attempt"`       // the first attempt's number (0 unless it was not logged)
-	Recovered    int64     `col:"recovered,sum"` // first attempt not 2xx, a later one 2xx
-	Exhausted    int64     `col:"exhausted,sum"` // retried, never 2xx
-	Logical      int64     `col:"logical,sum"`
-	FinalOK      int64     `col:"final_ok,sum"` // final attempt 2xx
-}
-
-// FirstCount is a row of the firsts table: the strong-keyed first attempts (attempt 0)
-// of requests in the attempts table, by their own bucket and columns. The time table's
-// strong first attempts less these are the requests that never retried.
-type FirstCount struct {
+// Bucket is the columns the logical and firsts tables count by: a time bucket and the
+// grouping columns of an attempt (for the logical table, the request's first attempt).
+type Bucket struct {
 	Start        time.Time `col:"ts"`
 	Method       *string   `col:"method"`
 	Route        *string   `col:"route"`
 	Host         *string   `col:"host"`
 	UpstreamAddr *string   `col:"upstream_addr"`
 	Status       *int16    `col:"status"`
-	Attempt      *int32    `col:"attempt"`
-	Firsts       int64     `col:"firsts,sum"`
-	FirstsOK     int64     `col:"firsts_ok,sum"`
+	Attempt      *int32    `col:"attempt"` // 0 for a first attempt, unless it was not logged
+}
+
+// LogicalCount is a row of the logical table: the logical requests of the attempts table
+// whose first attempt fell in one bucket.
+type LogicalCount struct {
+	Bucket
+	Recovered int64 `col:"recovered,sum"` // first attempt not 2xx, a later one 2xx
+	Exhausted int64 `col:"exhausted,sum"` // retried, never 2xx
+	Logical   int64 `col:"logical,sum"`
+	FinalOK   int64 `col:"final_ok,sum"` // final attempt 2xx
+}
+
+// FirstCount is a row of the firsts table: the strong-keyed first attempts (attempt 0)
+// of requests in the attempts table, by their own bucket. The time table's strong first
+// attempts less these are the requests that never retried.
+type FirstCount struct {
+	Bucket
+	Firsts   int64 `col:"firsts,sum"`
+	FirstsOK int64 `col:"firsts_ok,sum"`
 }
 
 // AttemptRow is a row of the attempts table: one attempt of a logical request that has
@@ -155,12 +155,14 @@ func buildSteps(keep func(CountTable) bool) []string {
 
 func tableOf[T any](name, build string, timed, perRequest bool) CountTable {
 	t := CountTable{Name: name, Build: build, Timed: timed, PerRequest: perRequest}
-	rt := reflect.TypeFor[T]()
 	additive := false
-	for i := range rt.NumField() {
-		col, role, _ := strings.Cut(rt.Field(i).Tag.Get("col"), ",")
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[T]()) {
+		if f.Anonymous {
+			continue // its fields follow, in place
+		}
+		col, role, _ := strings.Cut(f.Tag.Get("col"), ",")
 		t.Cols = append(t.Cols, col)
-		t.goTypes = append(t.goTypes, rt.Field(i).Type)
+		t.goTypes = append(t.goTypes, f.Type)
 		if role == "sum" {
 			additive = true
 			t.Sums = append(t.Sums, col)
