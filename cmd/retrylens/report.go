@@ -48,11 +48,15 @@ func (e *env) reportCmd() *cobra.Command {
 		Long: `Print, per time window and for the whole range: requests, untagged lines,
 first attempts, retries, amplification (tagged lines / first attempts), retry rate
 (second attempts / first attempts), retry success rate (retries answered 2xx / retries),
-recovered and exhausted requests, 5xx and 429 answers split first+retry, and a verdict:
-fuelling, rescuing or quiet. Under the table: 429 feedback loops (premature and blind
-retries), policy findings (retried writes without an idempotency key, false successes,
-retries of non-retryable answers, attempts over --max-attempts) and how attempts were
-linked into logical requests.
+recovered and exhausted requests, 5xx, 429 and abandoned (499, 0) lines split
+first+retry, and a verdict: fuelling, rescuing, quiet, insufficient data (a threshold
+crossed on too few requests to say so) or no attempt data (no line carries an attempt
+number). Every row, range, window, endpoint or --by group, gets its verdict the same way,
+and the JSON names the alert rules that fired in its own minutes. Under the table: 429
+feedback loops (premature and blind retries; --throttle-status adds statuses that
+throttle), policy findings (retried writes without an idempotency key, writes retried
+after an abandoned attempt, false successes, retries of non-retryable answers, attempts
+over --max-attempts) and how attempts were linked into logical requests.
 
 Attempts are linked by Idempotency-Key, amz-sdk-invocation-id or X-Request-Id; lines
 with none of them by client address, user agent, method and URI, with increasing
