@@ -80,6 +80,9 @@ func readAll(t *testing.T, set *query.Set) everything {
 // generated one loaded as separate files; a load after it makes it stale, and a stale
 // cache is not read.
 func TestCacheSameFigures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and updates the cache six times; TestContract and TestRangeTablesEqualStored stay")
+	}
 	ctx := context.Background()
 	dir := t.TempDir()
 	retry, _ := parse.Preset("retry")
