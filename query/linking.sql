@@ -1,18 +1,25 @@
 -- Logical requests by what linked them: strong-keyed first attempts from the time table
 -- less those of requests in {{.Table}}_attempts (each of the rest is a request of its
--- own), plus the distinct requests of {{.Table}}_attempts.
+-- own), plus the distinct requests of {{.Table}}_attempts. With them, per way of linking,
+-- the retries (time table) and the orphans: retries with no earlier attempt to link to
+-- (a first attempt outside the range or never logged, a chain the heuristic could not
+-- start).
 WITH s AS (
-    SELECT linked_by, sum(n) AS firsts
+    SELECT linked_by,
+        coalesce(sum(n) FILTER (attempt = 0 AND linked_by IN ('idempotency_key', 'invocation_id', 'request_id')), 0) AS firsts,
+        coalesce(sum(n) FILTER (attempt >= 1), 0) AS retries
     FROM {{.Table}}_time
-    WHERE attempt = 0 AND linked_by IN ('idempotency_key', 'invocation_id', 'request_id')
+    WHERE linked_by IS NOT NULL
     GROUP BY linked_by
 ),
 m AS (
     SELECT linked_by,
         count(*) FILTER (attempt = 0 AND linked_by IN ('idempotency_key', 'invocation_id', 'request_id')) AS firsts,
-        count(DISTINCT lkey) AS logical
+        count(DISTINCT lkey) AS logical,
+        count(*) FILTER (attempt >= 1 AND prev_end IS NULL) AS orphans
     FROM {{.Table}}_attempts
     GROUP BY linked_by
 )
-SELECT linked_by, coalesce(s.firsts, 0) - coalesce(m.firsts, 0) + coalesce(m.logical, 0)
+SELECT linked_by, (coalesce(s.firsts, 0) - coalesce(m.firsts, 0) + coalesce(m.logical, 0))::BIGINT,
+    coalesce(s.retries, 0)::BIGINT, coalesce(m.orphans, 0)::BIGINT
 FROM s FULL JOIN m USING (linked_by)

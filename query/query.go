@@ -509,13 +509,27 @@ func (s *Set) Span(ctx context.Context) (from, to time.Time, err error) {
 	return f.Time.UTC(), t.Time.UTC(), nil
 }
 
-// Linking counts logical requests by what linked their attempts.
+// Linking counts logical requests by what linked their attempts, and says how good the
+// linking is.
 type Linking struct {
 	IdempotencyKey int64
 	InvocationID   int64
 	RequestID      int64
 	Heuristic      int64
 	Inferred       int64
+	// Retries is the retries (tagged or inferred attempts ≥ 1), HeuristicRetries those the
+	// heuristic linked (client, method and URI: an estimate), Orphans those with no
+	// earlier attempt to link to.
+	Retries, HeuristicRetries, Orphans int64
+}
+
+// HeuristicShare is the share of retries the heuristic linked; above a tenth the logical
+// figures are estimates (docs/metrics.md).
+func (l Linking) HeuristicShare() float64 {
+	if l.Retries == 0 {
+		return 0
+	}
+	return float64(l.HeuristicRetries) / float64(l.Retries)
 }
 
 // Strong is the logical requests linked by a key the client sent.
@@ -535,10 +549,12 @@ func (s *Set) Linking(ctx context.Context) (Linking, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var by string
-		var n int64
-		if err := rows.Scan(&by, &n); err != nil {
+		var n, retries, orphans int64
+		if err := rows.Scan(&by, &n, &retries, &orphans); err != nil {
 			return l, err
 		}
+		l.Retries += retries
+		l.Orphans += orphans
 		switch by {
 		case "idempotency_key":
 			l.IdempotencyKey = n
@@ -547,7 +563,7 @@ func (s *Set) Linking(ctx context.Context) (Linking, error) {
 		case "request_id":
 			l.RequestID = n
 		case "heuristic":
-			l.Heuristic = n
+			l.Heuristic, l.HeuristicRetries = n, retries
 		case "inferred":
 			l.Inferred = n
 		}

@@ -232,7 +232,9 @@ func TestHeuristicLinking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(query.Linking{RequestID: 1, Heuristic: 4}, l); diff != "" {
+	// Retries: A1's, B2's and R's; the heuristic linked A1's and B2's; B2 is an orphan (no
+	// earlier attempt to link to).
+	if diff := cmp.Diff(query.Linking{RequestID: 1, Heuristic: 4, Retries: 3, HeuristicRetries: 2, Orphans: 1}, l); diff != "" {
 		t.Errorf("Linking (-want +got):\n%s", diff)
 	}
 }

@@ -75,6 +75,10 @@ type jsonLinking struct {
 	RequestID      int64 `json:"request_id"`
 	Heuristic      int64 `json:"heuristic"`
 	Inferred       int64 `json:"inferred"`
+	// how good the linking is: retries, those the heuristic linked, those with no earlier attempt
+	Retries          int64 `json:"retries"`
+	HeuristicRetries int64 `json:"heuristic_retries"`
+	Orphans          int64 `json:"orphans"`
 }
 
 type jsonLoops struct {
@@ -118,7 +122,8 @@ func JSON(w io.Writer, r *Report) error {
 		Backoff:   make([]jsonBackoff, 0, len(r.Backoff)),
 		Incidents: make([]jsonIncident, 0, len(r.Incidents)),
 		Linking: jsonLinking{Strong: r.Linking.Strong(), IdempotencyKey: r.Linking.IdempotencyKey, InvocationID: r.Linking.InvocationID,
-			RequestID: r.Linking.RequestID, Heuristic: r.Linking.Heuristic, Inferred: r.Linking.Inferred},
+			RequestID: r.Linking.RequestID, Heuristic: r.Linking.Heuristic, Inferred: r.Linking.Inferred,
+			Retries: r.Linking.Retries, HeuristicRetries: r.Linking.HeuristicRetries, Orphans: r.Linking.Orphans},
 	}
 	if r.Endpoint != "" {
 		out.Endpoint = &r.Endpoint

@@ -145,3 +145,27 @@ func TestAttemptBarsFold(t *testing.T) {
 		t.Errorf("10 counts: last labelled %q, want 10", b.Labels[9].Text)
 	}
 }
+
+// How good the linking is: orphans are named in the linking note, and a heuristic that
+// linked more than a tenth of the retries (5 of 10 here) gets a warning line; at a tenth
+// (1 of 10), none.
+func TestLinkingQuality(t *testing.T) {
+	r := sample()
+	r.Linking = query.Linking{RequestID: 7, Heuristic: 3, Retries: 10, HeuristicRetries: 5, Orphans: 2}
+	var b bytes.Buffer
+	if err := Table(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"; 2 retries with no earlier attempt to link to",
+		"warning: 50% of the retries (5 of 10) were linked by client, method and URI"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in:\n%s", want, b.String())
+		}
+	}
+	r.Linking.HeuristicRetries = 1
+	b.Reset()
+	Table(&b, r)
+	if strings.Contains(b.String(), "warning:") {
+		t.Errorf("a warning at a tenth:\n%s", b.String())
+	}
+}

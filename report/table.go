@@ -270,7 +270,18 @@ func (r *Report) parts(esc func(string) string) parts {
 		if l.Inferred > 0 {
 			line += fmt.Sprintf(", %d with inferred attempt numbers", l.Inferred)
 		}
+		if l.Orphans > 0 {
+			retries := "retries"
+			if l.Orphans == 1 {
+				retries = "retry"
+			}
+			line += fmt.Sprintf("; %d %s with no earlier attempt to link to", l.Orphans, retries)
+		}
 		p.notes = append(p.notes, line)
+		if share := l.HeuristicShare(); share > 0.1 {
+			p.notes = append(p.notes, fmt.Sprintf("warning: %.0f%% of the retries (%d of %d) were linked by client, method and URI, not by a key the client sent: recovered, exhausted and effective success are estimates (send X-Request-Id or Idempotency-Key)",
+				100*share, l.HeuristicRetries, l.Retries))
+		}
 	}
 	p.notes = append(p.notes, r.coverage()...)
 	return p
