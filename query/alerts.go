@@ -93,7 +93,7 @@ func (r Rule) judge(m Metrics) (int, float64) {
 	first, retries, c := float64(m.FirstAttempts), float64(m.Retries), r.Confidence
 	sure := true
 	switch {
-	case c <= 0.5:
+	case c <= 0.5: // the figures as they are
 	case r.Name == "retry_rate_high": // first attempts retried, of first attempts
 		lo, _ := wilson(val(m.RetryRate)*first, first, c)
 		sure = lo > r.Threshold
@@ -116,6 +116,8 @@ func (r Rule) holds(m Metrics) (bool, float64) {
 	return state == firing, v
 }
 
+// condition reports whether the rule's condition holds on m's figures as they are, and the
+// value it watches.
 func (r Rule) condition(m Metrics) (bool, float64) {
 	switch r.Name {
 	case "retry_rate_high":
