@@ -39,15 +39,16 @@ func TestDayOneConventions(t *testing.T) {
 // removed by the next ingest.
 func TestInterruptedIngest(t *testing.T) {
 	if testing.Short() {
-		t.Skip("loads a million lines")
+		t.Skip("loads 400,000 lines")
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	path, lines := genLog(t, dir, "retry", 1_000_000, 13)
+	path, lines := genLog(t, dir, "retry", 400_000, 13)
 	db := filepath.Join(dir, "i.duckdb")
 	os.MkdirAll(db+".tmp", 0o755)
 	os.WriteFile(filepath.Join(db+".tmp", "duckdb_temp_storage_S32K-0.tmp"), []byte("left by a SIGKILL"), 0o644)
-	cmd := exec.Command(os.Args[0], "ingest", "--db", db, "--log-format", "retry", path)
+	const chunk = 64 << 20
+	cmd := exec.Command(os.Args[0], "ingest", "--db", db, "--log-format", "retry", "--chunk-mib", "64", path)
 	cmd.Env = append(os.Environ(), "RETRYLENS_TEST_MAIN=1", "RETRYLENS_TEST_STEP=committed:1")
 	var stderr bytes.Buffer
 	pipe, _ := cmd.StderrPipe()
@@ -65,13 +66,13 @@ func TestInterruptedIngest(t *testing.T) {
 		}
 	}
 	err := cmd.Wait()
-	// The first chunk ends at the first newline from its 256 MiB on: its lines, counted in
+	// The first chunk ends at the first newline from its 64 MiB on: its lines, counted in
 	// the file, are what committed (every generated line is a row).
 	data, rerr := os.ReadFile(path)
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
-	cut := 256<<20 - 1 + bytes.IndexByte(data[256<<20-1:], '\n') + 1
+	cut := chunk - 1 + bytes.IndexByte(data[chunk-1:], '\n') + 1
 	first := int64(bytes.Count(data[:cut], []byte("\n")))
 	committed := countRows(t, db)
 	want := fmt.Sprintf("interrupted while loading %s, after %d of its lines were committed", path, first)

@@ -364,7 +364,7 @@ func labRun(t *testing.T, format, path string) labReport {
 }
 
 // TestGenerated checks retrylens against the truth the log generator counted while
-// writing, in every format it writes: 20,000 lines each, with untagged lines, 429s,
+// writing, in every format it writes: 10,000 lines each, with untagged lines, 429s,
 // retried writes with and without idempotency keys, and a logical request cut short at
 // the end.
 func TestGenerated(t *testing.T) {
@@ -380,7 +380,7 @@ func TestGenerated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			truth, err := lab.Generate(out, pf, 20000, 42)
+			truth, err := lab.Generate(out, pf, 10000, 42)
 			if cerr := out.Close(); err == nil {
 				err = cerr
 			}
