@@ -121,9 +121,9 @@ func TestCrashDuringIngest(t *testing.T) {
 	t.Logf("%d kills", killed)
 }
 
-// TestCrashAtEachStep kills a load of 450,000 lines in chunks of 96 MiB (two chunks of
-// about 390,000 rows: large enough that DuckDB writes row groups to the file before the
-// COMMIT, as with the default 256 MiB) at each step of a chunk's transaction, COMMIT
+// TestCrashAtEachStep kills a load of 330,000 lines in chunks of 72 MiB (two chunks, the
+// first of about 295,000 rows: large enough that DuckDB writes row groups to the file
+// before the COMMIT, as with the default 256 MiB) at each step of a chunk's transaction, COMMIT
 // included, resuming it each time: after
 // every kill the rows must be what the registry says, or the next ingest must repair
 // them, and in the end every line is in the database exactly once and verify passes.
@@ -131,11 +131,11 @@ func TestCrashDuringIngest(t *testing.T) {
 // that chunk then went in twice).
 func TestCrashAtEachStep(t *testing.T) {
 	if testing.Short() {
-		t.Skip("loads 400,000 lines about ten times")
+		t.Skip("loads 300,000 lines about ten times")
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	path, lines := genLog(t, dir, "retry", 450_000, 11)
+	path, lines := genLog(t, dir, "retry", 330_000, 11)
 	n := int64(lines)
 	db := filepath.Join(dir, "steps.duckdb")
 	kills := []struct {
@@ -154,7 +154,7 @@ func TestCrashAtEachStep(t *testing.T) {
 	}
 	var damaged int
 	for _, k := range kills {
-		if !killAtStep(t, db, path, k.spec, k.delay, "--chunk-mib", "96") {
+		if !killAtStep(t, db, path, k.spec, k.delay, "--chunk-mib", "72") {
 			t.Logf("%s +%v: the load ended before it got there", k.spec, k.delay)
 			continue
 		}
@@ -164,7 +164,7 @@ func TestCrashAtEachStep(t *testing.T) {
 		}
 		t.Logf("killed at %s +%v: %s", k.spec, k.delay, strings.Join(append(d.Problems(), "rows match the registry")[:max(1, len(d.Problems()))], "; "))
 	}
-	_, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, "--log-format", "retry", "--chunk-mib", "96", path)
+	_, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, "--log-format", "retry", "--chunk-mib", "72", path)
 	if code != 0 {
 		t.Fatalf("final ingest: exit %d: %s", code, stderr)
 	}
@@ -185,7 +185,7 @@ func TestTornCommitIsRepaired(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	path, lines := genLog(t, dir, "retry", 500_000, 12)
+	path, lines := genLog(t, dir, "retry", 400_000, 12)
 	db := filepath.Join(dir, "torn.duckdb")
 	var torn ingest.Damage
 	for i := range 2 { // kills 0 and 1 ms in: DuckDB 1.5 tore at 1 ms in most runs
