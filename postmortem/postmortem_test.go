@@ -1,0 +1,58 @@
+package postmortem
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/parse"
+	"github.com/retrylens/retrylens/query"
+)
+
+// Build assembles what the report shows from one database: on the incident hour
+// (testdata/incident-hour/EXPECTED.md) 125 rows, 80 first attempts, 42 retries; one
+// incident [14:20, 14:29) (the minutes with 3 or more retries, all with amplification 2
+// or more against a median of 1: see TestCheck's counts), the three alerts, the range fuelling with the rules that
+// fired, --by route the endpoints themselves; the HTML's charts only when asked.
+// Alerts and Budget read the same rows.
+func TestBuild(t *testing.T) {
+	ctx := context.Background()
+	db, err := ingest.Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	f, _ := parse.Preset("retry")
+	if _, err := ingest.Load(ctx, db, []string{"../testdata/incident-hour/access.log"}, ingest.Options{Format: f}); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Width: 10 * time.Minute, By: "route", MaxAttempts: query.DefaultMaxAttempts}
+	r, err := Build(ctx, db, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Summary
+	if s.Requests != 125 || s.FirstAttempts != 80 || s.Retries != 42 || s.Verdict != query.Fuelling || len(s.Fired) != 3 {
+		t.Errorf("summary: %+v", s)
+	}
+	t0 := time.Date(2026, 11, 29, 14, 20, 0, 0, time.UTC)
+	if len(r.Incidents) != 1 || !r.Incidents[0].Start.Equal(t0) || !r.Incidents[0].End.Equal(t0.Add(9*time.Minute)) {
+		t.Errorf("incidents: %+v", r.Incidents)
+	}
+	if len(r.Windows) != 6 || len(r.Alerts) != 3 || len(r.Groups) != len(r.Endpoints) || r.Chart != nil {
+		t.Errorf("%d windows, %d alerts, %d groups for %d endpoints, chart %v", len(r.Windows), len(r.Alerts), len(r.Groups), len(r.Endpoints), r.Chart != nil)
+	}
+	o.Charts = true
+	if r, err = Build(ctx, db, o); err != nil || len(r.Chart) == 0 || len(r.AttemptCounts) == 0 {
+		t.Errorf("charts: %v, %d buckets, %d attempt counts", err, len(r.Chart), len(r.AttemptCounts))
+	}
+	c, err := Alerts(ctx, db, query.Options{}, "P1", query.DefaultMaxAttempts)
+	if err != nil || len(c.Alerts) != 3 || c.Failing != 1 || c.Summary.Requests != 125 {
+		t.Errorf("check: %v, %+v", err, c)
+	}
+	rs, err := Budget(ctx, db, query.Options{}, nil, 0)
+	if err != nil || len(rs) != 0 {
+		t.Errorf("budget without models: %v, %d results", err, len(rs))
+	}
+}
