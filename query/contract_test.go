@@ -78,6 +78,16 @@ func loadSamples(t *testing.T, generated int) *sql.DB {
 		for i := 0; i < len(lines); i += 2 {
 			lines[i] = keyless.ReplaceAllString(lines[i], `rid="-" ik="-"`)
 		}
+		// and a request whose retry crosses a minute's bound, with and without a key
+		for _, id := range []string{"cross-1", "-"} {
+			for a, at := range []struct {
+				sec    string
+				status int
+			}{{"00:00:59", 502}, {"00:01:00", 200}} {
+				lines = append(lines, fmt.Sprintf(`10.9.9.9 - - [29/Nov/2026:%s +0000] "GET /api/cross HTTP/1.1" %d 2 "-" "c" rt=0.010 urt="0.010" us="%d" ra="%d" rr="-" rid="%s" ik="-" retry_after="-" msec=%d.500`+"\n",
+					at.sec, at.status, at.status, a, id, 1795910400+59+int64(a)))
+			}
+		}
 		path := filepath.Join(t.TempDir(), "generated.log")
 		if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o644); err != nil {
 			t.Fatal(err)

@@ -28,8 +28,9 @@ The count tables (the contract; their Go types are in query/contract.go):
 
 Linking (docs/metrics.md): Idempotency-Key, then amz-sdk-invocation-id, then
 X-Request-Id, taken as unique per business request; rows with none of them link by
-client address, user agent, method and URI: attempt numbers increase and an attempt
-starts at most max_gap seconds after the previous one ended. Inference (--infer-attempts):
+client address, user agent, method and URI: retry n joins the most recent open chain,
+one whose attempt n-1 was not answered 2xx and ended at most max_gap seconds before
+(prepare_hlink_level). Inference (--infer-attempts):
 an untagged row repeats the previous row of the same client, user agent, method and URI
 when that one got a retryable failure (5xx, 429, 408, 499, 0) and this one started at
 most max_gap seconds after it ended; its attempt number counts the repeats.
@@ -63,24 +64,45 @@ WHERE r.ts >= {{.Since}} AND r.ts < {{.Until}}
 {{- end}}
 {{end}}
 
+{{define "prepare_hrows"}}
+-- The rows the heuristic links: tagged, without a strong key, by the client, user agent,
+-- method and URI they link by (hk).
+CREATE TEMP TABLE {{.Table}}_hrows AS
+SELECT file_id, line, hash(remote_addr, user_agent, method, uri) AS hk, logged_attempt AS attempt, ts, started, status
+FROM {{.Table}}_rows
+WHERE logged_attempt IS NOT NULL AND NOT has_skey
+{{end}}
+
+{{define "prepare_hlink"}}
+-- First attempts start chains, named after their place in the logs.
+CREATE TEMP TABLE {{.Table}}_hlink AS
+SELECT file_id, line, hk, attempt, ts, status, file_id || ':' || line AS chain
+FROM {{.Table}}_hrows
+WHERE attempt = 0
+{{end}}
+
+{{define "prepare_hlink_level"}}
+-- Retry {{.Level}} joins the most recent open chain of its client, method and URI: one
+-- whose attempt {{.Level}} - 1 was not answered 2xx and ended before this one did, at most
+-- max_gap before it started; else it starts a chain of its own (an orphan). (Before it
+-- started, in real traffic; logs timed to the second, or generated ones, can disagree.)
+-- Attempts past the last level the program runs start their own.
+INSERT INTO {{.Table}}_hlink
+SELECT r.file_id, r.line, r.hk, r.attempt, r.ts, r.status,
+    CASE WHEN p.ts IS NOT NULL AND epoch(r.started) - epoch(p.ts) <= {{.MaxGap}} THEN p.chain
+         ELSE r.file_id || ':' || r.line END
+FROM (SELECT * FROM {{.Table}}_hrows WHERE attempt {{if .Last}}>={{else}}={{end}} {{.Level}}) r
+ASOF LEFT JOIN (
+    SELECT hk, ts, chain FROM {{.Table}}_hlink
+    WHERE attempt = {{.Level}} - 1 AND NOT coalesce(status BETWEEN 200 AND 299, false)
+) p ON r.hk = p.hk AND r.ts >= p.ts
+{{end}}
+
 {{define "prepare_chain"}}
 CREATE {{.Kind}} {{.Table}}_chain AS
-WITH h AS (
-    SELECT *,
-        CASE WHEN lag(ts) OVER hk IS NULL
-               OR logged_attempt = 0
-               OR logged_attempt <= lag(logged_attempt) OVER hk
-               OR epoch(started) - epoch(lag(ts) OVER hk) > {{.MaxGap}}
-             THEN 1 ELSE 0 END AS new_chain
-    FROM {{.Table}}_rows
-    WHERE logged_attempt IS NOT NULL AND NOT has_skey
-    WINDOW hk AS (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, logged_attempt, line)
-),
-hc AS (
-    SELECT * EXCLUDE (new_chain), logged_attempt AS attempt, false AS inferred, 'heuristic' AS linked_by,
-        sum(new_chain) OVER (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, logged_attempt, line
-                             ROWS UNBOUNDED PRECEDING) AS chain
-    FROM h
+WITH hc AS (
+    SELECT r.*, r.logged_attempt AS attempt, false AS inferred, 'heuristic' AS linked_by, l.chain
+    FROM {{.Table}}_rows r JOIN {{.Table}}_hlink l USING (file_id, line)
 ),
 u AS (
     SELECT *,
@@ -94,8 +116,8 @@ u AS (
 ),
 uc AS (
     SELECT * EXCLUDE (new_chain),
-        sum(new_chain) OVER (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, line
-                             ROWS UNBOUNDED PRECEDING) AS chain
+        CAST(sum(new_chain) OVER (PARTITION BY remote_addr, user_agent, method, uri ORDER BY ts, line
+                                  ROWS UNBOUNDED PRECEDING) AS VARCHAR) AS chain
     FROM u
 ),
 ui AS (

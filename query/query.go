@@ -172,13 +172,14 @@ func prepareGrain(ctx context.Context, conn execer, table, kind string, lit prep
 	if params == nil {
 		params = []any{nil, nil} // every route and method
 	}
-	for _, name := range steps {
+	run := func(name string, level int, last bool) error {
 		var q bytes.Buffer
 		err := sqlTmpl.ExecuteTemplate(&q, name, struct {
 			Table, Kind, Suffix string
-			Grain               int
+			Grain, Level        int
+			Last                bool
 			prepareLiterals
-		}{table, kind, grainSuffix(grain), grain, lit})
+		}{table, kind, grainSuffix(grain), grain, level, last, lit})
 		if err == nil {
 			var args []any
 			if name == "prepare_params" {
@@ -188,6 +189,46 @@ func prepareGrain(ctx context.Context, conn execer, table, kind string, lit prep
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
+	for _, name := range steps {
+		if name == "prepare_chain" {
+			if err := linkHeuristic(ctx, conn, table, run); err != nil {
+				return err
+			}
+		}
+		if err := run(name, 0, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxLevels is how many attempt numbers the heuristic links one by one; attempts past it
+// start chains of their own (a client's attempt numbers rarely pass a handful).
+const maxLevels = 32
+
+// linkHeuristic links the rows without a strong key into chains, attempt number by attempt
+// number (prepare.sql, prepare_hlink_level): <table>_hlink, which prepare_chain reads.
+func linkHeuristic(ctx context.Context, conn execer, table string, run func(string, int, bool) error) error {
+	if err := run("prepare_hrows", 0, false); err != nil {
+		return err
+	}
+	if err := run("prepare_hlink", 0, false); err != nil {
+		return err
+	}
+	q, ok := conn.(querier)
+	if !ok {
+		return fmt.Errorf("linking: %T cannot read", conn)
+	}
+	var top sql.NullInt64
+	if err := q.QueryRowContext(ctx, "SELECT max(attempt) FROM "+table+"_hrows").Scan(&top); err != nil {
+		return fmt.Errorf("linking: %w", err)
+	}
+	for level := 1; top.Valid && level <= int(min(top.Int64, maxLevels)); level++ {
+		if err := run("prepare_hlink_level", level, level == maxLevels); err != nil {
+			return err
 		}
 	}
 	return nil

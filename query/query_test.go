@@ -425,3 +425,31 @@ func TestRetryAfterForms(t *testing.T) {
 		}
 	}
 }
+
+// Two requests from one client to one URI at once, without keys (#15's first case): A's
+// first attempt fails, B's succeeds in between, A's retry follows. The retry joins the
+// open chain (A's, not answered 2xx), not the line just before it (B's 200): 2 logical
+// requests, A recovered, both ending 2xx. A retry after only 2xx answers is an orphan.
+func TestHeuristicOpenChain(t *testing.T) {
+	ctx := context.Background()
+	db := memDB(t)
+	insert(t, db, [][]any{
+		{"2026-11-29 10:00:00", "10.0.0.1", "GET", "/a", 0, 502, nil},   // A0
+		{"2026-11-29 10:00:00.1", "10.0.0.1", "GET", "/a", 0, 200, nil}, // B0
+		{"2026-11-29 10:00:00.5", "10.0.0.1", "GET", "/a", 1, 200, nil}, // A1
+		{"2026-11-29 10:01:00", "10.0.0.2", "GET", "/b", 0, 200, nil},   // C0
+		{"2026-11-29 10:01:01", "10.0.0.2", "GET", "/b", 1, 200, nil},   // a retry of nothing open: an orphan
+	})
+	set := openSet(t, db, query.Options{})
+	m, err := set.Summary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := set.Linking(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Recovered != 1 || m.Exhausted != 0 || l.Heuristic != 4 || l.Orphans != 1 {
+		t.Errorf("recovered %d, exhausted %d, %+v; want 1 recovered, 0 exhausted, 4 logical requests (A, B, C, the orphan), 1 orphan", m.Recovered, m.Exhausted, l)
+	}
+}
