@@ -24,6 +24,7 @@ type Policy struct {
 	HonourRetryAfter bool          // retry a 429 only when it carries Retry-After, after waiting it, once
 	Timeout          time.Duration // per attempt
 	IdempotencyKeys  bool          // send Idempotency-Key on writes
+	NoRequestID      bool          // send no X-Request-Id: the gateway's log links attempts by client and URI only
 }
 
 // The lab's two policies (what a good client does, and what a naive one does).
@@ -179,7 +180,10 @@ func (c *Client) send(r Request, n int, key, reason string) Attempt {
 		return a
 	}
 	req.Header.Set("X-Retry-Attempt", strconv.Itoa(n))
-	req.Header.Set("X-Request-Id", r.ID)
+	if !c.Policy.NoRequestID {
+		req.Header.Set("X-Request-Id", r.ID)
+	}
+	req.Header.Set("X-Lab-Id", r.ID) // for the upstream's faults and write counts; no gateway here logs it
 	req.Header.Set("User-Agent", "retrylens-lab/"+c.Policy.Name)
 	if reason != "" {
 		req.Header.Set("X-Retry-Reason", reason)

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -37,6 +38,14 @@ func Scenarios() []Scenario {
 	items := Requests("item", 300, http.MethodGet, "/api/items/%d")
 	lim := Requests("lim", 120, http.MethodGet, "/api/limited")
 	orders := Requests("order", 60, http.MethodPost, "/api/orders")
+	// a few URIs, many clients' requests to each at once, no request id: only the
+	// heuristic links them
+	shared := Requests("shared", 300, http.MethodGet, "/api/items/%d")
+	for i := range shared {
+		shared[i].Path = fmt.Sprintf("/api/items/%d", i%3)
+	}
+	unkeyed := Good
+	unkeyed.Name, unkeyed.NoRequestID = "good-unkeyed", true
 	storm := append(Requests("post", 40, http.MethodPost, "/api/orders"), Requests("put", 40, http.MethodPut, "/api/orders/%d")...)
 	return []Scenario{
 		{Name: "incident-good", Policy: Good, Faults: incident, Requests: items, Workers: 30, Pace: 500 * time.Millisecond},
@@ -45,6 +54,7 @@ func Scenarios() []Scenario {
 		{Name: "limited-naive", Policy: Naive, Faults: limited, Requests: lim, Workers: 6, Pace: 50 * time.Millisecond},
 		{Name: "slow-writes-good", Policy: Good, Faults: slowWrites, Requests: orders, Workers: 4, Pace: 30 * time.Millisecond},
 		{Name: "slow-writes-naive", Policy: Naive, Faults: slowWrites, Requests: orders, Workers: 4, Pace: 30 * time.Millisecond},
+		{Name: "concurrent-unkeyed", Policy: unkeyed, Faults: incident, Requests: shared, Workers: 30, Pace: 500 * time.Millisecond},
 		{Name: "write-storm-naive", Policy: Naive, Faults: writeStorm, Requests: storm, Workers: 4, Pace: 30 * time.Millisecond},
 	}
 }

@@ -38,7 +38,8 @@ type Faults struct {
 //	                     or 502 without writing (WriteFail)
 //	any  ?status=S       answers S; ?fail=K answers 502 to attempts 0..K-1, then 200
 //
-// It counts the writes it performed per x-request-id.
+// It counts the writes it performed per request (X-Lab-Id, which the lab's client sends
+// whether or not it sends X-Request-Id).
 type Upstream struct {
 	Addr string
 	srv  *http.Server
@@ -73,7 +74,7 @@ func (u *Upstream) Reset(f Faults) {
 // draw returns a number in [0, 1) fixed by the seed, a salt, the request id and attempt.
 func (u *Upstream) draw(salt string, r *http.Request) float64 {
 	h := fnv.New64a()
-	h.Write([]byte(strconv.FormatUint(u.faults.Seed, 10) + "/" + salt + "/" + r.Header.Get("X-Request-Id") + "/" + r.Header.Get("X-Retry-Attempt")))
+	h.Write([]byte(strconv.FormatUint(u.faults.Seed, 10) + "/" + salt + "/" + r.Header.Get("X-Lab-Id") + "/" + r.Header.Get("X-Retry-Attempt")))
 	return float64(mix(h.Sum64())>>11) / float64(1<<53)
 }
 
@@ -161,7 +162,7 @@ func (u *Upstream) write(w http.ResponseWriter, r *http.Request, attempt int) {
 		http.Error(w, "write failed", http.StatusBadGateway)
 		return
 	}
-	u.writes[r.Header.Get("X-Request-Id")]++
+	u.writes[r.Header.Get("X-Lab-Id")]++
 	slow := (attempt == 0 || u.faults.SlowEvery) && u.draw("write", r) < u.faults.SlowWriteShare
 	d := u.faults.SlowWrite
 	u.mu.Unlock()
