@@ -28,9 +28,9 @@ The count tables (the contract; their Go types are in query/contract.go):
 
 Linking (docs/metrics.md): Idempotency-Key, then amz-sdk-invocation-id, then
 X-Request-Id, taken as unique per business request; rows with none of them link by
-client address, user agent, method and URI: retry n joins the most recent open chain,
-one whose attempt n-1 was not answered 2xx and ended at most max_gap seconds before
-(prepare_hlink_level). Inference (--infer-attempts):
+client address, user agent, method and URI: retry n joins the most recent open chain no
+other retry took, one whose attempt n-1 was not answered 2xx and ended at most max_gap
+seconds before (hlink_level). Inference (--infer-attempts):
 an untagged row repeats the previous row of the same client, user agent, method and URI
 when that one got a retryable failure (5xx, 429, 408, 499, 0) and this one started at
 most max_gap seconds after it ended; its attempt number counts the repeats.
@@ -81,21 +81,40 @@ FROM {{.Table}}_hrows
 WHERE attempt = 0
 {{end}}
 
-{{define "prepare_hlink_level"}}
+{{define "hlink_level"}}
 -- Retry {{.Level}} joins the most recent open chain of its client, method and URI: one
--- whose attempt {{.Level}} - 1 was not answered 2xx and ended before this one did, at most
--- max_gap before it started; else it starts a chain of its own (an orphan). (Before it
--- started, in real traffic; logs timed to the second, or generated ones, can disagree.)
--- Attempts past the last level the program runs start their own.
-INSERT INTO {{.Table}}_hlink
+-- whose attempt {{.Level}} - 1 was not answered 2xx, ended before this one did and at most
+-- max_gap before it started, and that no other retry {{.Level}} took. (Before it started,
+-- in real traffic; logs timed to the second, or generated ones, can disagree.) Contested
+-- chains go to the earliest retry; the others try the next open chain, for a few passes.
+-- What finds none starts a chain of its own (an orphan). Attempts past the last level the
+-- program runs start their own.
+CREATE TEMP TABLE {{.Table}}_hopen AS
+SELECT hk, ts, chain FROM {{.Table}}_hlink
+WHERE attempt = {{.Level}} - 1 AND NOT coalesce(status BETWEEN 200 AND 299, false);
+CREATE TEMP TABLE {{.Table}}_htodo AS
+SELECT * FROM {{.Table}}_hrows WHERE attempt {{if .Last}}>={{else}}={{end}} {{.Level}};
+{{end}}
+
+{{define "hlink_pass"}}
+CREATE TEMP TABLE {{.Table}}_hmatch AS
 SELECT r.file_id, r.line, r.hk, r.attempt, r.ts, r.status,
-    CASE WHEN p.ts IS NOT NULL AND epoch(r.started) - epoch(p.ts) <= {{.MaxGap}} THEN p.chain
-         ELSE r.file_id || ':' || r.line END
-FROM (SELECT * FROM {{.Table}}_hrows WHERE attempt {{if .Last}}>={{else}}={{end}} {{.Level}}) r
-ASOF LEFT JOIN (
-    SELECT hk, ts, chain FROM {{.Table}}_hlink
-    WHERE attempt = {{.Level}} - 1 AND NOT coalesce(status BETWEEN 200 AND 299, false)
-) p ON r.hk = p.hk AND r.ts >= p.ts
+    CASE WHEN p.ts IS NOT NULL AND epoch(r.started) - epoch(p.ts) <= {{.MaxGap}} THEN p.chain END AS chain
+FROM {{.Table}}_htodo r ASOF LEFT JOIN {{.Table}}_hopen p ON r.hk = p.hk AND r.ts >= p.ts;
+INSERT INTO {{.Table}}_hlink
+SELECT file_id, line, hk, attempt, ts, status, coalesce(chain, file_id || ':' || line)
+FROM (SELECT *, row_number() OVER (PARTITION BY chain ORDER BY ts, line) AS rn FROM {{.Table}}_hmatch)
+WHERE chain IS NULL OR rn = 1;
+DELETE FROM {{.Table}}_hopen o USING {{.Table}}_hmatch m WHERE o.chain = m.chain;
+DELETE FROM {{.Table}}_htodo t USING {{.Table}}_hlink l WHERE t.file_id = l.file_id AND t.line = l.line;
+DROP TABLE {{.Table}}_hmatch;
+{{end}}
+
+{{define "hlink_rest"}}
+INSERT INTO {{.Table}}_hlink
+SELECT file_id, line, hk, attempt, ts, status, file_id || ':' || line FROM {{.Table}}_htodo;
+DROP TABLE {{.Table}}_htodo;
+DROP TABLE {{.Table}}_hopen;
 {{end}}
 
 {{define "prepare_chain"}}

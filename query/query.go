@@ -227,12 +227,25 @@ func linkHeuristic(ctx context.Context, conn execer, table string, run func(stri
 		return fmt.Errorf("linking: %w", err)
 	}
 	for level := 1; top.Valid && level <= int(min(top.Int64, maxLevels)); level++ {
-		if err := run("prepare_hlink_level", level, level == maxLevels); err != nil {
+		last := level == maxLevels
+		if err := run("hlink_level", level, last); err != nil {
+			return err
+		}
+		for range linkPasses {
+			if err := run("hlink_pass", level, last); err != nil {
+				return err
+			}
+		}
+		if err := run("hlink_rest", level, last); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// linkPasses is how many times the retries of one attempt number that lost an open chain
+// to an earlier retry try the next one.
+const linkPasses = 4
 
 // Cached reports whether the Set reads the stored cache (see Refresh) rather than
 // linking its rows again.
