@@ -49,7 +49,8 @@ func TestReadRules(t *testing.T) {
 		t.Errorf("rules: %+v", rules)
 	}
 	for _, bad := range []string{`[{"rule": "x"}]`, `[{"rule": "retry_storm", "sustain": "30s"}]`, `[{"rule": "retry_storm", "severity": "P0"}]`, `{`, `[{"rule": "retry_storm", "typo": 1}]`,
-		`[{"rule": "rescuing", "severity": "P2"}]`, `[{"rule": "rescuing", "sustain": "2m"}]`} {
+		`[{"rule": "rescuing", "severity": "P2"}]`, `[{"rule": "rescuing", "sustain": "2m"}]`,
+		`[{"rule": "retry_storm", "confidence": 1.5}]`, `[{"rule": "retry_storm", "min_retries": -1}]`} {
 		if _, err := ReadRules(strings.NewReader(bad)); err == nil {
 			t.Errorf("ReadRules(%s) accepted", bad)
 		}

@@ -38,23 +38,18 @@ type TimeCount struct {
 // --by grouping's columns. The groups' figures add up its minutes; their verdicts come
 // from the alerts on each group's minutes.
 type GroupCount struct {
-	Start        time.Time `col:"ts"` // the minute
-	Method       *string   `col:"method"`
-	Route        *string   `col:"route"`
-	Host         *string   `col:"host"`
-	UpstreamAddr *string   `col:"upstream_addr"`
-	Status       *int16    `col:"status"`
-	Attempt      *int32    `col:"attempt"`
-	Inferred     bool      `col:"inferred"`
-	Strong       bool      `col:"strong"`
-	LinkedBy     *string   `col:"linked_by"`
-	N            int64     `col:"n,sum"`
-	Proxied      int64     `col:"proxied,sum"`
-	Tries        int64     `col:"tries,sum"`
+	Bucket           // the minute and the grouping columns
+	Inferred bool    `col:"inferred"`
+	Strong   bool    `col:"strong"`
+	LinkedBy *string `col:"linked_by"`
+	N        int64   `col:"n,sum"`
+	Proxied  int64   `col:"proxied,sum"`
+	Tries    int64   `col:"tries,sum"`
 }
 
-// Bucket is the columns the logical and firsts tables count by: a time bucket and the
-// grouping columns of an attempt (for the logical table, the request's first attempt).
+// Bucket is a time bucket and the grouping columns of an attempt: what the groups table
+// counts rows by (a minute), and the logical and firsts tables requests by (for the
+// logical table, the request's first attempt).
 type Bucket struct {
 	Start        time.Time `col:"ts"`
 	Method       *string   `col:"method"`

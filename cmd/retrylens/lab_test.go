@@ -34,6 +34,16 @@ type labReport struct {
 	} `json:"findings"`
 }
 
+// finding returns a finding's requests and attempts, 0 when it is absent.
+func (r labReport) finding(kind string) (count, attempts int64) {
+	for _, f := range r.Findings {
+		if f.Kind == kind {
+			return f.Count, f.Attempts
+		}
+	}
+	return 0, 0
+}
+
 // labFigures are the figures compared between the truth and retrylens, side by side.
 type labFigures struct {
 	Requests, FirstAttempts, Retries           int64
@@ -73,12 +83,7 @@ func reportFigures(r labReport) labFigures {
 			*p.dst = *p.src
 		}
 	}
-	for _, f := range r.Findings {
-		switch f.Kind {
-		case "duplicate_write_risk":
-			fig.RetriedWrites, fig.RetriedWriteRequests = f.Attempts, f.Count
-		}
-	}
+	fig.RetriedWriteRequests, fig.RetriedWrites = r.finding("duplicate_write_risk")
 	return fig
 }
 
@@ -222,13 +227,11 @@ func TestLab(t *testing.T) {
 					t.Run(format, func(t *testing.T) {
 						rep := labRun(t, format, path)
 						got := reportFigures(rep)
-						for _, f := range rep.Findings {
-							if f.Kind == "synchronised" {
-								// The naive client sleeps a fixed 20 ms; the good one jitters.
-								t.Logf("%s via %s: synchronised retries: %d requests, %d attempts", sc.Name, format, f.Count, f.Attempts)
-								if sc.Policy.Exponential {
-									t.Errorf("the good policy jitters its delays, yet retries were found synchronised")
-								}
+						if n, attempts := rep.finding("synchronised"); n > 0 {
+							// The naive client sleeps a fixed 20 ms; the good one jitters.
+							t.Logf("%s via %s: synchronised retries: %d requests, %d attempts", sc.Name, format, n, attempts)
+							if sc.Policy.Exponential {
+								t.Errorf("the good policy jitters its delays, yet retries were found synchronised")
 							}
 						}
 						// Writes: every id the upstream wrote twice must be one
@@ -237,15 +240,8 @@ func TestLab(t *testing.T) {
 						// client abandoned, then another attempt): they must hold every id
 						// written twice, and retrylens must count exactly them. false_success
 						// (abandoned first attempt, then a 2xx) is a part of them.
-						var possible, falseSuccess int64
-						for _, f := range rep.Findings {
-							switch f.Kind {
-							case "possible_duplicate_write":
-								possible = f.Count
-							case "false_success":
-								falseSuccess = f.Count
-							}
-						}
+						possible, _ := rep.finding("possible_duplicate_write")
+						falseSuccess, _ := rep.finding("false_success")
 						pattern := abandonedThenRetried(c.Attempts())
 						twice := u.DuplicateWriteIDs()
 						both := 0
@@ -269,10 +265,19 @@ func TestLab(t *testing.T) {
 						t.Logf("%s via %s:\ntruth     %+v\nretrylens %+v", sc.Name, format, want, got)
 						if sc.Policy.NoRequestID {
 							// Only the heuristic links these: the figures of lines must be
-							// exact; the logical ones are measured, not asserted, until
-							// linking keeps concurrent requests apart (issue #15).
+							// exact; the logical ones within a tenth of the truth, or 2 (24 of
+							// 25 recovered when measured; the rule before gave 2, and without
+							// one retry per open chain 9). Issue #15 asks for 0.5 %.
 							t.Logf("%s via %s: recovered %d (truth %d), exhausted %d (truth %d)", sc.Name, format,
 								got.Recovered, want.Recovered, got.Exhausted, want.Exhausted)
+							for _, f := range []struct {
+								name       string
+								got, truth int64
+							}{{"recovered", got.Recovered, want.Recovered}, {"exhausted", got.Exhausted, want.Exhausted}} {
+								if d := f.got - f.truth; max(d, -d) > max(2, f.truth/10) {
+									t.Errorf("%s %d, the client's %d: further than a tenth or 2", f.name, f.got, f.truth)
+								}
+							}
 							got.Recovered, got.Exhausted = want.Recovered, want.Exhausted
 						}
 						if diff := cmp.Diff(want, got, approx); diff != "" {
@@ -400,12 +405,7 @@ func TestGenerated(t *testing.T) {
 			}
 			r := labRun(t, format, path)
 			s := r.Summary
-			var writes int64
-			for _, f := range r.Findings {
-				if f.Kind == "duplicate_write_risk" {
-					writes = f.Attempts
-				}
-			}
+			_, writes := r.finding("duplicate_write_risk")
 			got := lab.GenTruth{
 				Lines: truth.Lines, Requests: int(s.Requests), Untagged: int(s.Untagged), FirstAttempts: int(s.FirstAttempts),
 				Retries: int(s.Retries), Amplification: *s.Amplification, RetryRate: *s.RetryRate, RetrySuccessRate: *s.RetrySuccessRate,
