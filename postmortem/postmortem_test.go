@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrylens/retrylens/budget"
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/query"
@@ -51,8 +52,10 @@ func TestBuild(t *testing.T) {
 	if err != nil || len(c.Alerts) != 3 || c.Failing != 1 || c.Summary.Requests != 125 {
 		t.Errorf("check: %v, %+v", err, c)
 	}
-	rs, err := Budget(ctx, db, query.Options{}, nil, 0)
-	if err != nil || len(rs) != 0 {
-		t.Errorf("budget without models: %v, %d results", err, len(rs))
+	// A cap of 2 attempts denies the 15 attempts numbered 2 (grep -c 'ra="2"' in the log)
+	// and allows the 27 numbered 1.
+	rs, err := Budget(ctx, db, query.Options{}, []budget.Model{&budget.Cap{Max: 2}}, 0)
+	if err != nil || len(rs) != 1 || rs[0].Retries != 42 || rs[0].Allowed != 27 || rs[0].Denied != 15 {
+		t.Errorf("budget, cap 2: %v, %+v", err, rs)
 	}
 }
