@@ -191,7 +191,7 @@ func rebuild(ctx context.Context, tx *sql.Tx) error {
 	if err := prepare(ctx, tx, cacheName, "TABLE", cacheLiterals, nil, steps); err != nil {
 		return err
 	}
-	return execAll(ctx, tx, "DROP VIEW "+cacheName, "DROP VIEW "+cacheName+"_rows", "DROP TABLE "+cacheName+"_p")
+	return dropTemp(ctx, tx, cacheName)
 }
 
 // legacyTables are what older versions stored before the count tables had their names.
@@ -216,49 +216,52 @@ const (
 
 // update brings the cache up to date with the rows of the loads after watermark. Linking
 // them can change only the logical requests they belong to: the keys they carry, and the
-// heuristic's client-method-URI groups of those without a key. Those requests' rows, old
-// and new, are linked again (cache_t) and replace theirs in cache_chain and
-// cache_attempts (a hash collision only brings more whole requests in); the tables that
-// count rows add the new rows' counts (cache_n); those that count requests take out what
-// the touched requests counted for before (cache_o) and add what they count for now.
+// heuristic's client-method-URI groups of those without a key; and how the rows of those
+// keys are numbered (a line without the attempt header is a first attempt once a tagged
+// retry shares its key). Those requests' rows, old and new, and every new row are read
+// once (cache_src) and linked again (cache_t), and the old ones among them alone (cache_r,
+// as the cache counted them); their rows replace theirs in cache_chain and cache_attempts
+// (a hash collision only brings more whole requests in); the tables that count rows take
+// out cache_r's counts and add cache_t's; those that count requests take out what the
+// touched requests counted for before (cache_o) and add what they count for now.
 func update(ctx context.Context, tx *sql.Tx, watermark int64) error {
 	after := fmt.Sprintf("r.file_id > %d", watermark)
 	err := execAll(ctx, tx,
-		`CREATE TEMP TABLE cache_k AS SELECT DISTINCT `+strongKey+` AS h FROM requests r
-		 WHERE `+after+` AND r.attempt IS NOT NULL AND `+hasStrongKey,
+		`CREATE TEMP TABLE cache_k AS SELECT DISTINCT `+strongKey+` AS h FROM requests r WHERE `+after+` AND `+hasStrongKey,
 		`CREATE TEMP TABLE cache_h AS SELECT DISTINCT `+heuristicKey+` AS h FROM requests r
 		 WHERE `+after+` AND r.attempt IS NOT NULL AND NOT `+hasStrongKey)
 	if err != nil {
 		return err
 	}
-	// The requests the new rows belong to, all their rows read once, linked again.
-	// Untagged rows are linked to nothing; a side with no key to match is left out (most
-	// logs send a key with every request: no heuristic group to look for).
+	// A side with no key to match is left out (most logs send a key with every request:
+	// no heuristic group to look for). Untagged rows without a key are linked to nothing.
 	var nk, nh int64
 	if err := tx.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM cache_k), (SELECT count(*) FROM cache_h)").Scan(&nk, &nh); err != nil {
 		return err
 	}
-	var sides []string
+	sides := []string{after}
 	if nk > 0 {
 		sides = append(sides, "("+hasStrongKey+" AND "+strongKey+" IN (SELECT h FROM cache_k))")
 	}
 	if nh > 0 {
-		sides = append(sides, "(NOT "+hasStrongKey+" AND "+heuristicKey+" IN (SELECT h FROM cache_h))")
+		sides = append(sides, "(r.attempt IS NOT NULL AND NOT "+hasStrongKey+" AND "+heuristicKey+" IN (SELECT h FROM cache_h))")
 	}
-	if len(sides) == 0 {
-		sides = []string{"false"}
-	}
-	err = execAll(ctx, tx, "CREATE TEMP TABLE cache_src AS SELECT * FROM requests r WHERE r.attempt IS NOT NULL AND ("+strings.Join(sides, " OR ")+")")
+	err = execAll(ctx, tx, "CREATE TEMP TABLE cache_src AS SELECT * FROM requests r WHERE "+strings.Join(sides, " OR "))
 	if err != nil {
 		return err
 	}
-	perRequest := func(t CountTable) bool { return t.PerRequest }
+	rowTables := func(t CountTable) bool { return !t.PerRequest }
 	touched := cacheLiterals
 	touched.From = "cache_src"
-	if err := prepare(ctx, tx, "cache_t", "TEMP TABLE", touched, nil, slices.Concat(linkSteps, buildSteps(perRequest))); err != nil {
+	if err := prepare(ctx, tx, "cache_t", "TEMP TABLE", touched, nil, slices.Concat(linkSteps, buildSteps(func(CountTable) bool { return true }))); err != nil {
 		return err
 	}
-	// What those requests counted for before: their rows in cache_attempts.
+	before := touched
+	before.Where = fmt.Sprintf("r.file_id <= %d", watermark)
+	if err := prepare(ctx, tx, "cache_r", "TEMP TABLE", before, nil, slices.Concat(linkSteps, buildSteps(rowTables))); err != nil {
+		return err
+	}
+	// What the touched requests counted for before: their rows in cache_attempts.
 	touchedAttempts := "(strong AND hash(lkey) IN (SELECT h FROM cache_k))" +
 		" OR (NOT strong AND split_part(lkey, ':', 2) IN (SELECT CAST(h AS VARCHAR) FROM cache_h))" // heuristic lkey: 'h:' || hash || ':' || chain
 	if err := execAll(ctx, tx, "CREATE TEMP VIEW cache_o_attempts AS SELECT * FROM "+cacheName+"_attempts WHERE "+touchedAttempts); err != nil {
@@ -266,13 +269,6 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) error {
 	}
 	if err := prepare(ctx, tx, "cache_o", "TEMP TABLE", cacheLiterals, nil,
 		buildSteps(func(t CountTable) bool { return t.PerRequest && t.Keys != nil })); err != nil {
-		return err
-	}
-	// The new rows alone, for the tables that count rows (they do not depend on linking).
-	fresh := cacheLiterals
-	fresh.Where = after
-	if err := prepare(ctx, tx, "cache_n", "TEMP TABLE", fresh, nil,
-		slices.Concat(linkSteps, buildSteps(func(t CountTable) bool { return !t.PerRequest }))); err != nil {
 		return err
 	}
 	qs := []string{
@@ -288,20 +284,18 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) error {
 		case t.PerRequest:
 			qs = append(qs, merge(t, map[string]int{cacheName: 1, "cache_o": -1, "cache_t": 1})...)
 		default:
-			qs = append(qs, merge(t, map[string]int{cacheName: 1, "cache_n": 1})...)
+			qs = append(qs, merge(t, map[string]int{cacheName: 1, "cache_r": -1, "cache_t": 1})...)
 		}
 	}
 	if err := execAll(ctx, tx, qs...); err != nil {
 		return err
 	}
-	drops := []string{"DROP VIEW cache_o_attempts"}
-	for _, prefix := range []string{"cache_t", "cache_n", "cache_o"} {
-		for _, t := range append(cachedTables(), "p") {
-			drops = append(drops, "DROP TABLE IF EXISTS "+prefix+"_"+t)
+	for _, prefix := range []string{"cache_t", "cache_r", "cache_o", "cache_src", "cache_k", "cache_h"} {
+		if err := dropTemp(ctx, tx, prefix); err != nil {
+			return err
 		}
-		drops = append(drops, "DROP VIEW IF EXISTS "+prefix, "DROP VIEW IF EXISTS "+prefix+"_rows")
 	}
-	return execAll(ctx, tx, append(drops, "DROP TABLE cache_src", "DROP TABLE cache_k", "DROP TABLE cache_h")...)
+	return nil
 }
 
 // merge returns the statements that replace the cache's table t by the sum of the same

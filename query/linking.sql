@@ -3,11 +3,13 @@
 -- own), plus the distinct requests of {{.Table}}_attempts. With them, per way of linking,
 -- the retries (time table) and the orphans: retries with no earlier attempt to link to
 -- (a first attempt outside the range or never logged, a chain the heuristic could not
--- start).
+-- start), and the first attempts logged without the attempt header that a tagged retry's key
+-- made first attempts (prepare_rows: keyed_first).
 WITH s AS (
     SELECT linked_by,
         coalesce(sum(n) FILTER (attempt = 0 AND linked_by IN ('idempotency_key', 'invocation_id', 'request_id')), 0) AS firsts,
-        coalesce(sum(n) FILTER (attempt >= 1), 0) AS retries
+        coalesce(sum(n) FILTER (attempt >= 1), 0) AS retries,
+        coalesce(sum(n) FILTER (attempt = 0 AND strong AND inferred), 0) AS untagged_firsts
     FROM {{.Table}}_time
     WHERE linked_by IS NOT NULL
     GROUP BY linked_by
@@ -21,5 +23,5 @@ m AS (
     GROUP BY linked_by
 )
 SELECT linked_by, (coalesce(s.firsts, 0) - coalesce(m.firsts, 0) + coalesce(m.logical, 0))::BIGINT,
-    coalesce(s.retries, 0)::BIGINT, coalesce(m.orphans, 0)::BIGINT
+    coalesce(s.retries, 0)::BIGINT, coalesce(m.orphans, 0)::BIGINT, coalesce(s.untagged_firsts, 0)::BIGINT
 FROM s FULL JOIN m USING (linked_by)

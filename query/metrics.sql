@@ -14,7 +14,7 @@ WITH g AS (
         k,
         sum(n)                                                      AS requests,
         coalesce(sum(n) FILTER (attempt IS NULL), 0)                AS untagged,
-        coalesce(sum(n) FILTER (inferred), 0)                       AS inferred,
+        coalesce(sum(n) FILTER (inferred AND NOT strong), 0)        AS inferred, -- --infer-attempts
         coalesce(sum(n) FILTER (attempt IS NOT NULL), 0)            AS tagged,
         coalesce(sum(n) FILTER (attempt = 0), 0)                    AS first_attempts,
         coalesce(sum(n) FILTER (attempt >= 1), 0)                   AS retries,

@@ -5,12 +5,15 @@ order on the Set's connection; objects are named after {{.Table}}, chosen by the
 The stored cache (query/cache.go) is the same tables built over every row.
 
   _p        the route and method to keep (NULL for all): the parameters a user types as text
-  _rows     view: the rows of the range, with their strong key (skey) and start time.
+  _lines    view: the lines of the range, with their strong key (skey) and start time.
             {{.Since}}, {{.Until}}, {{.MaxGap}} and {{.Infer}} are SQL literals the program
             formats from parsed values (a time, a number, a boolean), so that DuckDB can
             skip row groups outside the range; {{.Where}}, when set, is a condition the
             cache's update writes, never text a user typed, and {{.From}} a table of
             requests' rows it made to read instead of requests
+  _retried  the keys of tagged retries
+  _rows     view: the lines, where a line without the attempt header whose key a tagged
+            retry carries is attempt 0 (keyed_first)
   _chain    rows linked by the heuristic (tagged, no strong key) and, with infer, untagged
             rows with inferred attempt numbers
   (main)    view: every row of the range with its attempt number (logged or inferred),
@@ -40,7 +43,7 @@ CREATE TEMP TABLE {{.Table}}_p AS SELECT $1::VARCHAR AS route, $2::VARCHAR AS me
 {{end}}
 
 {{define "prepare_rows"}}
-CREATE TEMP VIEW {{.Table}}_rows AS
+CREATE TEMP VIEW {{.Table}}_lines AS
 SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.route, r.host, r.upstream_addr,
        r.status, r.upstream_status, r.upstream_tries, r.idempotency_key, r.invocation_id, r.request_id, r.retry_after,
        r.attempt AS logged_attempt,
@@ -61,7 +64,17 @@ WHERE r.ts >= {{.Since}} AND r.ts < {{.Until}}
 {{- end}}
 {{- if .Where}}
   AND ({{.Where}})
-{{- end}}
+{{- end}};
+-- The keys that tagged retries carry: a line without the attempt header that shares one is
+-- that request's first attempt, logged before the client started counting (keyed_first).
+-- A view when the count tables are the stored cache's: only replays read the rows then.
+CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_retried AS
+SELECT DISTINCT hash(skey) AS h FROM {{.Table}}_lines WHERE logged_attempt >= 1 AND has_skey;
+CREATE TEMP VIEW {{.Table}}_rows AS
+SELECT l.* REPLACE (coalesce(l.logged_attempt, CASE WHEN k.h IS NOT NULL THEN 0 END) AS logged_attempt),
+       k.h IS NOT NULL AS keyed_first
+FROM {{.Table}}_lines l LEFT JOIN {{.Table}}_retried k
+  ON k.h = CASE WHEN l.logged_attempt IS NULL AND l.has_skey THEN hash(l.skey) END
 {{end}}
 
 {{define "prepare_hrows"}}
@@ -145,7 +158,7 @@ ui AS (
         true AS inferred, 'inferred' AS linked_by
     FROM uc
 )
-SELECT * EXCLUDE (chain, skey, skind, logged_attempt, has_skey),
+SELECT * EXCLUDE (chain, skey, skind, logged_attempt, has_skey, keyed_first),
     false AS strong,
     'h:' || hash(remote_addr, user_agent, method, uri) || ':' || chain AS lkey
 FROM (SELECT * FROM hc UNION ALL BY NAME SELECT * FROM ui)
@@ -153,8 +166,8 @@ FROM (SELECT * FROM hc UNION ALL BY NAME SELECT * FROM ui)
 
 {{define "prepare_all"}}
 CREATE TEMP VIEW {{.Table}} AS
-SELECT * EXCLUDE (logged_attempt, skey, skind, has_skey),
-    logged_attempt AS attempt, false AS inferred,
+SELECT * EXCLUDE (logged_attempt, skey, skind, has_skey, keyed_first),
+    logged_attempt AS attempt, keyed_first AS inferred,
     logged_attempt IS NOT NULL AS strong, -- linked by a key the client sent
     CASE WHEN logged_attempt IS NOT NULL THEN skey END AS lkey,
     CASE WHEN logged_attempt IS NOT NULL THEN skind END AS linked_by
@@ -240,18 +253,15 @@ the logs (a request can log the same attempt number twice). */}}
 
 {{define "prepare_attempts"}}
 CREATE {{.Kind}} {{.Table}}_attempts AS
-WITH retried AS (
-    -- by hash: a collision only brings a single-attempt request in, which the logical
-    -- metrics count the same either way (see logical.sql)
-    SELECT DISTINCT hash(skey) AS h FROM {{.Table}}_rows WHERE logged_attempt >= 1 AND has_skey
-),
-m AS MATERIALIZED (
+WITH m AS MATERIALIZED (
     -- the columns the logical metrics, loops, findings and backoff read
     SELECT file_id, line, ts, started, method, uri, route, host, upstream_addr, status, upstream_status,
         idempotency_key, invocation_id, request_id, retry_after,
-        logged_attempt AS attempt, false AS inferred, true AS strong, skey AS lkey, skind AS linked_by
+        logged_attempt AS attempt, keyed_first AS inferred, true AS strong, skey AS lkey, skind AS linked_by
     FROM {{.Table}}_rows
-    WHERE logged_attempt IS NOT NULL AND has_skey AND hash(skey) IN (SELECT h FROM retried)
+    -- by hash: a collision only brings a single-attempt request in, which the logical
+    -- metrics count the same either way (see logical.sql)
+    WHERE logged_attempt IS NOT NULL AND has_skey AND hash(skey) IN (SELECT h FROM {{.Table}}_retried)
     UNION ALL BY NAME
     SELECT file_id, line, ts, started, method, uri, route, host, upstream_addr, status, upstream_status,
         idempotency_key, invocation_id, request_id, retry_after,

@@ -148,7 +148,9 @@ func (s *Set) build(ctx context.Context, route, method any) error {
 	if err := execAll(ctx, s.conn, views[0]); err != nil { // the chain, which prepare_all reads
 		return err
 	}
-	if err := prepare(ctx, s.conn, s.table, "TEMP TABLE", s.lit, []any{route, method}, []string{"prepare_params", "prepare_rows", "prepare_all"}); err != nil {
+	lit := s.lit
+	lit.Cached = true
+	if err := prepare(ctx, s.conn, s.table, "TEMP TABLE", lit, []any{route, method}, []string{"prepare_params", "prepare_rows", "prepare_all"}); err != nil {
 		return err
 	}
 	return execAll(ctx, s.conn, views[1:]...)
@@ -253,30 +255,42 @@ func (s *Set) Cached() bool { return s.cached }
 
 // Close drops the Set's tables and views and releases its connection.
 func (s *Set) Close() error {
-	ctx := context.Background()
-	var drops []string
-	rows, err := s.conn.QueryContext(ctx, `SELECT 'VIEW ' || view_name FROM duckdb_views() WHERE temporary AND (view_name = $1 OR starts_with(view_name, $1 || '_'))
-		UNION ALL SELECT 'TABLE ' || table_name FROM duckdb_tables() WHERE temporary AND starts_with(table_name, $1 || '_')`, s.table)
-	if err == nil {
-		for rows.Next() {
-			var d string
-			if err = rows.Scan(&d); err != nil {
-				break
-			}
-			drops = append(drops, "DROP "+d)
-		}
-		if err == nil {
-			err = rows.Err()
-		}
-		rows.Close()
-	}
-	if err == nil {
-		err = execAll(ctx, s.conn, drops...)
-	}
+	err := dropTemp(context.Background(), s.conn, s.table)
 	if cerr := s.conn.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// lister can run statements and read rows: a connection or a transaction.
+type lister interface {
+	execer
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// dropTemp drops the temporary views and tables named prefix or prefix_…: what stage one
+// made for a Set or for the cache's build.
+func dropTemp(ctx context.Context, conn lister, prefix string) error {
+	var drops []string
+	rows, err := conn.QueryContext(ctx, `SELECT 'VIEW ' || view_name FROM duckdb_views() WHERE temporary AND (view_name = $1 OR starts_with(view_name, $1 || '_'))
+		UNION ALL SELECT 'TABLE ' || table_name FROM duckdb_tables() WHERE temporary AND (table_name = $1 OR starts_with(table_name, $1 || '_'))`, prefix)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d string
+		if err := rows.Scan(&d); err != nil {
+			return err
+		}
+		drops = append(drops, "DROP "+d)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	// Views first: they read the tables.
+	slices.SortStableFunc(drops, func(a, b string) int { return strings.Compare(b[:10], a[:10]) })
+	return execAll(ctx, conn, drops...)
 }
 
 // statement renders a stage-two query: key is a grouping expression over the columns of
@@ -301,6 +315,7 @@ func (s *Set) statement(name, key, table string, grain int) (string, error) {
 type prepareLiterals struct {
 	Since, Until, MaxGap, Infer string
 	HasRoute, HasMethod         bool   // filter on the route, the method in _p
+	Cached                      bool   // the count tables are the stored cache's (see prepare_rows)
 	Where                       string // one more condition on the rows (cache.go's update)
 	From                        string // the table of rows to read instead of requests (cache.go's update)
 }
@@ -556,7 +571,7 @@ func (s *Set) Span(ctx context.Context) (from, to time.Time, err error) {
 	var f, t sql.NullTime
 	// From the range's rows: every one of them is in the Set once, and the plain view
 	// lets DuckDB read the ts column alone (the Set's own view took 0.7 s on 10M rows).
-	err = s.conn.QueryRowContext(ctx, "SELECT min(ts), max(ts) FROM "+s.table+"_rows").Scan(&f, &t)
+	err = s.conn.QueryRowContext(ctx, "SELECT min(ts), max(ts) FROM "+s.table+"_lines").Scan(&f, &t)
 	if err != nil {
 		return from, to, fmt.Errorf("span: %w", err)
 	}
@@ -575,6 +590,9 @@ type Linking struct {
 	// heuristic linked (client, method and URI: an estimate), Orphans those with no
 	// earlier attempt to link to.
 	Retries, HeuristicRetries, Orphans int64
+	// UntaggedFirsts is the first attempts logged without the attempt header, numbered 0
+	// because a tagged retry carries their key.
+	UntaggedFirsts int64
 }
 
 // HeuristicShare is the share of retries the heuristic linked; above a tenth the logical
@@ -603,12 +621,13 @@ func (s *Set) Linking(ctx context.Context) (Linking, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var by string
-		var n, retries, orphans int64
-		if err := rows.Scan(&by, &n, &retries, &orphans); err != nil {
+		var n, retries, orphans, untaggedFirsts int64
+		if err := rows.Scan(&by, &n, &retries, &orphans, &untaggedFirsts); err != nil {
 			return l, err
 		}
 		l.Retries += retries
 		l.Orphans += orphans
+		l.UntaggedFirsts += untaggedFirsts
 		switch by {
 		case "idempotency_key":
 			l.IdempotencyKey = n

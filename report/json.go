@@ -79,6 +79,7 @@ type jsonLinking struct {
 	Retries          int64 `json:"retries"`
 	HeuristicRetries int64 `json:"heuristic_retries"`
 	Orphans          int64 `json:"orphans"`
+	UntaggedFirsts   int64 `json:"untagged_firsts"` // first attempts without the header, numbered by their key's tagged retries
 }
 
 type jsonLoops struct {
@@ -123,7 +124,8 @@ func JSON(w io.Writer, r *Report) error {
 		Incidents: make([]jsonIncident, 0, len(r.Incidents)),
 		Linking: jsonLinking{Strong: r.Linking.Strong(), IdempotencyKey: r.Linking.IdempotencyKey, InvocationID: r.Linking.InvocationID,
 			RequestID: r.Linking.RequestID, Heuristic: r.Linking.Heuristic, Inferred: r.Linking.Inferred,
-			Retries: r.Linking.Retries, HeuristicRetries: r.Linking.HeuristicRetries, Orphans: r.Linking.Orphans},
+			Retries: r.Linking.Retries, HeuristicRetries: r.Linking.HeuristicRetries, Orphans: r.Linking.Orphans,
+			UntaggedFirsts: r.Linking.UntaggedFirsts},
 	}
 	if r.Endpoint != "" {
 		out.Endpoint = &r.Endpoint

@@ -270,6 +270,9 @@ func (r *Report) parts(esc func(string) string) parts {
 		if l.Inferred > 0 {
 			line += fmt.Sprintf(", %d with inferred attempt numbers", l.Inferred)
 		}
+		if l.UntaggedFirsts > 0 {
+			line += fmt.Sprintf("; %s logged without the attempt header, numbered 0 by their key's retries", plural(l.UntaggedFirsts, "first attempt"))
+		}
 		if l.Orphans > 0 {
 			retries := "retries"
 			if l.Orphans == 1 {

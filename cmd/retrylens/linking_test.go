@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// linkingReport is the part of the JSON report the hand-worked linking logs check.
+type linkingReport struct {
+	Summary metrics `json:"summary"`
+	Linking struct {
+		IdempotencyKey int64 `json:"idempotency_key"`
+		RequestID      int64 `json:"request_id"`
+		Heuristic      int64 `json:"heuristic"`
+		Retries        int64 `json:"retries"`
+		Orphans        int64 `json:"orphans"`
+		UntaggedFirsts int64 `json:"untagged_firsts"`
+	} `json:"linking"`
+}
+
+// reportJSON runs report --format json with args and decodes it.
+func reportJSON(t *testing.T, args ...string) linkingReport {
+	t.Helper()
+	stdout, stderr, code := retrylens(t, nil, append([]string{"report", "--format", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("report %v: exit %d: %s", args, code, stderr)
+	}
+	var r linkingReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
+	}
+	r.Summary.Verdict = "" // the verdicts have tests of their own
+	return r
+}
+
+// Lines without the attempt header whose key a tagged retry carries are first attempts
+// (testdata/untagged-firsts/EXPECTED.md, worked out by hand), whether the retries arrive in
+// the same load or a later one (the cache's update renumbers the old lines).
+func TestUntaggedFirstAttempts(t *testing.T) {
+	t.Parallel()
+	var want linkingReport
+	want.Summary = metrics{
+		Requests: 15, Untagged: 2, FirstAttempts: 8, Retries: 5,
+		Amplification: f(13.0 / 8), RetryRate: f(4.0 / 8), RetrySuccessRate: f(3.0 / 5),
+		ExtraLoad: f(5.0 / 13), ActualSuccess: f(7.0 / 13),
+		Recovered: 3, Exhausted: 1, EffectiveSuccess: f(7.0 / 8),
+		Status5xxFirst: 4, Status5xxRetry: 2,
+	}
+	want.Linking.RequestID, want.Linking.IdempotencyKey = 7, 1
+	want.Linking.Retries, want.Linking.UntaggedFirsts = 5, 3
+
+	log := scenario("untagged-firsts")
+	if diff := cmp.Diff(want, reportJSON(t, log), approx); diff != "" {
+		t.Errorf("one file (-want +got):\n%s", diff)
+	}
+	// The untagged lines first, the tagged ones in a second load.
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var untagged, tagged []string
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		if strings.Contains(l, ` ra="-" `) {
+			untagged = append(untagged, l)
+		} else {
+			tagged = append(tagged, l)
+		}
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "r.duckdb")
+	for i, part := range [][]string{untagged, tagged} {
+		path := filepath.Join(dir, []string{"untagged.log", "tagged.log"}[i])
+		if err := os.WriteFile(path, []byte(strings.Join(part, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, path); code != 0 {
+			t.Fatalf("ingest %s: exit %d: %s", path, code, stderr)
+		}
+	}
+	if diff := cmp.Diff(want, reportJSON(t, "--db", db), approx); diff != "" {
+		t.Errorf("two loads (-want +got):\n%s", diff)
+	}
+	if stdout, stderr, code := retrylens(t, nil, "verify", "--db", db); code != 0 {
+		t.Errorf("verify after the second load: exit %d: %s%s", code, stdout, stderr)
+	}
+}
