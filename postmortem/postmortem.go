@@ -85,7 +85,9 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Alerts = query.Alerts(minutes, rules)
+	if r.Alerts, err = set.Alerts(ctx); err != nil {
+		return nil, err
+	}
 	for i, span := range query.Incidents(minutes) {
 		if i == MaxIncidents {
 			break
@@ -129,11 +131,9 @@ func Alerts(ctx context.Context, db *sql.DB, qo query.Options, failOn string, ma
 	if c.Summary, err = set.Summary(ctx); err != nil {
 		return c, err
 	}
-	minutes, err := set.Windows(ctx, time.Minute, 0)
-	if err != nil {
+	if c.Alerts, err = set.Alerts(ctx); err != nil {
 		return c, err
 	}
-	c.Alerts = query.Alerts(minutes, rules)
 	if c.Findings, err = set.Findings(ctx, maxAttempts); err != nil {
 		return c, err
 	}

@@ -158,6 +158,17 @@ type Alert struct {
 // threshold without the evidence to say so (see Rule.judge) neither counts towards it nor
 // breaks it.
 func Alerts(minutes []Window, rules []Rule) []Alert {
+	return alertsIn(minutes, rules, time.Time{}, time.Time{})
+}
+
+// alertsIn is Alerts on minutes that reach past a range [since, until) (a zero bound is
+// open): each run is judged on all its minutes, and reported by those that overlap the
+// range (its start, end and peak), so that a range reports what its window of a report
+// over every row does.
+func alertsIn(minutes []Window, rules []Rule, since, until time.Time) []Alert {
+	in := func(w Window) bool {
+		return (since.IsZero() || w.Start.Add(time.Minute).After(since)) && (until.IsZero() || w.Start.Before(until))
+	}
 	var out []Alert
 	for _, r := range rules {
 		if !r.alert() {
@@ -167,13 +178,29 @@ func Alerts(minutes []Window, rules []Rule) []Alert {
 		if need < 1 {
 			need = 1
 		}
-		var run []Window
-		var peak float64
+		type minute struct {
+			start time.Time
+			v     float64
+		}
+		var run []minute
 		var last time.Time // the run's last minute, thin ones included
 		flush := func() {
 			if len(run) >= need {
-				out = append(out, Alert{Rule: r.Name, Severity: r.Severity, Start: run[0].Start,
-					End: run[len(run)-1].Start.Add(time.Minute), Peak: peak})
+				var a *Alert
+				for _, m := range run {
+					if !in(Window{Start: m.start}) {
+						continue
+					}
+					if a == nil {
+						a = &Alert{Rule: r.Name, Severity: r.Severity, Start: m.start, Peak: m.v}
+					} else if r.worse(m.v, a.Peak) {
+						a.Peak = m.v
+					}
+					a.End = m.start.Add(time.Minute)
+				}
+				if a != nil {
+					out = append(out, *a)
+				}
 			}
 			run = run[:0]
 		}
@@ -190,10 +217,7 @@ func Alerts(minutes []Window, rules []Rule) []Alert {
 				flush()
 				continue
 			}
-			if len(run) == 0 || r.worse(v, peak) {
-				peak = v
-			}
-			run = append(run, w)
+			run = append(run, minute{w.Start, v})
 			last = w.Start
 		}
 		flush()

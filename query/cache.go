@@ -173,7 +173,7 @@ func Refresh(ctx context.Context, db *sql.DB) (string, error) {
 
 // cacheLiterals select every row and link them the default way.
 var cacheLiterals = prepareLiterals{
-	Since: "TIMESTAMP '0001-01-01'", Until: "TIMESTAMP '9999-12-31'",
+	Since: openSince, Until: openUntil, Before: openSince, After: openUntil,
 	MaxGap: fmt.Sprint(DefaultMaxGap.Seconds()), Infer: "false",
 }
 

@@ -34,6 +34,11 @@ type TimeCount struct {
 	Tries    int64     `col:"tries,sum"` // the gateway's own upstream tries of the proxied rows
 }
 
+// The edges table has the time table's rows (TimeCount), per minute, for the context
+// around a --since/--until range (the rows before and after it that link its requests):
+// alerts read its minutes with the range's, so that one that crosses a bound is found.
+// It is empty when the range is every row.
+
 // GroupCount is a row of the groups table: the rows of one minute with one value of every
 // --by grouping's columns. The groups' figures add up its minutes; their verdicts come
 // from the alerts on each group's minutes.
@@ -132,6 +137,7 @@ type CountTable struct {
 var CountTables = []CountTable{
 	tableOf[AttemptRow]("attempts", "prepare_attempts", false, true),
 	tableOf[TimeCount]("time", "prepare_time", true, false),
+	tableOf[TimeCount]("edges", "", false, false), // built with the time table
 	tableOf[GroupCount]("groups", "prepare_groups", false, false),
 	tableOf[LogicalCount]("logical", "prepare_logical", true, true),
 	tableOf[FirstCount]("firsts", "prepare_firsts", true, true),
@@ -141,7 +147,7 @@ var CountTables = []CountTable{
 func buildSteps(keep func(CountTable) bool) []string {
 	var steps []string
 	for _, t := range CountTables {
-		if keep(t) {
+		if keep(t) && t.Build != "" {
 			steps = append(steps, t.Build)
 		}
 	}

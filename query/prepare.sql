@@ -5,10 +5,12 @@ order on the Set's connection; objects are named after {{.Table}}, chosen by the
 The stored cache (query/cache.go) is the same tables built over every row.
 
   _p        the route and method to keep (NULL for all): the parameters a user types as text
-  _lines    view: the lines of the range, with their strong key (skey) and start time.
-            {{.Since}}, {{.Until}}, {{.MaxGap}} and {{.Infer}} are SQL literals the program
-            formats from parsed values (a time, a number, a boolean), so that DuckDB can
-            skip row groups outside the range; {{.Where}}, when set, is a condition the
+  _lines    view: the lines of the range and of its context (the time around it that
+            links its requests and sustains its alerts: {{.Before}} to {{.After}}), with
+            their strong key (skey), start time and whether they are in the range itself
+            (in_range). {{.Since}}, {{.Until}}, {{.Before}}, {{.After}}, {{.MaxGap}} and
+            {{.Infer}} are SQL literals the program formats from parsed values (a time, a
+            number, a boolean), so that DuckDB can skip row groups outside the range; {{.Where}}, when set, is a condition the
             cache's update writes, never text a user typed, and {{.From}} a table of
             requests' rows it made to read instead of requests
   _retried  the keys of tagged retries
@@ -22,9 +24,12 @@ The stored cache (query/cache.go) is the same tables built over every row.
 The count tables (the contract; their Go types are in query/contract.go):
 
   _time     rows counted per time bucket ({{.Grain}} s; {{.Suffix}} names a grain other than 60 s)
+  _edges    the context's rows counted like _time, per minute: what alerts read around a range
+            (empty when the range is every row)
   _groups   rows counted by minute and the columns of the --by groupings
   _attempts the rows of every logical request that has a retry (or was linked by the
-            heuristic), with what the previous and first attempts got. Most requests have
+            heuristic) and whose first attempt is in the range, with what the previous and
+            first attempts got. Most requests have
             one attempt and no row here, which is what keeps a report over 10M rows fast.
   _logical  the logical requests of _attempts counted by their first attempt's bucket and columns
   _firsts   the strong first attempts of _attempts, by their own bucket and columns
@@ -53,9 +58,10 @@ SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.
        CASE WHEN r.idempotency_key IS NOT NULL THEN 'idempotency_key'
             WHEN r.invocation_id IS NOT NULL THEN 'invocation_id'
             WHEN r.request_id IS NOT NULL THEN 'request_id' END AS skind,
-       r.ts - to_microseconds(CAST(coalesce(r.request_time, 0) * 1000000 AS BIGINT)) AS started
+       r.ts - to_microseconds(CAST(coalesce(r.request_time, 0) * 1000000 AS BIGINT)) AS started,
+       r.ts >= {{.Since}} AND r.ts < {{.Until}} AS in_range
 FROM {{or .From "requests"}} r
-WHERE r.ts >= {{.Since}} AND r.ts < {{.Until}}
+WHERE r.ts >= {{.Before}} AND r.ts < {{.After}}
 {{- if .HasRoute}}
   AND r.route = (SELECT route FROM {{.Table}}_p)
 {{- end}}
@@ -185,11 +191,23 @@ SELECT * FROM {{.Table}}_chain
 -- The time table: the rows counted per {{.Grain}} s bucket, by the columns the row metrics read
 -- (not the groupings': 100K routes would make it as large as the rows).
 CREATE {{.Kind}} {{.Table}}_time{{.Suffix}} AS
+{{template "time_counts" .}}
+WHERE in_range
+GROUP BY ALL;
+{{- if not .Suffix}}
+-- The edges table: the same counts of the context, for alerts that cross the range's bounds.
+CREATE {{.Kind}} {{.Table}}_edges AS
+{{template "time_counts" .}}
+WHERE NOT in_range
+GROUP BY ALL
+{{- end}}
+{{end}}
+
+{{define "time_counts"}}
 SELECT time_bucket(to_seconds({{.Grain}}), ts, TIMESTAMP '1970-01-01') AS ts,
        status, attempt, inferred, strong, linked_by,
        {{template "row_counts"}}
 FROM {{.Table}}
-GROUP BY ALL
 {{end}}
 
 {{define "prepare_groups"}}
@@ -200,6 +218,7 @@ SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
        method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by,
        {{template "row_counts"}}
 FROM {{.Table}}
+WHERE in_range
 GROUP BY ALL
 {{end}}
 
@@ -243,7 +262,7 @@ SELECT time_bucket(to_seconds({{.Grain}}), ts, TIMESTAMP '1970-01-01') AS ts,
     method, route, host, upstream_addr, status, attempt,
     count(*) AS firsts, count(*) FILTER (status BETWEEN 200 AND 299) AS firsts_ok
 FROM {{.Table}}_attempts
-WHERE attempt = 0 AND strong
+WHERE attempt = 0 AND strong AND ts >= {{.Since}} AND ts < {{.Until}} -- as the time table counts them
 GROUP BY ALL
 {{end}}
 
@@ -255,7 +274,7 @@ the logs (a request can log the same attempt number twice). */}}
 CREATE {{.Kind}} {{.Table}}_attempts AS
 WITH m AS MATERIALIZED (
     -- the columns the logical metrics, loops, findings and backoff read
-    SELECT file_id, line, ts, started, method, uri, route, host, upstream_addr, status, upstream_status,
+    SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
         idempotency_key, invocation_id, request_id, retry_after,
         logged_attempt AS attempt, keyed_first AS inferred, true AS strong, skey AS lkey, skind AS linked_by
     FROM {{.Table}}_rows
@@ -263,7 +282,7 @@ WITH m AS MATERIALIZED (
     -- metrics count the same either way (see logical.sql)
     WHERE logged_attempt IS NOT NULL AND has_skey AND hash(skey) IN (SELECT h FROM {{.Table}}_retried)
     UNION ALL BY NAME
-    SELECT file_id, line, ts, started, method, uri, route, host, upstream_addr, status, upstream_status,
+    SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
         idempotency_key, invocation_id, request_id, retry_after,
         attempt, inferred, strong, lkey, linked_by
     FROM {{.Table}}_chain
@@ -273,14 +292,14 @@ WITH m AS MATERIALIZED (
 nw AS (
     SELECT file_id, line,
         lag({'status': status, 'ts': ts, 'retry_after': retry_after}) OVER w AS prev,
-        first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt}) OVER w AS first
-    FROM (SELECT file_id, line, lkey, attempt, ts, status, retry_after, upstream_status FROM m)
+        first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt, 'in_range': in_range}) OVER w AS first
+    FROM (SELECT file_id, line, lkey, attempt, ts, status, retry_after, upstream_status, in_range FROM m)
     WINDOW w AS (PARTITION BY lkey ORDER BY attempt, ts)
 ),
 w AS (
     SELECT * FROM m JOIN nw USING (file_id, line)
 )
-SELECT * EXCLUDE (prev, first),
+SELECT * EXCLUDE (prev, first, in_range),
     prev.status      AS prev_status,
     prev.ts          AS prev_end,
     prev.retry_after AS prev_retry_after,
@@ -297,4 +316,5 @@ SELECT * EXCLUDE (prev, first),
         coalesce(method, '-') || ' ' || coalesce(route, uri, '-') || ' at ' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') ||
         CASE WHEN coalesce(idempotency_key, invocation_id, request_id) IS NOT NULL THEN ')' ELSE '' END AS example
 FROM w
+WHERE first.in_range -- a logical request belongs to the range of its first attempt
 {{end}}

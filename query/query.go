@@ -55,6 +55,26 @@ func (o Options) defaultLinking() bool {
 // DefaultMaxGap is the default --max-gap (docs/metrics.md).
 const DefaultMaxGap = 60 * time.Second
 
+// The bounds of an open range, as SQL.
+const (
+	openSince = "TIMESTAMP '0001-01-01'"
+	openUntil = "TIMESTAMP '9999-12-31'"
+)
+
+// rangeContext is how much time before and after a --since/--until range a report reads,
+// so that the range counts what its window of a report over every row counts
+// (docs/metrics.md, "Ranges"): the logical requests whose first attempt is in it, with
+// all their attempts (ten gaps of maxGap: a chain of ten attempts, each at most maxGap
+// after the one before), and the alerts that cross its bounds (four times the longest
+// sustain, for minutes that sustain them on the other side of a bound).
+func rangeContext(maxGap time.Duration, rules []Rule) time.Duration {
+	around := 10 * maxGap
+	for _, r := range rules {
+		around = max(around, 4*r.Sustain)
+	}
+	return around
+}
+
 // Set is the rows of one report and their count tables (stage one, prepare.sql), built
 // once; every figure is a query over those tables (stage two). Close it.
 type Set struct {
@@ -64,8 +84,9 @@ type Set struct {
 	lit      prepareLiterals
 	throttle string // Options.Throttle as an SQL list of integers
 
-	buckets map[int][]bucket // the time table's counts, per grain in seconds (see buckets)
-	rules   []Rule           // for verdicts
+	buckets      map[int][]bucket // the time table's counts, per grain in seconds (see buckets)
+	rules        []Rule           // for verdicts
+	since, until time.Time        // the range; zero when open
 }
 
 var setID atomic.Int64
@@ -88,7 +109,8 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{conn: conn, table: fmt.Sprintf("report_rows_%d", setID.Add(1)), rules: o.Rules, buckets: map[int][]bucket{}, throttle: "429"}
+	s := &Set{conn: conn, table: fmt.Sprintf("report_rows_%d", setID.Add(1)), rules: o.Rules, buckets: map[int][]bucket{}, throttle: "429",
+		since: o.Since, until: o.Until}
 	if len(o.Throttle) > 0 {
 		codes := make([]string, len(o.Throttle))
 		for i, c := range o.Throttle {
@@ -106,9 +128,12 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if o.Method != "" {
 		method = o.Method
 	}
+	around := rangeContext(o.MaxGap, s.rules)
 	s.lit = prepareLiterals{
-		Since:     timeLiteral(o.Since, "TIMESTAMP '0001-01-01'"),
-		Until:     timeLiteral(o.Until, "TIMESTAMP '9999-12-31'"),
+		Since:     timeLiteral(o.Since, openSince),
+		Until:     timeLiteral(o.Until, openUntil),
+		Before:    timeLiteral(moved(o.Since, -around), openSince),
+		After:     timeLiteral(moved(o.Until, around), openUntil),
 		MaxGap:    strconv.FormatFloat(o.MaxGap.Seconds(), 'f', -1, 64),
 		Infer:     strconv.FormatBool(o.InferAttempts),
 		HasRoute:  o.Route != "",
@@ -314,10 +339,19 @@ func (s *Set) statement(name, key, table string, grain int) (string, error) {
 // a number and a boolean, never text a user typed.
 type prepareLiterals struct {
 	Since, Until, MaxGap, Infer string
+	Before, After               string // the context around the range: rows read to link it
 	HasRoute, HasMethod         bool   // filter on the route, the method in _p
 	Cached                      bool   // the count tables are the stored cache's (see prepare_rows)
 	Where                       string // one more condition on the rows (cache.go's update)
 	From                        string // the table of rows to read instead of requests (cache.go's update)
+}
+
+// moved is t moved by d; a zero t (an open bound) stays zero.
+func moved(t time.Time, d time.Duration) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.Add(d)
 }
 
 // timeLiteral formats t as a DuckDB TIMESTAMP literal (UTC), or open when t is zero.
@@ -484,6 +518,49 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 	return gs, err
 }
 
+// Alerts evaluates the Set's alert rules on its one-minute windows and on those of the
+// context around its range (the edges table), and returns the alerts that overlap the
+// range: one that fires across a bound is reported by each side, as a report over every
+// row reports it in both windows.
+func (s *Set) Alerts(ctx context.Context) ([]Alert, error) {
+	bs, err := s.bucketsOf(ctx, minuteGrain)
+	if err != nil {
+		return nil, err
+	}
+	byMinute := map[time.Time]*counts{}
+	add := func(start time.Time, c counts) {
+		if byMinute[start] == nil {
+			byMinute[start] = &counts{}
+		}
+		byMinute[start].add(c)
+	}
+	for _, b := range bs {
+		if b.valid {
+			add(b.start, b.c)
+		}
+	}
+	err = s.queryOn(ctx, "metrics.sql", "ts", "edges", minuteGrain, nil, func(rows *sql.Rows) error {
+		var start sql.NullTime
+		var c counts
+		if err := scanCounts(rows, &start, &c); err != nil {
+			return err
+		}
+		if start.Valid {
+			add(start.Time.UTC(), c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	minutes := make([]Window, 0, len(byMinute))
+	for start, c := range byMinute {
+		minutes = append(minutes, Window{Start: start, Metrics: c.metrics(s.rules)})
+	}
+	slices.SortFunc(minutes, func(a, b Window) int { return a.Start.Compare(b.Start) })
+	return alertsIn(minutes, s.rules, s.since, s.until), nil
+}
+
 // groupAlerts returns, per group of a grouping (by its row expression), the rules that
 // fired on the group's own minutes: the verdict of a group follows the same alerts as the
 // range's and the windows'.
@@ -571,7 +648,7 @@ func (s *Set) Span(ctx context.Context) (from, to time.Time, err error) {
 	var f, t sql.NullTime
 	// From the range's rows: every one of them is in the Set once, and the plain view
 	// lets DuckDB read the ts column alone (the Set's own view took 0.7 s on 10M rows).
-	err = s.conn.QueryRowContext(ctx, "SELECT min(ts), max(ts) FROM "+s.table+"_lines").Scan(&f, &t)
+	err = s.conn.QueryRowContext(ctx, "SELECT min(ts), max(ts) FROM "+s.table+"_lines WHERE in_range").Scan(&f, &t)
 	if err != nil {
 		return from, to, fmt.Errorf("span: %w", err)
 	}
@@ -681,7 +758,7 @@ func ptr(f sql.NullFloat64) *float64 {
 // untagged) and whether it was inferred, by file and line: for measuring inference
 // against logs whose attempt numbers are known.
 func (s *Set) EachAttempt(ctx context.Context, fn func(fileID, line int64, attempt sql.NullInt64, inferred bool)) error {
-	rows, err := s.conn.QueryContext(ctx, "SELECT file_id, line, attempt, inferred FROM "+s.table)
+	rows, err := s.conn.QueryContext(ctx, "SELECT file_id, line, attempt, inferred FROM "+s.table+" WHERE in_range")
 	if err != nil {
 		return err
 	}
@@ -711,7 +788,7 @@ type Attempt struct {
 // Attempts returns the Set's tagged rows ordered by start time, for replaying them.
 func (s *Set) Attempts(ctx context.Context) ([]Attempt, error) {
 	rows, err := s.conn.QueryContext(ctx, "SELECT lkey, attempt, started, ts, coalesce(status, -1), coalesce(retry_after, '') FROM "+
-		s.table+" WHERE attempt IS NOT NULL AND ts IS NOT NULL ORDER BY started, lkey, attempt")
+		s.table+" WHERE in_range AND attempt IS NOT NULL AND ts IS NOT NULL ORDER BY started, lkey, attempt")
 	if err != nil {
 		return nil, fmt.Errorf("attempts: %w", err)
 	}

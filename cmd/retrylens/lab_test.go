@@ -217,6 +217,10 @@ func TestLab(t *testing.T) {
 						}
 					}
 				}
+				if path, ok := logs["retry"]; ok && sc.Name == "incident-naive" {
+					// Hourly ranges of the storm moved across an hour's bound (#15 item 4).
+					acrossAnHour(t, path)
+				}
 				if path, ok := logs["retry"]; ok {
 					// --infer-attempts on the same log with its headers forgotten: measured,
 					// not asserted (it depends on how the run interleaved; see docs/lab.md).
