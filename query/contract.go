@@ -108,6 +108,8 @@ type AttemptRow struct {
 	Strong              bool       `col:"strong"`
 	Key                 string     `col:"lkey"` // the logical request
 	LinkedBy            string     `col:"linked_by"`
+	ReusedKey           bool       `col:"reused_key"`  // its key was reused across requests: linked as if it had none
+	Renumbered          bool       `col:"renumbered"`  // its attempt number is its place in the request, not the one logged (which repeated)
 	PrevStatus          *int16     `col:"prev_status"` // the previous attempt's, by attempt number
 	PrevEnd             *time.Time `col:"prev_end"`
 	PrevRetryAfter      *string    `col:"prev_retry_after"`

@@ -42,6 +42,14 @@ f AS (
     SELECT 'over_cap', lkey, example FROM {{.Table}}_attempts
     WHERE attempt >= $1
     UNION ALL
+    -- a key sent on more than one request (two first attempts): linked as if it had none
+    SELECT 'reused_key', lkey, example FROM {{.Table}}_attempts
+    WHERE attempt >= 1 AND reused_key
+    UNION ALL
+    -- attempt numbers that repeat (a header stuck at 1): counted by place
+    SELECT 'attempt_number_mismatch', lkey, example FROM {{.Table}}_attempts
+    WHERE attempt >= 1 AND renumbered
+    UNION ALL
     -- synchronised retries (no jitter): for an attempt number with at least 10 retries, 3 in
     -- 4 or more came within 3 ms of the median gap; the retries near it are listed
     SELECT 'synchronised', g.lkey, g.example

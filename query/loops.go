@@ -57,7 +57,7 @@ func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 
 // FindingKinds are the kinds of Finding, as findings.sql names them.
 var FindingKinds = []string{"duplicate_write_risk", "retried_idempotent_write", "possible_duplicate_write", "false_success",
-	"non_retryable_retry", "over_cap", "synchronised"}
+	"non_retryable_retry", "over_cap", "synchronised", "reused_key", "attempt_number_mismatch"}
 
 // Finding is one kind of thing a good client never does (docs/metrics.md).
 type Finding struct {

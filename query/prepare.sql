@@ -13,9 +13,9 @@ The stored cache (query/cache.go) is the same tables built over every row.
             number, a boolean), so that DuckDB can skip row groups outside the range; {{.Where}}, when set, is a condition the
             cache's update writes, never text a user typed, and {{.From}} a table of
             requests' rows it made to read instead of requests
-  _retried  the keys of tagged retries
-  _rows     view: the lines, where a line without the attempt header whose key a tagged
-            retry carries is attempt 0 (keyed_first)
+  _retried  the keys of tagged retries; _alias, _fix: the keys and attempt numbers the
+            checks of keys change (below)
+  _rows     view: the lines with those changes
   _chain    rows linked by the heuristic (tagged, no strong key) and, with infer, untagged
             rows with inferred attempt numbers
   (main)    view: every row of the range with its attempt number (logged or inferred),
@@ -71,16 +71,68 @@ WHERE r.ts >= {{.Before}} AND r.ts < {{.After}}
 {{- if .Where}}
   AND ({{.Where}})
 {{- end}};
--- The keys that tagged retries carry: a line without the attempt header that shares one is
--- that request's first attempt, logged before the client started counting (keyed_first).
--- A view when the count tables are the stored cache's: only replays read the rows then.
+-- Keys the client sent are checked before they link (docs/metrics.md, "Keys that lie"),
+-- on the lines of the keys that tagged retries carry (_retried). _fix holds the lines
+-- whose key or attempt number that changes, a few in a clean log:
+--   keyed_first  a line without the attempt header whose key a tagged retry carries is
+--                that request's first attempt, logged before the client started counting
+--   aliased      a line whose only key is an X-Request-Id that other lines carry with one
+--                Idempotency-Key or invocation id takes that key (a key sent only from the
+--                second attempt on does not split the request)
+--   reused_key   a key with two first attempts (attempt 0, or no header) is reused across
+--                requests ("undefined", a constant): its lines link as if they had none
+--   renumbered   a key whose attempt numbers repeat (a header stuck at 1) is numbered by
+--                place: its lowest number, then one more each line, in the order they
+--                started (numbers that only come out of order are left: clocks and
+--                hedged attempts do that)
+-- Tables are views when the count tables are the stored cache's: only replays read the
+-- rows then.
 CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_retried AS
 SELECT DISTINCT hash(skey) AS h FROM {{.Table}}_lines WHERE logged_attempt >= 1 AND has_skey;
+CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_alias AS
+SELECT request_id, any_value(skey) AS skey, any_value(skind) AS skind
+FROM {{.Table}}_lines
+WHERE request_id IS NOT NULL AND skind <> 'request_id' AND hash(skey) IN (SELECT h FROM {{.Table}}_retried)
+GROUP BY request_id
+HAVING count(DISTINCT skey) = 1;
+CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_fix AS
+WITH k AS (
+    SELECT l.file_id, l.line, l.logged_attempt, l.started, l.ts,
+        coalesce(a.skey, l.skey) AS skey, coalesce(a.skind, l.skind) AS skind, a.skey IS NOT NULL AS aliased
+    FROM {{.Table}}_lines l
+    LEFT JOIN {{.Table}}_alias a ON a.request_id = CASE WHEN l.skind = 'request_id' THEN l.request_id END
+    WHERE l.has_skey AND (a.skey IS NOT NULL OR hash(l.skey) IN (SELECT h FROM {{.Table}}_retried))
+),
+o AS (
+    -- by number, then time: a repeated number's lines in the order they started
+    SELECT *,
+        count(*) FILTER (logged_attempt IS NULL OR logged_attempt = 0) OVER (PARTITION BY hash(skey)) AS firsts,
+        row_number() OVER byNumber - 1 AS pos,
+        first_value(coalesce(logged_attempt, 0)) OVER byNumber AS first_n,
+        logged_attempt = lag(logged_attempt) OVER byNumber AS again
+    FROM k
+    WINDOW byNumber AS (PARTITION BY hash(skey) ORDER BY coalesce(logged_attempt, 0), started, ts, file_id, line)
+),
+r AS (
+    SELECT *, coalesce(bool_or(again) OVER (PARTITION BY hash(skey)), false) AS repeats FROM o
+)
+SELECT file_id, line, skey, skind,
+    firsts >= 2 AS reused_key,
+    CASE WHEN firsts >= 2 THEN logged_attempt
+         WHEN repeats THEN CAST(first_n + pos AS INTEGER)
+         ELSE coalesce(logged_attempt, 0) END AS attempt
+FROM r
+WHERE firsts >= 2 OR repeats OR logged_attempt IS NULL OR aliased;
 CREATE TEMP VIEW {{.Table}}_rows AS
-SELECT l.* REPLACE (coalesce(l.logged_attempt, CASE WHEN k.h IS NOT NULL THEN 0 END) AS logged_attempt),
-       k.h IS NOT NULL AS keyed_first
-FROM {{.Table}}_lines l LEFT JOIN {{.Table}}_retried k
-  ON k.h = CASE WHEN l.logged_attempt IS NULL AND l.has_skey THEN hash(l.skey) END
+SELECT l.* REPLACE (
+        CASE WHEN f.line IS NULL THEN l.logged_attempt ELSE f.attempt END AS logged_attempt,
+        CASE WHEN f.reused_key THEN NULL WHEN f.line IS NOT NULL THEN f.skey ELSE l.skey END AS skey,
+        CASE WHEN f.reused_key THEN NULL WHEN f.line IS NOT NULL THEN f.skind ELSE l.skind END AS skind,
+        l.has_skey AND NOT coalesce(f.reused_key, false) AS has_skey),
+    coalesce(NOT f.reused_key AND l.logged_attempt IS NULL, false) AS keyed_first,
+    coalesce(f.reused_key, false) AS reused_key,
+    coalesce(l.logged_attempt IS NOT NULL AND f.attempt <> l.logged_attempt, false) AS renumbered
+FROM {{.Table}}_lines l LEFT JOIN {{.Table}}_fix f ON f.file_id = l.file_id AND f.line = l.line
 {{end}}
 
 {{define "prepare_hrows"}}
@@ -276,7 +328,8 @@ WITH m AS MATERIALIZED (
     -- the columns the logical metrics, loops, findings and backoff read
     SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
         idempotency_key, invocation_id, request_id, retry_after,
-        logged_attempt AS attempt, keyed_first AS inferred, true AS strong, skey AS lkey, skind AS linked_by
+        logged_attempt AS attempt, keyed_first AS inferred, true AS strong, skey AS lkey, skind AS linked_by,
+        reused_key, renumbered
     FROM {{.Table}}_rows
     -- by hash: a collision only brings a single-attempt request in, which the logical
     -- metrics count the same either way (see logical.sql)
@@ -284,7 +337,7 @@ WITH m AS MATERIALIZED (
     UNION ALL BY NAME
     SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
         idempotency_key, invocation_id, request_id, retry_after,
-        attempt, inferred, strong, lkey, linked_by
+        attempt, inferred, strong, lkey, linked_by, reused_key, renumbered
     FROM {{.Table}}_chain
 ),
 -- The window sorts only the columns it needs (it carries every column it is given through

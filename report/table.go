@@ -201,6 +201,8 @@ var findingText = map[string]string{
 	"non_retryable_retry":      "retried after 400/401/403/404/422",
 	"over_cap":                 "attempts beyond the policy cap",
 	"synchronised":             "retries in lockstep, within 3 ms of the same gap: no jitter",
+	"reused_key":               "a request key sent on more than one request: linked by client, method and URI instead",
+	"attempt_number_mismatch":  "attempt numbers that repeat (a stuck header): counted by their place in the request",
 }
 
 // parts are the report's sections besides its tables, in the order a postmortem reads
