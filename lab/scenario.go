@@ -40,7 +40,7 @@ func Scenarios() []Scenario {
 	orders := Requests("order", 60, http.MethodPost, "/api/orders")
 	// a few URIs, many clients' requests to each at once, no request id: only the
 	// heuristic links them
-	shared := Requests("shared", 300, http.MethodGet, "/api/items/%d")
+	shared := Requests("shared", 900, http.MethodGet, "/api/items/%d")
 	for i := range shared {
 		shared[i].Path = fmt.Sprintf("/api/items/%d", i%3)
 	}
@@ -54,7 +54,7 @@ func Scenarios() []Scenario {
 		{Name: "limited-naive", Policy: Naive, Faults: limited, Requests: lim, Workers: 6, Pace: 50 * time.Millisecond},
 		{Name: "slow-writes-good", Policy: Good, Faults: slowWrites, Requests: orders, Workers: 4, Pace: 30 * time.Millisecond},
 		{Name: "slow-writes-naive", Policy: Naive, Faults: slowWrites, Requests: orders, Workers: 4, Pace: 30 * time.Millisecond},
-		{Name: "concurrent-unkeyed", Policy: unkeyed, Faults: incident, Requests: shared, Workers: 30, Pace: 500 * time.Millisecond},
+		{Name: "concurrent-unkeyed", Policy: unkeyed, Faults: incident, Requests: shared, Workers: 90, Pace: 500 * time.Millisecond},
 		{Name: "write-storm-naive", Policy: Naive, Faults: writeStorm, Requests: storm, Workers: 4, Pace: 30 * time.Millisecond},
 	}
 }

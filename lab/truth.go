@@ -19,6 +19,9 @@ type Truth struct {
 	RetrySuccessRate float64 // NaN-free: 0 when there were no retries
 	Recovered        int     // first attempt not 2xx, a later one 2xx
 	Exhausted        int     // retried, never 2xx
+	Logical          int     // logical requests
+	EffectiveSuccess float64 // the 2xx share of their final attempts
+	FalseSuccess     int     // unkeyed writes whose first attempt was abandoned, then a retry got 2xx
 	Status5xxFirst   int
 	Status5xxRetry   int
 	Status429First   int
@@ -45,8 +48,12 @@ func (c *Client) TruthThrottled(throttle ...int) Truth {
 	for _, a := range c.Attempts() {
 		byID[a.RequestID] = append(byID[a.RequestID], a)
 	}
-	second, retriesOK := 0, 0
+	second, retriesOK, finalOK := 0, 0, 0
 	for _, as := range byID {
+		t.Logical++
+		if ok(as[len(as)-1].Status) {
+			finalOK++
+		}
 		sort.Slice(as, func(i, j int) bool { return as[i].N < as[j].N })
 		anyOK, run, wrote := false, 0, false
 		for i, a := range as {
@@ -108,6 +115,10 @@ func (c *Client) TruthThrottled(throttle ...int) Truth {
 		if !ok(as[0].Status) && anyOK {
 			t.Recovered++
 		}
+		if write := as[0].Method == "POST" || as[0].Method == "PUT" || as[0].Method == "PATCH" || as[0].Method == "DELETE"; write &&
+			as[0].IdempotencyKey == "" && as[0].Abandoned && len(as) > 1 && slices.ContainsFunc(as[1:], func(a Attempt) bool { return ok(a.Status) }) {
+			t.FalseSuccess++
+		}
 		if len(as) > 1 && !anyOK {
 			t.Exhausted++
 		}
@@ -118,6 +129,9 @@ func (c *Client) TruthThrottled(throttle ...int) Truth {
 	if t.FirstAttempts > 0 {
 		t.Amplification = float64(t.Requests) / float64(t.FirstAttempts)
 		t.RetryRate = float64(second) / float64(t.FirstAttempts)
+	}
+	if t.Logical > 0 {
+		t.EffectiveSuccess = float64(finalOK) / float64(t.Logical)
 	}
 	if t.Retries > 0 {
 		t.RetrySuccessRate = float64(retriesOK) / float64(t.Retries)

@@ -29,7 +29,7 @@ func TestTruth(t *testing.T) {
 	want := Truth{
 		Requests: 8, FirstAttempts: 4, Retries: 4,
 		Amplification: 8.0 / 4, RetryRate: 3.0 / 4, RetrySuccessRate: 2.0 / 4,
-		Recovered: 2, Exhausted: 1,
+		Recovered: 2, Exhausted: 1, Logical: 4, EffectiveSuccess: 3.0 / 4, FalseSuccess: 1, // b ends 429; w is the false success
 		Status5xxFirst: 1, Status429First: 1, Status429Retry: 2,
 		PrematureRetries: 1, BlindRetries: 1, RetriedWrites: 1, WriteRequests: 1,
 		Loops429: 1, MaxLoop429: 3, Abandoned: 1,

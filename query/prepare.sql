@@ -154,37 +154,47 @@ WHERE attempt = 0
 
 {{define "hlink_level"}}
 -- Retry {{.Level}} joins the most recent open chain of its client, method and URI: one
--- whose attempt {{.Level}} - 1 was not answered 2xx, ended before this one did and at most
--- max_gap before it started, and that no other retry {{.Level}} took. (Before it started,
--- in real traffic; logs timed to the second, or generated ones, can disagree.) Contested
--- chains go to the earliest retry; the others try the next open chain, for a few passes.
--- What finds none starts a chain of its own (an orphan). Attempts past the last level the
--- program runs start their own.
+-- whose attempt {{.Level}} - 1 was not answered 2xx, ended before this one did and that no
+-- other retry {{.Level}} took; and it must have ended at most max_gap before this one
+-- started. (Before it started, in real traffic; logs timed to the second, or generated
+-- ones, can disagree.) That is a stack per client, method and URI: an open chain pushes,
+-- a retry pops the top. A retry whose top is older than max_gap, or that finds the stack
+-- empty, is an orphan: it starts a chain of its own (so does every attempt past the last
+-- level the program runs).
+--
+-- In one statement: in time order (chains before retries at the same time), the stack's
+-- depth after each event is the running sum of +1 (chain) and -1 (retry) clamped at 0,
+-- which is the sum less the lowest sum so far when that is below 0. A chain lies at the
+-- depth after it; a retry pops the depth before it, i.e. the latest chain before it at
+-- that depth (ASOF).
 CREATE TEMP TABLE {{.Table}}_hopen AS
 SELECT hk, ts, chain FROM {{.Table}}_hlink
 WHERE attempt = {{.Level}} - 1 AND NOT coalesce(status BETWEEN 200 AND 299, false);
-CREATE TEMP TABLE {{.Table}}_htodo AS
-SELECT * FROM {{.Table}}_hrows WHERE attempt {{if .Last}}>={{else}}={{end}} {{.Level}};
-{{end}}
-
-{{define "hlink_pass"}}
-CREATE TEMP TABLE {{.Table}}_hmatch AS
+CREATE TEMP TABLE {{.Table}}_hevents AS
+WITH e AS (
+    SELECT hk, ts, 0 AS kind, chain, 1 AS x FROM {{.Table}}_hopen
+    UNION ALL BY NAME
+    SELECT file_id, line, hk, attempt, ts, started, status, 1 AS kind, -1 AS x
+    FROM {{.Table}}_hrows WHERE attempt {{if .Last}}>={{else}}={{end}} {{.Level}}
+),
+s AS (
+    SELECT *, sum(x) OVER byTime AS total FROM e
+    WINDOW byTime AS (PARTITION BY hk ORDER BY ts, kind, chain, file_id, line ROWS UNBOUNDED PRECEDING)
+),
+d AS (
+    SELECT *, total - least(0, min(total) OVER byTime) AS depth FROM s
+    WINDOW byTime AS (PARTITION BY hk ORDER BY ts, kind, chain, file_id, line ROWS UNBOUNDED PRECEDING)
+)
+SELECT *, CASE WHEN kind = 0 THEN depth
+               ELSE coalesce(lag(depth) OVER (PARTITION BY hk ORDER BY ts, kind, chain, file_id, line), 0) END AS level
+FROM d;
+INSERT INTO {{.Table}}_hlink
 SELECT r.file_id, r.line, r.hk, r.attempt, r.ts, r.status,
-    CASE WHEN p.ts IS NOT NULL AND epoch(r.started) - epoch(p.ts) <= {{.MaxGap}} THEN p.chain END AS chain
-FROM {{.Table}}_htodo r ASOF LEFT JOIN {{.Table}}_hopen p ON r.hk = p.hk AND r.ts >= p.ts;
-INSERT INTO {{.Table}}_hlink
-SELECT file_id, line, hk, attempt, ts, status, coalesce(chain, file_id || ':' || line)
-FROM (SELECT *, row_number() OVER (PARTITION BY chain ORDER BY ts, line) AS rn FROM {{.Table}}_hmatch)
-WHERE chain IS NULL OR rn = 1;
-DELETE FROM {{.Table}}_hopen o USING {{.Table}}_hmatch m WHERE o.chain = m.chain;
-DELETE FROM {{.Table}}_htodo t USING {{.Table}}_hlink l WHERE t.file_id = l.file_id AND t.line = l.line;
-DROP TABLE {{.Table}}_hmatch;
-{{end}}
-
-{{define "hlink_rest"}}
-INSERT INTO {{.Table}}_hlink
-SELECT file_id, line, hk, attempt, ts, status, file_id || ':' || line FROM {{.Table}}_htodo;
-DROP TABLE {{.Table}}_htodo;
+    coalesce(CASE WHEN r.level > 0 AND epoch(r.started) - epoch(c.ts) <= {{.MaxGap}} THEN c.chain END, r.file_id || ':' || r.line)
+FROM (SELECT * FROM {{.Table}}_hevents WHERE kind = 1) r
+ASOF LEFT JOIN (SELECT hk, level, ts, chain FROM {{.Table}}_hevents WHERE kind = 0) c
+    ON r.hk = c.hk AND r.level = c.level AND r.ts >= c.ts;
+DROP TABLE {{.Table}}_hevents;
 DROP TABLE {{.Table}}_hopen;
 {{end}}
 

@@ -237,7 +237,7 @@ func prepareGrain(ctx context.Context, conn execer, table, kind string, lit prep
 const maxLevels = 32
 
 // linkHeuristic links the rows without a strong key into chains, attempt number by attempt
-// number (prepare.sql, prepare_hlink_level): <table>_hlink, which prepare_chain reads.
+// number (prepare.sql, hlink_level): <table>_hlink, which prepare_chain reads.
 func linkHeuristic(ctx context.Context, conn execer, table string, run func(string, int, bool) error) error {
 	if err := run("prepare_hrows", 0, false); err != nil {
 		return err
@@ -254,25 +254,12 @@ func linkHeuristic(ctx context.Context, conn execer, table string, run func(stri
 		return fmt.Errorf("linking: %w", err)
 	}
 	for level := 1; top.Valid && level <= int(min(top.Int64, maxLevels)); level++ {
-		last := level == maxLevels
-		if err := run("hlink_level", level, last); err != nil {
-			return err
-		}
-		for range linkPasses {
-			if err := run("hlink_pass", level, last); err != nil {
-				return err
-			}
-		}
-		if err := run("hlink_rest", level, last); err != nil {
+		if err := run("hlink_level", level, level == maxLevels); err != nil {
 			return err
 		}
 	}
 	return nil
 }
-
-// linkPasses is how many times the retries of one attempt number that lost an open chain
-// to an earlier retry try the next one.
-const linkPasses = 4
 
 // Cached reports whether the Set reads the stored cache (see Refresh) rather than
 // linking its rows again.

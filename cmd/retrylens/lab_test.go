@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,11 +28,12 @@ type labReport struct {
 		PrematureRetries int64 `json:"premature_retries"`
 		BlindRetries     int64 `json:"blind_retries"`
 	} `json:"loops_429"`
-	Findings []struct {
-		Kind     string `json:"kind"`
-		Count    int64  `json:"count"`
-		Attempts int64  `json:"attempts"`
-	} `json:"findings"`
+	Findings []findingCount `json:"findings"`
+	Linking  struct {
+		Strong    int64 `json:"strong"`
+		Heuristic int64 `json:"heuristic"`
+		Inferred  int64 `json:"inferred"`
+	} `json:"linking"`
 }
 
 // finding returns a finding's requests and attempts, 0 when it is absent.
@@ -49,8 +51,11 @@ type labFigures struct {
 	Requests, FirstAttempts, Retries           int64
 	Amplification, RetryRate, RetrySuccessRate float64
 	Recovered, Exhausted                       int64
-	Status429Retry                             int64 // 429 answers to retries
-	Abandoned                                  int64 // attempts the client gave up on: 499 (nginx), 0 (Caddy)
+	Logical                                    int64   // logical requests
+	EffectiveSuccess                           float64 // the 2xx share of their final attempts
+	FalseSuccess                               int64   // the false_success finding's requests
+	Status429Retry                             int64   // 429 answers to retries
+	Abandoned                                  int64   // attempts the client gave up on: 499 (nginx), 0 (Caddy)
 	Loops429, MaxLoop429                       int64
 	PrematureRetries, BlindRetries             int64
 	RetriedWrites, RetriedWriteRequests        int64 // duplicate_write_risk attempts and requests
@@ -61,6 +66,7 @@ func truthFigures(t lab.Truth) labFigures {
 		Requests: int64(t.Requests), FirstAttempts: int64(t.FirstAttempts), Retries: int64(t.Retries),
 		Amplification: t.Amplification, RetryRate: t.RetryRate, RetrySuccessRate: t.RetrySuccessRate,
 		Recovered: int64(t.Recovered), Exhausted: int64(t.Exhausted), Status429Retry: int64(t.Status429Retry),
+		Logical: int64(t.Logical), EffectiveSuccess: t.EffectiveSuccess, FalseSuccess: int64(t.FalseSuccess),
 		Abandoned: int64(t.Abandoned), Loops429: int64(t.Loops429), MaxLoop429: int64(t.MaxLoop429),
 		PrematureRetries: int64(t.PrematureRetries), BlindRetries: int64(t.BlindRetries),
 		RetriedWrites: int64(t.RetriedWrites), RetriedWriteRequests: int64(t.WriteRequests),
@@ -72,18 +78,20 @@ func reportFigures(r labReport) labFigures {
 	fig := labFigures{
 		Requests: s.Requests, FirstAttempts: s.FirstAttempts, Retries: s.Retries,
 		Recovered: s.Recovered, Exhausted: s.Exhausted, Status429Retry: s.Status429Retry, Abandoned: s.Abandoned,
+		Logical:  r.Linking.Strong + r.Linking.Heuristic + r.Linking.Inferred,
 		Loops429: r.Loops429.Loops, MaxLoop429: r.Loops429.MaxLength,
 		PrematureRetries: r.Loops429.PrematureRetries, BlindRetries: r.Loops429.BlindRetries,
 	}
 	for _, p := range []struct {
 		dst *float64
 		src *float64
-	}{{&fig.Amplification, s.Amplification}, {&fig.RetryRate, s.RetryRate}, {&fig.RetrySuccessRate, s.RetrySuccessRate}} {
+	}{{&fig.Amplification, s.Amplification}, {&fig.RetryRate, s.RetryRate}, {&fig.RetrySuccessRate, s.RetrySuccessRate}, {&fig.EffectiveSuccess, s.EffectiveSuccess}} {
 		if p.src != nil {
 			*p.dst = *p.src
 		}
 	}
 	fig.RetriedWriteRequests, fig.RetriedWrites = r.finding("duplicate_write_risk")
+	fig.FalseSuccess, _ = r.finding("false_success")
 	return fig
 }
 
@@ -268,21 +276,22 @@ func TestLab(t *testing.T) {
 						}
 						t.Logf("%s via %s:\ntruth     %+v\nretrylens %+v", sc.Name, format, want, got)
 						if sc.Policy.NoRequestID {
-							// Only the heuristic links these: the figures of lines must be
-							// exact; the logical ones within a tenth of the truth, or 2 (24 of
-							// 25 recovered when measured; the rule before gave 2, and without
-							// one retry per open chain 9). Issue #15 asks for 0.5 %.
-							t.Logf("%s via %s: recovered %d (truth %d), exhausted %d (truth %d)", sc.Name, format,
-								got.Recovered, want.Recovered, got.Exhausted, want.Exhausted)
+							// Only the heuristic links these (#15 item 1): the logical figures
+							// within 0.5 % of the truth (exact at this size: 25 recovered, 1
+							// exhausted, 300 requests; the rule before this one found 24, one
+							// retry left an orphan after four passes; the rule before it 2).
+							t.Logf("%s via %s: logical %d (truth %d), recovered %d (%d), exhausted %d (%d), effective success %.4f (%.4f)",
+								sc.Name, format, got.Logical, want.Logical, got.Recovered, want.Recovered, got.Exhausted, want.Exhausted, got.EffectiveSuccess, want.EffectiveSuccess)
 							for _, f := range []struct {
 								name       string
-								got, truth int64
-							}{{"recovered", got.Recovered, want.Recovered}, {"exhausted", got.Exhausted, want.Exhausted}} {
-								if d := f.got - f.truth; max(d, -d) > max(2, f.truth/10) {
-									t.Errorf("%s %d, the client's %d: further than a tenth or 2", f.name, f.got, f.truth)
+								got, truth float64
+							}{{"logical", float64(got.Logical), float64(want.Logical)}, {"recovered", float64(got.Recovered), float64(want.Recovered)},
+								{"exhausted", float64(got.Exhausted), float64(want.Exhausted)}, {"effective success", got.EffectiveSuccess, want.EffectiveSuccess}} {
+								if d := math.Abs(f.got - f.truth); d > 0.005*f.truth {
+									t.Errorf("%s %g, the client's %g: further than 0.5 %%", f.name, f.got, f.truth)
 								}
 							}
-							got.Recovered, got.Exhausted = want.Recovered, want.Exhausted
+							got.Logical, got.Recovered, got.Exhausted, got.EffectiveSuccess = want.Logical, want.Recovered, want.Exhausted, want.EffectiveSuccess
 						}
 						if diff := cmp.Diff(want, got, approx); diff != "" {
 							t.Errorf("(-truth +retrylens):\n%s", diff)
