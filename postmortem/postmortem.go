@@ -92,7 +92,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*report.Report, error) {
 		if i == MaxIncidents {
 			break
 		}
-		in, err := query.Compare(ctx, db, o.Query, span)
+		in, err := set.Compare(ctx, span)
 		if err != nil {
 			return nil, err
 		}

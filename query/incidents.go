@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"database/sql"
 	"sort"
 	"time"
 )
@@ -77,25 +76,27 @@ type Incident struct {
 	Before, During, After Metrics
 }
 
-// Compare computes an incident's before / during / after metrics over the rows that o
-// selects (its own Since and Until are replaced).
-func Compare(ctx context.Context, db *sql.DB, o Options, s Span) (Incident, error) {
-	in := Incident{Span: s}
-	d := s.End.Sub(s.Start)
+// Compare computes an incident's before / during / after metrics from the Set's minutes:
+// what a report over each stretch would say (a range equals its window of a report over
+// more), but only of the Set's rows: a stretch outside its range counts nothing.
+func (s *Set) Compare(ctx context.Context, span Span) (Incident, error) {
+	in := Incident{Span: span}
+	bs, err := s.bucketsOf(ctx, minuteGrain)
+	if err != nil {
+		return in, err
+	}
+	d := span.End.Sub(span.Start)
 	for _, part := range []struct {
 		from, to time.Time
 		m        *Metrics
-	}{{s.Start.Add(-d), s.Start, &in.Before}, {s.Start, s.End, &in.During}, {s.End, s.End.Add(d), &in.After}} {
-		o.Since, o.Until = part.from, part.to
-		set, err := Open(ctx, db, o)
-		if err != nil {
-			return in, err
+	}{{span.Start.Add(-d), span.Start, &in.Before}, {span.Start, span.End, &in.During}, {span.End, span.End.Add(d), &in.After}} {
+		var c counts
+		for _, b := range bs {
+			if b.valid && !b.start.Before(part.from) && b.start.Before(part.to) {
+				c.add(b.c)
+			}
 		}
-		*part.m, err = set.Summary(ctx)
-		set.Close()
-		if err != nil {
-			return in, err
-		}
+		*part.m = c.metrics(s.rules)
 	}
 	return in, nil
 }
