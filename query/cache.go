@@ -150,7 +150,11 @@ func Refresh(ctx context.Context, db *sql.DB) (string, error) {
 		how = CacheFresh // only the registry changed: a load that added no row
 	case kept:
 		how = CacheUpdated
-		err = update(ctx, tx, st.watermark)
+		var again bool
+		if again, err = update(ctx, tx, st.watermark); again && err == nil {
+			how = CacheRebuilt
+			err = rebuild(ctx, tx)
+		}
 	default:
 		err = rebuild(ctx, tx)
 	}
@@ -224,20 +228,37 @@ const (
 // (a hash collision only brings more whole requests in); the tables that count rows take
 // out cache_r's counts and add cache_t's; those that count requests take out what the
 // touched requests counted for before (cache_o) and add what they count for now.
-func update(ctx context.Context, tx *sql.Tx, watermark int64) error {
+//
+// The keys touched are the new rows' and their request ids', and the keys of the rows
+// that carry those request ids (a request id can take another key: prepare_rows'
+// _alias). A key reused across requests links its rows by client, method and URI, with
+// rows this update does not read: when the touched rows have one, now or before, update
+// changes nothing and asks for a rebuild (again).
+func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err error) {
+	defer func() {
+		for _, prefix := range []string{"cache_t", "cache_r", "cache_o", "cache_src", "cache_k0", "cache_k", "cache_h"} {
+			if derr := dropTemp(ctx, tx, prefix); err == nil {
+				err = derr
+			}
+		}
+	}()
 	after := fmt.Sprintf("r.file_id > %d", watermark)
-	err := execAll(ctx, tx,
-		`CREATE TEMP TABLE cache_k AS SELECT DISTINCT `+strongKey+` AS h FROM requests r WHERE `+after+` AND `+hasStrongKey,
+	err = execAll(ctx, tx,
+		`CREATE TEMP TABLE cache_k0 AS SELECT `+strongKey+` AS h FROM requests r WHERE `+after+` AND `+hasStrongKey+
+			` UNION SELECT hash(r.request_id) FROM requests r WHERE `+after+` AND r.request_id IS NOT NULL`,
+		`CREATE TEMP TABLE cache_k AS SELECT h FROM cache_k0 UNION SELECT `+strongKey+` FROM requests r
+		 WHERE r.request_id IS NOT NULL AND (r.idempotency_key IS NOT NULL OR r.invocation_id IS NOT NULL)
+		   AND hash(r.request_id) IN (SELECT h FROM cache_k0)`,
 		`CREATE TEMP TABLE cache_h AS SELECT DISTINCT `+heuristicKey+` AS h FROM requests r
 		 WHERE `+after+` AND r.attempt IS NOT NULL AND NOT `+hasStrongKey)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// A side with no key to match is left out (most logs send a key with every request:
 	// no heuristic group to look for). Untagged rows without a key are linked to nothing.
 	var nk, nh int64
 	if err := tx.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM cache_k), (SELECT count(*) FROM cache_h)").Scan(&nk, &nh); err != nil {
-		return err
+		return false, err
 	}
 	sides := []string{after}
 	if nk > 0 {
@@ -248,28 +269,34 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) error {
 	}
 	err = execAll(ctx, tx, "CREATE TEMP TABLE cache_src AS SELECT * FROM requests r WHERE "+strings.Join(sides, " OR "))
 	if err != nil {
-		return err
+		return false, err
 	}
 	rowTables := func(t CountTable) bool { return !t.PerRequest }
 	touched := cacheLiterals
 	touched.From = "cache_src"
 	if err := prepare(ctx, tx, "cache_t", "TEMP TABLE", touched, nil, slices.Concat(linkSteps, buildSteps(func(CountTable) bool { return true }))); err != nil {
-		return err
+		return false, err
+	}
+	var reused int64
+	err = tx.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM cache_t WHERE reused_key) + (SELECT count(*) FROM "+cacheName+
+		"_attempts WHERE reused_key AND hash(coalesce(idempotency_key, invocation_id, request_id)) IN (SELECT h FROM cache_k))").Scan(&reused)
+	if err != nil || reused > 0 {
+		return reused > 0, err
 	}
 	before := touched
 	before.Where = fmt.Sprintf("r.file_id <= %d", watermark)
 	if err := prepare(ctx, tx, "cache_r", "TEMP TABLE", before, nil, slices.Concat(linkSteps, buildSteps(rowTables))); err != nil {
-		return err
+		return false, err
 	}
 	// What the touched requests counted for before: their rows in cache_attempts.
 	touchedAttempts := "(strong AND hash(lkey) IN (SELECT h FROM cache_k))" +
 		" OR (NOT strong AND split_part(lkey, ':', 2) IN (SELECT CAST(h AS VARCHAR) FROM cache_h))" // heuristic lkey: 'h:' || hash || ':' || chain
 	if err := execAll(ctx, tx, "CREATE TEMP VIEW cache_o_attempts AS SELECT * FROM "+cacheName+"_attempts WHERE "+touchedAttempts); err != nil {
-		return err
+		return false, err
 	}
 	if err := prepare(ctx, tx, "cache_o", "TEMP TABLE", cacheLiterals, nil,
 		buildSteps(func(t CountTable) bool { return t.PerRequest && t.Keys != nil })); err != nil {
-		return err
+		return false, err
 	}
 	qs := []string{
 		"DELETE FROM " + cacheName + "_chain r WHERE " + heuristicKey + " IN (SELECT h FROM cache_h)",
@@ -287,15 +314,7 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) error {
 			qs = append(qs, merge(t, map[string]int{cacheName: 1, "cache_r": -1, "cache_t": 1})...)
 		}
 	}
-	if err := execAll(ctx, tx, qs...); err != nil {
-		return err
-	}
-	for _, prefix := range []string{"cache_t", "cache_r", "cache_o", "cache_src", "cache_k", "cache_h"} {
-		if err := dropTemp(ctx, tx, prefix); err != nil {
-			return err
-		}
-	}
-	return nil
+	return false, execAll(ctx, tx, qs...)
 }
 
 // merge returns the statements that replace the cache's table t by the sum of the same
