@@ -10,9 +10,10 @@ The stored cache (query/cache.go) is the same tables built over every row.
             their strong key (skey), start time and whether they are in the range itself
             (in_range). {{.Since}}, {{.Until}}, {{.Before}}, {{.After}}, {{.MaxGap}} and
             {{.Infer}} are SQL literals the program formats from parsed values (a time, a
-            number, a boolean), so that DuckDB can skip row groups outside the range; {{.Where}}, when set, is a condition the
-            cache's update writes, never text a user typed, and {{.From}} a table of
-            requests' rows it made to read instead of requests
+            number, a boolean), so that DuckDB can skip row groups outside the range;
+            {{.Where}}, when set, is a condition the cache's update writes, never text a
+            user typed, and {{.From}} a table of requests' rows it made to read instead of
+            requests
   _retried  the keys of tagged retries; _alias, _fix: the keys and attempt numbers the
             checks of keys change (below)
   _rows     view: the lines with those changes
@@ -29,8 +30,8 @@ The count tables (the contract; their Go types are in query/contract.go):
   _groups   rows counted by minute and the columns of the --by groupings
   _attempts the rows of every logical request that has a retry (or was linked by the
             heuristic) and whose first attempt is in the range, with what the previous and
-            first attempts got. Most requests have
-            one attempt and no row here, which is what keeps a report over 10M rows fast.
+            first attempts got. Most requests have one attempt and no row here, which is
+            what keeps a report over 10M rows fast.
   _logical  the logical requests of _attempts counted by their first attempt's bucket and columns
   _firsts   the strong first attempts of _attempts, by their own bucket and columns
 
