@@ -382,3 +382,42 @@ SELECT * EXCLUDE (prev, first, in_range),
 FROM w
 WHERE first.in_range -- a logical request belongs to the range of its first attempt
 {{end}}
+
+{{- /* A Set that reads the stored cache: its tables are the cache's, cut to the range when
+{{.Bounded}} (whole minutes, so that the cache's minute buckets cut exactly; the program
+checks). A range of the cache is its window of the report over every row, which is what a
+range's own linking with its context computes (docs/internals.md, "Ranges"); from the
+cache it costs a filter, not a link. The chain view comes first: prepare_all reads it. */}}
+{{define "cached_chain"}}
+CREATE TEMP VIEW {{.Table}}_chain AS
+{{- if .Bounded}}
+SELECT * REPLACE (ts >= {{.Since}} AND ts < {{.Until}} AS in_range) FROM cache_chain
+WHERE ts >= {{.Before}} AND ts < {{.After}}
+{{- else}}
+SELECT * FROM cache_chain
+{{- end}}
+{{end}}
+
+{{define "cached_tables"}}
+{{- if .Bounded}}
+-- the requests whose first attempt is in the range, with all their attempts: a table, as
+-- every stage-two statement reads it
+CREATE TEMP TABLE {{.Table}}_attempts AS
+SELECT * FROM cache_attempts
+WHERE lkey IN (SELECT lkey FROM cache_attempts GROUP BY lkey
+               HAVING arg_min(ts, {{template "attempt_order"}}) >= {{.Since}} AND arg_min(ts, {{template "attempt_order"}}) < {{.Until}});
+CREATE TEMP VIEW {{.Table}}_time AS SELECT * FROM cache_time WHERE ts >= {{.Since}} AND ts < {{.Until}};
+CREATE TEMP VIEW {{.Table}}_edges AS
+SELECT * FROM cache_time WHERE ts >= {{.Before}} AND ts < {{.After}} AND NOT (ts >= {{.Since}} AND ts < {{.Until}});
+CREATE TEMP VIEW {{.Table}}_groups AS SELECT * FROM cache_groups WHERE ts >= {{.Since}} AND ts < {{.Until}};
+CREATE TEMP VIEW {{.Table}}_logical AS SELECT * FROM cache_logical WHERE ts >= {{.Since}} AND ts < {{.Until}};
+CREATE TEMP VIEW {{.Table}}_firsts AS SELECT * FROM cache_firsts WHERE ts >= {{.Since}} AND ts < {{.Until}};
+{{- else}}
+CREATE TEMP VIEW {{.Table}}_attempts AS SELECT * FROM cache_attempts;
+CREATE TEMP VIEW {{.Table}}_time AS SELECT * FROM cache_time;
+CREATE TEMP VIEW {{.Table}}_edges AS SELECT * FROM cache_edges;
+CREATE TEMP VIEW {{.Table}}_groups AS SELECT * FROM cache_groups;
+CREATE TEMP VIEW {{.Table}}_logical AS SELECT * FROM cache_logical;
+CREATE TEMP VIEW {{.Table}}_firsts AS SELECT * FROM cache_firsts;
+{{- end}}
+{{end}}

@@ -99,8 +99,8 @@ var linkSteps = []string{"prepare_params", "prepare_rows", "prepare_chain", "pre
 const minuteGrain = 60
 
 // Open prepares the rows selected by o and their count tables on a connection of its own.
-// A Set of every row with the default linking reads the stored cache's tables (see
-// Refresh) when it matches the database.
+// A Set with the default linking over every row, or a range of whole minutes, reads the
+// stored cache's tables (see Refresh), cut to the range, when it matches the database.
 func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if o.MaxGap <= 0 {
 		o.MaxGap = DefaultMaxGap
@@ -140,11 +140,13 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		HasMethod: o.Method != "",
 	}
 	if o.defaultLinking() && !o.NoCache {
+		// A range of whole minutes is cut from the cache; one around every row is all of it.
 		all, err := o.whole(), error(nil)
-		if !all { // --since/--until around every row select them all too
+		if !all {
 			all, err = coversAll(ctx, conn, o.Since, o.Until)
 		}
-		if err == nil && all {
+		if err == nil && (all || wholeMinute(o.Since) && wholeMinute(o.Until)) {
+			s.lit.Bounded = !all
 			s.cached, err = cacheFresh(ctx, conn)
 		}
 		if err != nil {
@@ -166,19 +168,10 @@ func (s *Set) build(ctx context.Context, route, method any) error {
 		steps := slices.Concat(linkSteps, buildSteps(func(CountTable) bool { return true }))
 		return prepare(ctx, s.conn, s.table, "TEMP TABLE", s.lit, []any{route, method}, steps)
 	}
-	var views []string
-	for _, name := range cachedTables() {
-		views = append(views, fmt.Sprintf("CREATE TEMP VIEW %s_%s AS SELECT * FROM %s_%s", s.table, name, cacheName, name))
-	}
-	if err := execAll(ctx, s.conn, views[0]); err != nil { // the chain, which prepare_all reads
-		return err
-	}
 	lit := s.lit
 	lit.Cached = true
-	if err := prepare(ctx, s.conn, s.table, "TEMP TABLE", lit, []any{route, method}, []string{"prepare_params", "prepare_rows", "prepare_all"}); err != nil {
-		return err
-	}
-	return execAll(ctx, s.conn, views[1:]...)
+	return prepare(ctx, s.conn, s.table, "TEMP TABLE", lit, []any{route, method},
+		[]string{"cached_chain", "prepare_params", "prepare_rows", "prepare_all", "cached_tables"})
 }
 
 // grainSuffix names the time-keyed tables of a grain: none for a minute.
@@ -329,8 +322,15 @@ type prepareLiterals struct {
 	Before, After               string // the context around the range: rows read to link it
 	HasRoute, HasMethod         bool   // filter on the route, the method in _p
 	Cached                      bool   // the count tables are the stored cache's (see prepare_rows)
+	Bounded                     bool   // a cached Set's range leaves rows out: its tables are cut to it
 	Where                       string // one more condition on the rows (cache.go's update)
 	From                        string // the table of rows to read instead of requests (cache.go's update)
+}
+
+// wholeMinute reports whether t is a whole minute (or open): a range bound the cache's
+// minute buckets can cut at.
+func wholeMinute(t time.Time) bool {
+	return t.Equal(t.Truncate(time.Minute))
 }
 
 // moved is t moved by d; a zero t (an open bound) stays zero.
