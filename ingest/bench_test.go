@@ -3,6 +3,7 @@ package ingest
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"io"
 	"os"
@@ -178,5 +179,43 @@ func BenchmarkLoad1M(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkParse1M is the parsing of a load without DuckDB: readAll's reader and parsers
+// filling batches that a goroutine hands straight back. Run with -cpu 1,2 for the scaling
+// of parsing with cores (one parser per core).
+func BenchmarkParse1M(b *testing.B) {
+	if _, err := os.Stat(benchLog); err != nil {
+		b.Skipf("no %s: go run ./bench/genlog -n 1000000 > %[1]s", benchLog)
+	}
+	format, _ := parse.Preset("retry")
+	for range b.N {
+		f, err := os.Open(benchLog)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batches, free := make(chan *batch, 4), make(chan *batch, 8)
+		done := make(chan struct{})
+		go func() {
+			for x := range batches {
+				select {
+				case free <- x:
+				default:
+				}
+			}
+			close(done)
+		}()
+		out := File{Reasons: map[string]int64{}}
+		var lineSum int64
+		start := time.Now()
+		err = readAll(context.Background(), f, sha256.New(), format, 0, &out, &lineSum, Options{Samples: 20}, batches, free)
+		close(batches)
+		<-done
+		f.Close()
+		if err != nil || out.Rows == 0 {
+			b.Fatalf("%d rows: %v", out.Rows, err)
+		}
+		b.ReportMetric(float64(out.Rows)/time.Since(start).Seconds(), "lines/s")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -490,5 +491,60 @@ func TestRowsEveryColumn(t *testing.T) {
 				t.Errorf("stored rows differ from the parsed records (-parsed +stored):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Parsed on every core, a load counts and samples its rejected lines as one reader would:
+// 20,000 lines (ten jobs for the parsers) with every seventh cut short; the samples are
+// the first 20 rejected lines, in order, and every count is exact.
+func TestParallelRejects(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	src, err := os.ReadFile("../testdata/quiet-hour/access.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(src), "\n")
+	lines = lines[:len(lines)-1] // after the last newline: nothing
+	var in strings.Builder
+	var bad []int
+	for i := range 20000 {
+		l := lines[i%len(lines)]
+		if i%7 == 3 {
+			l = l[:20] + "\n" // cut inside $time_local
+			bad = append(bad, i+1)
+		}
+		in.WriteString(l)
+	}
+	format, _ := parse.Preset("retry")
+	res, err := Load(ctx, db, []string{"-"}, Options{Format: format, Stdin: strings.NewReader(in.String())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.Totals()
+	if f.Lines != 20000 || f.Rows != int64(20000-len(bad)) || f.Rejected != int64(len(bad)) {
+		t.Errorf("%d lines, %d rows, %d rejected; want 20000, %d, %d", f.Lines, f.Rows, f.Rejected, 20000-len(bad), len(bad))
+	}
+	var got []int
+	for _, s := range res.Files[0].Samples {
+		got = append(got, s.Line)
+	}
+	if want := bad[:20]; !slices.Equal(got, want) {
+		t.Errorf("sampled lines %v, want the first 20 rejected: %v", got, want)
+	}
+	var rows, lineSum, firstLine int64
+	if err := db.QueryRow("SELECT count(*), sum(line), min(line) FROM requests").Scan(&rows, &lineSum, &firstLine); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(20000 * 20001 / 2)
+	for _, b := range bad {
+		want -= int64(b)
+	}
+	if rows != f.Rows || lineSum != want || firstLine != 1 {
+		t.Errorf("stored %d rows, line sum %d, first line %d; want %d, %d, 1", rows, lineSum, firstLine, f.Rows, want)
 	}
 }

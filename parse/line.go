@@ -19,6 +19,21 @@ func (f *Format) ParseLine(line []byte) (Record, error) {
 	return r, nil
 }
 
+// ParseBytes parses a line Reader.Next returned into rec, without a copy: rec's strings
+// point into line, which must never change. A line that does not match leaves rec zero
+// and returns an *Error with Line 0.
+func (f *Format) ParseBytes(rec *Record, line []byte) *Error {
+	if len(line) == 0 {
+		*rec = Record{}
+		return errAt(0, ErrEmptyLine, "")
+	}
+	if perr := f.parse(rec, unsafe.String(&line[0], len(line))); perr != nil {
+		*rec = Record{}
+		return perr
+	}
+	return nil
+}
+
 func (f *Format) parse(r *Record, s string) *Error {
 	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
 		s = s[:len(s)-1]

@@ -3,7 +3,6 @@ package parse
 import (
 	"bytes"
 	"io"
-	"unsafe"
 )
 
 // MaxLineLength is the longest line a Reader accepts; longer lines are skipped whole and
@@ -52,27 +51,37 @@ func (r *Reader) Read() (Record, error) {
 // ReadInto is Read into a Record the caller owns (a slot of a batch): no copy of the
 // Record. On an error rec is left zero.
 func (r *Reader) ReadInto(rec *Record) error {
+	raw, err := r.Next()
+	if err != nil {
+		*rec = Record{}
+		return err
+	}
+	if perr := r.f.ParseBytes(rec, raw); perr != nil {
+		perr.Line = r.line
+		return perr
+	}
+	return nil
+}
+
+// Next returns the next line that is not blank, without its newline, unparsed: for
+// parsing on another goroutine (Format.ParseBytes), since the bytes are never written
+// again. Line numbers it. A line over MaxLineLength returns an *Error carrying its number;
+// reading may go on after it. At the end Next returns io.EOF.
+func (r *Reader) Next() ([]byte, error) {
 	for {
 		raw, err := r.readLine()
 		if err != nil {
-			*rec = Record{}
-			return err
+			return nil, err
 		}
 		r.line++
 		r.last = raw
 		if raw == nil {
-			*rec = Record{}
-			return &Error{Line: r.line, Column: MaxLineLength + 1, Err: ErrLineTooLong, Detail: "longer than 1 MiB"}
+			return nil, &Error{Line: r.line, Column: MaxLineLength + 1, Err: ErrLineTooLong, Detail: "longer than 1 MiB"}
 		}
 		if len(raw) == 0 || (len(raw) == 1 && raw[0] == '\r') {
 			continue
 		}
-		if perr := r.f.parse(rec, unsafe.String(&raw[0], len(raw))); perr != nil {
-			perr.Line = r.line
-			*rec = Record{}
-			return perr
-		}
-		return nil
+		return raw, nil
 	}
 }
 
