@@ -550,23 +550,59 @@ func (s *Set) Alerts(ctx context.Context) ([]Alert, error) {
 
 // groupAlerts returns, per group of a grouping (by its row expression), the rules that
 // fired on the group's own minutes: the verdict of a group follows the same alerts as the
-// range's and the windows'.
+// range's and the windows'. Only the minutes of groups that have a minute with the
+// evidence an alert needs are read (alert_groups.sql).
 func (s *Set) groupAlerts(ctx context.Context, key string) (map[string][]string, error) {
+	var first, retries int64 = -1, -1 // the least any alert rule needs
+	for _, r := range s.rules {
+		if r.alert() {
+			first, retries = least(first, r.MinFirstAttempts), least(retries, r.MinRetries)
+		}
+	}
+	fired := map[string][]string{}
+	if first < 0 {
+		return fired, nil // no alert rule
+	}
+	candidates := s.table + "_galert_keys"
+	q, err := s.statement("alert_groups.sql", key, "groups", minuteGrain)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE "+candidates+" AS "+q, first, retries); err != nil {
+		return nil, fmt.Errorf("alert_groups.sql: %w", err)
+	}
+	view := "CREATE OR REPLACE TEMP VIEW " + s.table + "_galert AS SELECT * FROM " + s.table + "_groups WHERE (" + key + ") IN (SELECT k FROM " + candidates + ")"
+	if _, err := s.conn.ExecContext(ctx, view); err != nil {
+		return nil, err
+	}
 	minutes := map[string][]Window{}
-	err := s.grouped(ctx, "CAST(epoch_ms(ts) AS VARCHAR) || ' ' || ("+key+")", "groups", minuteGrain, func(k any, c counts) {
-		ks := k.(*sql.NullString)
-		ms, g, ok := strings.Cut(ks.String, " ")
+	err = s.queryOn(ctx, "metrics.sql", "CAST(epoch_ms(ts) AS VARCHAR) || ' ' || ("+key+")", "galert", minuteGrain, nil, func(rows *sql.Rows) error {
+		var k sql.NullString
+		var c counts
+		if err := scanCounts(rows, &k, &c); err != nil {
+			return err
+		}
+		ms, g, ok := strings.Cut(k.String, " ")
 		n, err := strconv.ParseInt(ms, 10, 64)
-		if !ks.Valid || !ok || err != nil {
-			return // rows without a time belong to no minute
+		if !k.Valid || !ok || err != nil {
+			return nil // rows without a time belong to no minute
 		}
 		minutes[g] = append(minutes[g], Window{Start: time.UnixMilli(n).UTC(), Metrics: c.metrics(s.rules)})
-	}, func() any { return new(sql.NullString) })
-	fired := map[string][]string{}
+		return nil
+	})
 	for g, ms := range minutes {
+		slices.SortFunc(ms, func(a, b Window) int { return a.Start.Compare(b.Start) })
 		fired[g] = Fired(Alerts(ms, s.rules))
 	}
 	return fired, err
+}
+
+// least is the smaller of a and b, where a < 0 is none yet.
+func least(a, b int64) int64 {
+	if a < 0 || b < a {
+		return b
+	}
+	return a
 }
 
 // grouped runs the row and logical metrics grouped by key over the count tables (table:
