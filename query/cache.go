@@ -232,8 +232,9 @@ const (
 // The keys touched are the new rows' and their request ids', and the keys of the rows
 // that carry those request ids (a request id can take another key: prepare_rows'
 // _alias). A key reused across requests links its rows by client, method and URI, with
-// rows this update does not read: when the touched rows have one, now or before, update
-// changes nothing and asks for a rebuild (again).
+// rows this update does not read, and a line that takes another's key can bring in more
+// such lines: when the touched rows have either, now or before, update changes nothing
+// and asks for a rebuild (again). Both are rare; a clean log never rebuilds.
 func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err error) {
 	defer func() {
 		for _, prefix := range []string{"cache_t", "cache_r", "cache_o", "cache_src", "cache_k0", "cache_k", "cache_h"} {
@@ -277,11 +278,13 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err e
 	if err := prepare(ctx, tx, "cache_t", "TEMP TABLE", touched, nil, slices.Concat(linkSteps, buildSteps(func(CountTable) bool { return true }))); err != nil {
 		return false, err
 	}
-	var reused int64
-	err = tx.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM cache_t WHERE reused_key) + (SELECT count(*) FROM "+cacheName+
-		"_attempts WHERE reused_key AND hash(coalesce(idempotency_key, invocation_id, request_id)) IN (SELECT h FROM cache_k))").Scan(&reused)
-	if err != nil || reused > 0 {
-		return reused > 0, err
+	// Reused keys, and lines that took another line's key (an alias), now or before.
+	const ownKey = "coalesce(idempotency_key, invocation_id, request_id)"
+	var odd int64
+	err = tx.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM cache_t WHERE reused_key OR (strong AND lkey <> "+ownKey+")) + (SELECT count(*) FROM "+
+		cacheName+"_attempts WHERE (reused_key OR (strong AND lkey <> "+ownKey+")) AND (hash("+ownKey+") IN (SELECT h FROM cache_k) OR hash(lkey) IN (SELECT h FROM cache_k)))").Scan(&odd)
+	if err != nil || odd > 0 {
+		return odd > 0, err
 	}
 	before := touched
 	before.Where = fmt.Sprintf("r.file_id <= %d", watermark)
