@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"text/template"
 
@@ -122,11 +123,39 @@ func StartNginx(dir, upstream string) (*Nginx, error) {
 	return n, nil
 }
 
+// freeAddr returns a loopback address nothing listens on, for a server to bind. The port
+// is free only once the probe closes, so the kernel can hand it out again: to another
+// gateway starting at the same time (TestLab starts three), which then binds it too
+// (HAProxy sets SO_REUSEPORT) or fails. Ports handed out once in this process are never
+// handed out again.
 func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := listenUnused()
 	if err != nil {
 		return "", err
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
 }
+
+// listenUnused listens on a loopback port freeAddr never handed out, and marks it used.
+func listenUnused() (net.Listener, error) {
+	usedMu.Lock()
+	defer usedMu.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		if addr := l.Addr().String(); !used[addr] {
+			used[addr] = true
+			return l, nil
+		}
+		l.Close()
+	}
+	return nil, errors.New("lab: no loopback port that was not handed out before")
+}
+
+var (
+	usedMu sync.Mutex
+	used   = map[string]bool{} // the addresses freeAddr handed out
+)

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"hash/fnv"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -52,9 +51,10 @@ type Upstream struct {
 	used   int
 }
 
-// StartUpstream listens on a free loopback port.
+// StartUpstream listens on a free loopback port, never one freeAddr handed to a gateway
+// that may not have bound it yet.
 func StartUpstream() (*Upstream, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := listenUnused()
 	if err != nil {
 		return nil, err
 	}
