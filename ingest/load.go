@@ -139,21 +139,26 @@ func (r *Result) Totals() File {
 		}
 		t.Bytes += f.Bytes
 		t.Lines += f.Lines
-		t.Rows += f.Rows
-		t.Rejected += f.Rejected
 		t.Repeats += f.Repeats
-		for k, v := range f.Reasons {
-			t.Reasons[k] += v
-		}
-		t.Samples = append(t.Samples, f.Samples...)
-		if !f.First.IsZero() && (t.First.IsZero() || f.First.Before(t.First)) {
-			t.First = f.First
-		}
-		if f.Last.After(t.Last) {
-			t.Last = f.Last
-		}
+		t.addParsed(f)
 	}
 	return t
+}
+
+// addParsed adds what f's lines parsed to: rows, rejects (with their samples) and times.
+func (c *File) addParsed(f File) {
+	c.Rows += f.Rows
+	c.Rejected += f.Rejected
+	for k, v := range f.Reasons {
+		c.Reasons[k] += v
+	}
+	c.Samples = append(c.Samples, f.Samples...)
+	if !f.First.IsZero() && (c.First.IsZero() || f.First.Before(c.First)) {
+		c.First = f.First
+	}
+	if f.Last.After(c.Last) {
+		c.Last = f.Last
+	}
 }
 
 // excerptLen is how much of a rejected line is kept.

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/retrylens/retrylens/parse"
 )
@@ -30,13 +29,11 @@ type job struct {
 	tooLong []*parse.Error
 }
 
-// tally is what one parser counted; tallies add up into the File of the chunk.
+// tally is what one parser counted (in File's parsed fields, see addParsed); tallies add
+// up into the File of the chunk.
 type tally struct {
-	rows, rejected int64
-	reasons        map[string]int64
-	samples        []Reject
-	first, last    time.Time
-	lineSum        int64
+	File
+	lineSum int64
 }
 
 // parsers is how many goroutines parse: one per core.
@@ -55,7 +52,7 @@ func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Forma
 	var wg sync.WaitGroup
 	for w := range tallies {
 		t := &tallies[w]
-		t.reasons = map[string]int64{}
+		t.Reasons = map[string]int64{}
 		wg.Go(func() {
 			parseJobs(ctx, format, jobs, &jobPool, t, out.Path, opt, batches, free, func(n int64) {
 				if total := rows.Add(n); total/stepRows != (total-n)/stepRows {
@@ -71,18 +68,7 @@ func readAll(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Forma
 	wg.Wait()
 	// Added up whatever happened: a load stopped early says how many rows it parsed.
 	for _, t := range tallies {
-		out.Rows += t.rows
-		out.Rejected += t.rejected
-		for r, n := range t.reasons {
-			out.Reasons[r] += n
-		}
-		out.Samples = append(out.Samples, t.samples...)
-		if !t.first.IsZero() && (out.First.IsZero() || t.first.Before(out.First)) {
-			out.First = t.first
-		}
-		if t.last.After(out.Last) {
-			out.Last = t.last
-		}
+		out.addParsed(t.File)
 		*lineSum += t.lineSum
 	}
 	slices.SortFunc(out.Samples, func(a, b Reject) int { return a.Line - b.Line })
@@ -141,13 +127,13 @@ func splitLines(ctx context.Context, in io.Reader, h hash.Hash, format *parse.Fo
 func parseJobs(ctx context.Context, format *parse.Format, jobs <-chan *job, pool *sync.Pool, t *tally, path string, opt Options,
 	batches chan<- *batch, free <-chan *batch, rowsDone func(int64)) {
 	reject := func(perr *parse.Error, raw []byte) {
-		t.rejected++
+		t.Rejected++
 		reason := perr.Reason()
-		t.reasons[reason]++
-		if len(t.samples) < opt.Samples { // this parser's first ones: the input's first are among them
+		t.Reasons[reason]++
+		if len(t.Samples) < opt.Samples { // this parser's first ones: the input's first are among them
 			msg := *perr
 			msg.Line = 0 // the sample carries it
-			t.samples = append(t.samples, Reject{
+			t.Samples = append(t.Samples, Reject{
 				Path: path, Line: perr.Line, Reason: reason, Message: msg.Error(), Excerpt: validUTF8(string(raw[:min(len(raw), excerptLen)])),
 			})
 		}
@@ -168,11 +154,11 @@ func parseJobs(ctx context.Context, format *parse.Format, jobs <-chan *job, pool
 				continue
 			}
 			if tm := rec.Time; !tm.IsZero() {
-				if t.first.IsZero() || tm.Before(t.first) {
-					t.first = tm
+				if t.First.IsZero() || tm.Before(t.First) {
+					t.First = tm
 				}
-				if tm.After(t.last) {
-					t.last = tm
+				if tm.After(t.Last) {
+					t.Last = tm
 				}
 			}
 			b.lines = append(b.lines, j.lines[i])
@@ -180,7 +166,7 @@ func parseJobs(ctx context.Context, format *parse.Format, jobs <-chan *job, pool
 			b.routes = append(b.routes, opt.Router.Route(rec.URI))
 		}
 		pool.Put(j)
-		t.rows += int64(len(b.recs))
+		t.Rows += int64(len(b.recs))
 		if len(b.recs) == 0 {
 			continue
 		}
