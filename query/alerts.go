@@ -166,8 +166,8 @@ func Alerts(minutes []Window, rules []Rule) []Alert {
 // range (its start, end and peak), so that a range reports what its window of a report
 // over every row does.
 func alertsIn(minutes []Window, rules []Rule, since, until time.Time) []Alert {
-	in := func(w Window) bool {
-		return (since.IsZero() || w.Start.Add(time.Minute).After(since)) && (until.IsZero() || w.Start.Before(until))
+	in := func(minute time.Time) bool { // the minute overlaps the range
+		return (since.IsZero() || minute.Add(time.Minute).After(since)) && (until.IsZero() || minute.Before(until))
 	}
 	var out []Alert
 	for _, r := range rules {
@@ -188,7 +188,7 @@ func alertsIn(minutes []Window, rules []Rule, since, until time.Time) []Alert {
 			if len(run) >= need {
 				var a *Alert
 				for _, m := range run {
-					if !in(Window{Start: m.start}) {
+					if !in(m.start) {
 						continue
 					}
 					if a == nil {
