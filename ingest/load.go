@@ -201,23 +201,9 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 			return res, fmt.Errorf("record line sums: %w", err)
 		}
 	}
-	var errs []error
-	for _, p := range paths {
-		f, err := loadFile(ctx, db, p, opt)
-		if err != nil {
-			if ctx.Err() != nil {
-				if f.Lines > 0 {
-					res.Files = append(res.Files, f)
-				}
-				return res, fmt.Errorf("interrupted while loading %s, after %d of its lines were committed (%w); "+
-					"what committed stays, and the same ingest run again resumes after it", p, f.Lines, ctx.Err())
-			}
-			errs = append(errs, fmt.Errorf("%s: %w", p, err))
-			if !errors.Is(err, ErrTruncated) {
-				continue // a truncated file's readable lines were loaded
-			}
-		}
-		res.Files = append(res.Files, f)
+	errs := loadAll(ctx, duck{db}, paths, opt, &res)
+	if ctx.Err() != nil {
+		return res, errors.Join(errs...)
 	}
 	// Routes change only with new rows: a run that adds none (ingest again over logs
 	// already loaded, the usual loop during an incident) skips the count, a pass over
@@ -229,6 +215,47 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 	}
 	res.Elapsed = time.Since(start)
 	return res, errors.Join(errs...)
+}
+
+// loadAll loads each path into st and adds its File to res: the errors that stopped a
+// file, except an interruption, which ends the load and is the only error returned.
+func loadAll(ctx context.Context, st store, paths []string, opt Options, res *Result) []error {
+	var errs []error
+	for _, p := range paths {
+		f, err := loadFile(ctx, st, p, opt)
+		if err != nil {
+			if ctx.Err() != nil {
+				if f.Lines > 0 {
+					res.Files = append(res.Files, f)
+				}
+				return []error{fmt.Errorf("interrupted while loading %s, after %d of its lines were committed (%w); "+
+					"what committed stays, and the same ingest run again resumes after it", p, f.Lines, ctx.Err())}
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+			if !errors.Is(err, ErrTruncated) {
+				continue // a truncated file's readable lines were loaded
+			}
+		}
+		res.Files = append(res.Files, f)
+	}
+	return errs
+}
+
+// store is where loads go: the DuckDB file (duck) or a ClickHouse cluster (Cluster).
+type store interface {
+	// registered returns every loaded prefix.
+	registered(ctx context.Context) ([]prefix, error)
+	// loadChunk loads a chunk's rows, rejects and registry entry, all or nothing.
+	loadChunk(ctx context.Context, r io.Reader, h *countingHash, format *parse.Format, path string, offset, line int64, opt Options) (*chunk, error)
+}
+
+// duck is the DuckDB file as a store.
+type duck struct{ db *sql.DB }
+
+func (d duck) registered(ctx context.Context) ([]prefix, error) { return registered(ctx, d.db) }
+
+func (d duck) loadChunk(ctx context.Context, r io.Reader, h *countingHash, format *parse.Format, path string, offset, line int64, opt Options) (*chunk, error) {
+	return loadChunk(ctx, d.db, r, h, format, path, offset, line, opt)
 }
 
 // routeCheck counts distinct routes and, past max, finds the prefixes behind them.
@@ -262,7 +289,7 @@ func routeCheck(ctx context.Context, db *sql.DB, res *Result, max int64) error {
 	return rows.Err()
 }
 
-func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, error) {
+func loadFile(ctx context.Context, st store, path string, opt Options) (File, error) {
 	out := File{Path: path, Reasons: map[string]int64{}}
 	// A stream (stdin, a pipe, a FIFO, <(…)) can be read once: it is copied whole to a
 	// spool file first and then loaded like a file, registered under its own name. Its
@@ -277,7 +304,7 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 	// What to load: only what no load has covered yet, up to the file's last newline (a
 	// last line still being written is left for the next run), in chunks that each
 	// commit with their registry entry.
-	known, err := registered(ctx, db)
+	known, err := st.registered(ctx)
 	if err != nil {
 		return out, err
 	}
@@ -336,7 +363,7 @@ func loadFile(ctx context.Context, db *sql.DB, path string, opt Options) (File, 
 	// entry.
 	pos, line := from.bytes, from.lines
 	for _, cut := range cuts {
-		p, err := loadChunk(ctx, db, io.LimitReader(in.r, cut-pos), h, format, path, pos, line, opt)
+		p, err := st.loadChunk(ctx, io.LimitReader(in.r, cut-pos), h, format, path, pos, line, opt)
 		if err != nil {
 			return out, err
 		}

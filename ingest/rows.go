@@ -68,24 +68,40 @@ var rowColumns = []rowColumn{
 	{"idempotency_key", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.IdempotencyKey })},
 	{"invocation_id", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.InvocationID })},
 	{"retry_after", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.RetryAfter })},
-	{"route", duckdb.TYPE_VARCHAR, "", func(c duckdb.DataChunk, col int, b *batch) error {
-		return setText(c, col, b, func(i int) string { return b.routes[i] })
-	}},
+	{"route", duckdb.TYPE_VARCHAR, "", textAt(func(b *batch, i int) string { return b.routes[i] })},
 }
 
-// rowColumn is one column of retrylens_rows: fill writes a batch's values of it into a
-// chunk's column col.
+// rowColumn is one column of retrylens_rows.
 type rowColumn struct {
 	name string
 	typ  duckdb.Type
 	sql  string
-	fill func(c duckdb.DataChunk, col int, b *batch) error
+	access
 }
 
-// text fills a column from a record's string: "" is NULL.
-func text(get func(*parse.Record) string) func(duckdb.DataChunk, int, *batch) error {
-	return func(c duckdb.DataChunk, col int, b *batch) error {
-		return setText(c, col, b, func(i int) string { return get(&b.recs[i]) })
+// access reads a column of a batch: fill writes its values into a DuckDB chunk's column
+// col; value gives row i's value for another store (a ClickHouse batch), nil for NULL.
+type access struct {
+	fill  func(c duckdb.DataChunk, col int, b *batch) error
+	value func(b *batch, i int) any
+}
+
+// text reads a column from a record's string: "" is NULL.
+func text(get func(*parse.Record) string) access {
+	return textAt(func(b *batch, i int) string { return get(&b.recs[i]) })
+}
+
+func textAt(get func(b *batch, i int) string) access {
+	return access{
+		fill: func(c duckdb.DataChunk, col int, b *batch) error {
+			return setText(c, col, b, func(i int) string { return get(b, i) })
+		},
+		value: func(b *batch, i int) any {
+			if v := get(b, i); v != "" {
+				return v
+			}
+			return nil
+		},
 	}
 }
 
@@ -106,8 +122,13 @@ func setText(c duckdb.DataChunk, col int, b *batch, get func(int) string) error 
 
 // number fills a column of numbers; ok false is NULL. Each value is set with its own
 // concrete type: through an interface it costs an allocation per value.
-func number[T int16 | int32 | int64 | float64](get func(b *batch, i int) (T, bool)) func(duckdb.DataChunk, int, *batch) error {
-	return func(c duckdb.DataChunk, col int, b *batch) error {
+func number[T int16 | int32 | int64 | float64](get func(b *batch, i int) (T, bool)) access {
+	return access{value: func(b *batch, i int) any {
+		if v, ok := get(b, i); ok {
+			return v
+		}
+		return nil
+	}, fill: func(c duckdb.DataChunk, col int, b *batch) error {
 		for i := range b.recs {
 			var err error
 			if v, ok := get(b, i); ok {
@@ -120,7 +141,7 @@ func number[T int16 | int32 | int64 | float64](get func(b *batch, i int) (T, boo
 			}
 		}
 		return nil
-	}
+	}}
 }
 
 // rowsFunction is the name of the table function.

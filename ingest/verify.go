@@ -272,28 +272,39 @@ func ReadAll(ctx context.Context, db *sql.DB) error {
 // next line, and were made after it, and so on (a chunk's next chunk, or the tail a
 // later run loaded). An unrelated file that happens to match goes too: it loads again.
 func laterLoads(ctx context.Context, db *sql.DB, bad []BadLoad) error {
-	type load struct{ id, offset, bytes, first, last int64 }
 	rows, err := db.QueryContext(ctx, "SELECT file_id, offset_bytes, bytes, first_line, lines_end FROM files ORDER BY file_id")
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	var all []load
-	byID := map[int64]load{}
+	var all []registryLoad
 	for rows.Next() {
-		var l load
+		var l registryLoad
 		if err := rows.Scan(&l.id, &l.offset, &l.bytes, &l.first, &l.last); err != nil {
 			return err
 		}
 		all = append(all, l)
-		byID[l.id] = l
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	markLater(all, bad)
+	return nil
+}
+
+// registryLoad is where a registered load lies in its file.
+type registryLoad struct{ id, offset, bytes, first, last int64 }
+
+// markLater fills each bad load's Later from every registered load, in id order: the loads
+// that start where it (or one of them) ended.
+func markLater(all []registryLoad, bad []BadLoad) {
+	byID := map[int64]registryLoad{}
+	for _, l := range all {
+		byID[l.id] = l
+	}
 	for i := range bad {
 		seen := map[int64]bool{bad[i].ID: true}
-		todo := []load{byID[bad[i].ID]}
+		todo := []registryLoad{byID[bad[i].ID]}
 		for len(todo) > 0 {
 			a := todo[0]
 			todo = todo[1:]
@@ -306,7 +317,6 @@ func laterLoads(ctx context.Context, db *sql.DB, bad []BadLoad) error {
 			}
 		}
 	}
-	return nil
 }
 
 // Repair deletes, in one transaction, what d names: the rows and rejects of orphan load

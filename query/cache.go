@@ -324,19 +324,29 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err e
 // table under each prefix of parts, times its sign (+1 added, -1 taken out). A row whose
 // counts all come to zero (a request that moved) is dropped.
 func merge(t CountTable, parts map[string]int) []string {
-	var from, agg, nonzero []string
+	from := map[string]int{}
 	for prefix, sign := range parts {
+		from[prefix+"_"+t.Name] = sign
+	}
+	return sumInto(cacheName+"_"+t.Name, t, from)
+}
+
+// sumInto returns the statements that replace the table stored, of t's columns, by the
+// sum of the rows of each source (a table, or a subquery in parentheses, with t's
+// columns) times its sign.
+func sumInto(stored string, t CountTable, sources map[string]int) []string {
+	var from, agg, nonzero []string
+	for source, sign := range sources {
 		sel := "SELECT " + strings.Join(t.Keys, ", ")
 		for _, c := range t.Sums {
 			sel += fmt.Sprintf(", %d * %s AS %s", sign, c, c)
 		}
-		from = append(from, sel+" FROM "+prefix+"_"+t.Name)
+		from = append(from, sel+" FROM "+source)
 	}
 	for _, c := range t.Sums {
 		agg = append(agg, "sum("+c+")::BIGINT AS "+c)
 		nonzero = append(nonzero, "coalesce(sum("+c+"), 0) <> 0")
 	}
-	stored := cacheName + "_" + t.Name
 	return []string{
 		"CREATE TEMP TABLE cache_merged AS SELECT " + strings.Join(t.Keys, ", ") + ", " + strings.Join(agg, ", ") +
 			" FROM (" + strings.Join(from, " UNION ALL ") + ") GROUP BY ALL HAVING " + strings.Join(nonzero, " OR "),

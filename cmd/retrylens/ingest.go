@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -137,18 +138,19 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	}
 	ctx := c.Context()
 	path := e.dbPath(o.db)
-	_, statErr := os.Stat(path)
-	fresh := errors.Is(statErr, fs.ErrNotExist)
-	db, err := ingest.Open(ctx, path)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
 	if o.chunkMiB < 1 {
 		return usagef("--chunk-mib must be at least 1")
 	}
+	cluster := ingest.IsClusterURL(path)
+	if cluster && o.dedupe {
+		return usagef("--dedupe works on a DuckDB database, not yet on a ClickHouse cluster")
+	}
+	spool := path + ".stream-"
+	if cluster {
+		spool = "" // in $TMPDIR
+	}
 	opts := ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router,
-		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20, Step: ingestStep, Spool: path + ".stream-", Dedupe: o.dedupe}
+		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20, Step: ingestStep, Spool: spool, Dedupe: o.dedupe}
 	if !o.quiet && terminal(e.stderr) {
 		opts.Progress = func(path string, size int64) io.WriteCloser {
 			name := report.Clean(filepath.Base(path))
@@ -162,6 +164,16 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 			)}
 		}
 	}
+	if cluster {
+		return e.ingestCluster(ctx, path, files, opts, o)
+	}
+	_, statErr := os.Stat(path)
+	fresh := errors.Is(statErr, fs.ErrNotExist)
+	db, err := ingest.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
 	res, loadErr := ingest.LoadTuned(ctx, db, files, opts)
 	if !res.Repaired.OK() {
 		// Said even with --quiet: rows were deleted.
@@ -211,12 +223,44 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	if err := db.Close(); err != nil {
 		return err
 	}
-	if t := res.Totals(); t.Lines > 0 && float64(t.Rejected)/float64(t.Lines) > o.maxReject {
+	return e.rejectRatio(res, o.maxReject)
+}
+
+// rejectRatio is ingest's exit when the rejected share passed --max-reject-ratio.
+func (e *env) rejectRatio(res ingest.Result, maxReject float64) error {
+	if t := res.Totals(); t.Lines > 0 && float64(t.Rejected)/float64(t.Lines) > maxReject {
 		fmt.Fprintf(e.stderr, "retrylens: %d of %d lines (%.2f%%) rejected, more than --max-reject-ratio %g\n",
-			t.Rejected, t.Lines, 100*float64(t.Rejected)/float64(t.Lines), o.maxReject)
+			t.Rejected, t.Lines, 100*float64(t.Rejected)/float64(t.Lines), maxReject)
 		return exitCode(exitRejects)
 	}
 	return nil
+}
+
+// ingestCluster loads files into a ClickHouse cluster (docs/scale.md). There is no
+// report cache to update: reports count on the shards.
+func (e *env) ingestCluster(ctx context.Context, url string, files []string, opts ingest.Options, o *ingestOptions) error {
+	cl, err := ingest.OpenCluster(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	res, loadErr := ingest.LoadCluster(ctx, cl, files, opts)
+	if !res.Repaired.OK() {
+		fmt.Fprintf(e.stderr, "retrylens: repaired the cluster before loading: %s (%d rows deleted)\n",
+			res.Repaired.Summary(), res.RepairedRows)
+	}
+	if !o.quiet {
+		if err := ingest.WriteSummary(e.stderr, &res); err != nil {
+			return err
+		}
+	}
+	if loadErr != nil {
+		if ctx.Err() != nil {
+			return loadErr
+		}
+		return fmt.Errorf("some input was not loaded:\n%w", loadErr)
+	}
+	return e.rejectRatio(res, o.maxReject)
 }
 
 // ingestStep is called at each step of a chunk's transaction; crash tests set it to kill

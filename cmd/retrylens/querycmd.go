@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrylens/retrylens/cluster"
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/report"
@@ -29,7 +30,10 @@ func (e *env) queryCmd() *cobra.Command {
 
 Tables: requests (one row per line: ts, method, uri, route, status, attempt, request_id,
 …), files (the registry of loaded content), reject_counts and rejects (malformed lines,
-with file_id and line number). Text from the logs is printed with control characters
+with file_id and line number). On a ClickHouse cluster (--db clickhouse://…) the
+statement is ClickHouse's SQL, run on the server the URL names: requests is the
+Distributed table over every shard, with the time as ts_us (microseconds since the
+epoch). Text from the logs is printed with control characters
 escaped.
 
 The database is opened read-only: a DELETE or DROP could take rows out of the registry's
@@ -59,10 +63,23 @@ func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
 		return usagef("--format: %v", err)
 	}
 	path := e.dbPath(o.db)
+	ctx := c.Context()
+	if ingest.IsClusterURL(path) {
+		// ClickHouse's own SQL, on the server the URL names
+		cl, err := ingest.OpenCluster(ctx, path)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		cols, vals, err := cluster.Run(ctx, cl, q)
+		if err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
+		return report.Result(e.stdout, format, cols, vals)
+	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no database at %s: run 'retrylens ingest FILE…' first", path)
 	}
-	ctx := c.Context()
 	open := ingest.OpenReadOnly
 	if o.write {
 		open = ingest.Open

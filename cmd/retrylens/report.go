@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/retrylens/retrylens/cluster"
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
@@ -225,6 +226,9 @@ func (o *rowFlags) rows() (query.Options, *time.Location, error) {
 // open opens the database of the command's row flags (or loads FILEs into a temporary
 // one) and resolves qo's endpoint to a method and route; done closes the database.
 func (e *env) open(c *cobra.Command, o *rowFlags, files []string, qo *query.Options) (*sql.DB, func(), error) {
+	if url := e.dbPath(o.db); len(files) == 0 && ingest.IsClusterURL(url) {
+		return e.openCluster(c, o, url, qo, c.Name() == "budget")
+	}
 	db, err := e.openOrLoad(c, o.db, &o.formats, files)
 	if err != nil {
 		return nil, nil, err
@@ -238,6 +242,45 @@ func (e *env) open(c *cobra.Command, o *rowFlags, files []string, qo *query.Opti
 			db.Close()
 			return nil, nil, err
 		}
+	}
+	return db, func() { db.Close() }, nil
+}
+
+// openCluster reads what a report of qo needs from a ClickHouse cluster into an
+// in-memory database (cluster.Materialize) and sets qo to count it; every reads every
+// row (a budget's replay).
+func (e *env) openCluster(c *cobra.Command, o *rowFlags, url string, qo *query.Options, every bool) (*sql.DB, func(), error) {
+	ctx := c.Context()
+	cl, err := ingest.OpenCluster(ctx, url)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Close()
+	if d, err := ingest.CheckCluster(ctx, cl); err == nil && !d.OK() {
+		fmt.Fprintf(e.stderr, "retrylens: warning: the cluster's rows do not match its registry (%s): figures may be off; the next ingest repairs it\n",
+			d.Found())
+	}
+	if qo.Route != "" {
+		routes, err := cluster.Routes(ctx, cl)
+		if err != nil {
+			return nil, nil, err
+		}
+		router, err := o.formats.router()
+		if err == nil {
+			qo.Method, qo.Route, err = query.ResolveEndpoint(ctx, routes, qo.Route, router.Route)
+		}
+		routes.Close()
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	db, tr, err := cluster.Materialize(ctx, cl, *qo, every)
+	if err != nil {
+		return nil, nil, err
+	}
+	qo.Counted = true
+	if e.getenv("RETRYLENS_TRAFFIC") != "" {
+		fmt.Fprintf(e.stderr, "retrylens: from the cluster: %d rows to link, %d count rows standing for %d rows\n", tr.Rows, tr.CountRows, tr.CountedRows)
 	}
 	return db, func() { db.Close() }, nil
 }

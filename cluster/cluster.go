@@ -1,0 +1,383 @@
+// Package cluster runs stage one of a report (docs/internals.md, "The count tables") over
+// a ClickHouse cluster (docs/scale.md), for the unchanged stage two.
+//
+// The rows are sharded by their link key, so every attempt of a keyed request is on one
+// shard. Most rows belong to requests no linking can change: a keyed first attempt whose
+// key no retry carries, an untagged line of such a key. The shards count those, per
+// second and per minute and grouping columns, and only the counts travel (counted_time,
+// counted_groups, counted_span). The rows that linking can change travel whole into an
+// in-memory DuckDB database, where prepare.sql links them as it links a DuckDB file's:
+//
+//   - the lines of a key that a tagged retry carries (each shard finds its own: the key's
+//     lines are all there), with their untagged first attempts and reused keys;
+//   - the lines whose only key is an X-Request-Id that such a line carries beside an
+//     Idempotency-Key or invocation id (found across shards: GLOBAL IN);
+//   - tagged lines without a key (the heuristic links them by client, user agent,
+//     method and URI), and with --infer-attempts every untagged line.
+//
+// The Set then adds the counts to its row count tables (query.Options.Counted), so every
+// figure is what the same rows in a DuckDB file give. The SQL keeps to what ClickHouse
+// 18.16 has.
+package cluster
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/query"
+)
+
+// skey is a line's strong key (prepare.sql's skey).
+const skey = "coalesce(idempotency_key, invocation_id, request_id)"
+
+// Traffic is what a report read from the cluster: the rows that travelled and the
+// count rows that stood for the others.
+type Traffic struct {
+	Rows        int64 // lines read whole, to link
+	CountRows   int64 // rows of counts (counted_time, counted_groups)
+	CountedRows int64 // lines those counts stand for
+}
+
+// Materialize reads what a Set of o needs from the cluster into a new in-memory DuckDB
+// database: the rows that linking can change, and the counts of the others. Open the Set
+// on it with o.Counted. With every, all rows travel (a budget replays each attempt).
+func Materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every bool) (*sql.DB, Traffic, error) {
+	var tr Traffic
+	before, after := o.Context()
+	us := func(t time.Time, open int64) int64 {
+		if t.IsZero() {
+			return open
+		}
+		return t.UnixMicro()
+	}
+	since, until := us(o.Since, math.MinInt64), us(o.Until, math.MaxInt64)
+	window := fmt.Sprintf("ts_us >= %d AND ts_us < %d", us(before, math.MinInt64), us(after, math.MaxInt64))
+	var args []any
+	if o.Route != "" {
+		window += " AND route = ?"
+		args = append(args, o.Route)
+	}
+	if o.Method != "" {
+		window += " AND method = ?"
+		args = append(args, o.Method)
+	}
+	// The keys tagged retries carry, on each shard from its own lines (the Distributed
+	// table's query runs this subquery on every shard against its local table).
+	retried := fmt.Sprintf("(SELECT assumeNotNull(%s) FROM %s WHERE %s AND attempt >= 1 AND %s IS NOT NULL)",
+		skey, cl.Table("requests_local"), window, skey)
+	// The X-Request-Ids carried beside such a key, from every shard.
+	aliased := fmt.Sprintf(`(SELECT assumeNotNull(request_id) FROM %s WHERE %s AND request_id IS NOT NULL
+		AND (idempotency_key IS NOT NULL OR invocation_id IS NOT NULL) AND assumeNotNull(%s) IN %s)`,
+		cl.Table("requests"), window, skey, retried)
+	linked := fmt.Sprintf(`((attempt IS NOT NULL AND %[1]s IS NULL)
+		OR (attempt IS NULL AND %[2]d)
+		OR (%[1]s IS NOT NULL AND assumeNotNull(%[1]s) IN %[3]s)
+		OR (idempotency_key IS NULL AND invocation_id IS NULL AND request_id IS NOT NULL AND assumeNotNull(request_id) GLOBAL IN %[4]s))`,
+		skey, boolInt(o.InferAttempts), retried, aliased)
+	if every {
+		linked = "1"
+	}
+	// The subqueries repeat the window's parameters.
+	linkedArgs := append(append(append([]any{}, args...), args...), args...)
+	if every {
+		linkedArgs = nil
+	}
+	inRange := fmt.Sprintf("(ts_us >= %d AND ts_us < %d)", since, until)
+
+	db, err := ingest.Open(ctx, "")
+	if err != nil {
+		return nil, tr, err
+	}
+	fail := func(err error) (*sql.DB, Traffic, error) {
+		db.Close()
+		return nil, tr, err
+	}
+	if _, err := db.ExecContext(ctx, `
+		CREATE TABLE counted_time (ts TIMESTAMP, in_range BOOLEAN, status SMALLINT, attempt INTEGER, inferred BOOLEAN,
+			strong BOOLEAN, linked_by VARCHAR, n BIGINT, proxied BIGINT, tries BIGINT);
+		CREATE TABLE counted_groups (ts TIMESTAMP, method VARCHAR, route VARCHAR, host VARCHAR, upstream_addr VARCHAR,
+			status SMALLINT, attempt INTEGER, inferred BOOLEAN, strong BOOLEAN, linked_by VARCHAR, n BIGINT, proxied BIGINT, tries BIGINT);
+		CREATE TABLE counted_span (first TIMESTAMP, last TIMESTAMP)`); err != nil {
+		return fail(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer conn.Close()
+
+	// The rows to link.
+	cols := []string{"file_id", "line", "ts_us", "remote_addr", "method", "uri", "protocol", "status", "bytes", "referer",
+		"user_agent", "host", "request_time", "upstream_addr", "upstream_status", "upstream_response_time", "upstream_tries",
+		"attempt", "attempt_source", "max_attempts", "retry_reason", "request_id", "idempotency_key", "invocation_id",
+		"retry_after", "route"}
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + cl.Table("requests") + " WHERE " + window + " AND " + linked
+	n, err := copyRows(ctx, cl, conn, "requests", q, append(append([]any{}, args...), linkedArgs...), func(v []any) {
+		if us, ok := v[2].(int64); ok {
+			v[2] = time.UnixMicro(us).UTC()
+		}
+	})
+	if err != nil {
+		return fail(fmt.Errorf("read the rows to link: %w", err))
+	}
+	tr.Rows = n
+
+	// The others, counted on the shards. linked_by as prepare_all names a keyed line's.
+	rowCounts := "toInt64(count()) AS n, toInt64(count(upstream_tries)) AS proxied, sum(toNullable(toInt64(upstream_tries))) AS tries"
+	linkedBy := `if(attempt IS NULL, NULL, multiIf(idempotency_key IS NOT NULL, 'idempotency_key', invocation_id IS NOT NULL, 'invocation_id', 'request_id'))`
+	q = fmt.Sprintf(`SELECT intDiv(assumeNotNull(ts_us), 1000000) AS sec, %[1]s AS in_range, status, attempt,
+		toUInt8(0) AS inferred, attempt IS NOT NULL AS strong, %[2]s AS linked_by, %[3]s
+		FROM %[4]s WHERE %[5]s AND NOT %[6]s
+		GROUP BY sec, in_range, status, attempt, strong, linked_by`, inRange, linkedBy, rowCounts, cl.Table("requests"), window, linked)
+	counts := &tr
+	n, err = copyRows(ctx, cl, conn, "counted_time", q, append(append([]any{}, args...), linkedArgs...), func(v []any) {
+		v[0] = time.Unix(v[0].(int64), 0).UTC()
+		counts.CountedRows += v[7].(int64)
+	})
+	if err != nil {
+		return fail(fmt.Errorf("count the rows on the shards: %w", err))
+	}
+	tr.CountRows += n
+	q = fmt.Sprintf(`SELECT intDiv(assumeNotNull(ts_us), 60000000) * 60 AS minute, method, route, host, upstream_addr, status, attempt,
+		toUInt8(0) AS inferred, attempt IS NOT NULL AS strong, %[1]s AS linked_by, %[2]s
+		FROM %[3]s WHERE %[4]s AND %[5]s AND NOT %[6]s
+		GROUP BY minute, method, route, host, upstream_addr, status, attempt, strong, linked_by`, linkedBy, rowCounts, cl.Table("requests"), window, inRange, linked)
+	n, err = copyRows(ctx, cl, conn, "counted_groups", q, append(append([]any{}, args...), linkedArgs...), func(v []any) {
+		v[0] = time.Unix(v[0].(int64), 0).UTC()
+	})
+	if err != nil {
+		return fail(fmt.Errorf("count the rows on the shards: %w", err))
+	}
+	tr.CountRows += n
+	q = fmt.Sprintf("SELECT min(ts_us), max(ts_us) FROM %s WHERE %s AND %s", cl.Table("requests"), window, inRange)
+	if _, err := copyRows(ctx, cl, conn, "counted_span", q, args, func(v []any) {
+		for i := range v {
+			if us, ok := v[i].(int64); ok {
+				v[i] = time.UnixMicro(us).UTC()
+			}
+		}
+	}); err != nil {
+		return fail(fmt.Errorf("read the range's span: %w", err))
+	}
+	return db, tr, nil
+}
+
+// copyRows runs q on the cluster and appends its rows to the DuckDB table, each row's
+// values passed through fix first (NULLs as nil). It returns how many rows it copied.
+func copyRows(ctx context.Context, cl *ingest.Cluster, conn *sql.Conn, table, q string, args []any, fix func([]any)) (int64, error) {
+	rows, err := cl.Conn.Query(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	types := rows.ColumnTypes()
+	dest := make([]any, len(types))
+	for i, t := range types {
+		dest[i] = newScan(t.DatabaseTypeName())
+	}
+	var n int64
+	err = conn.Raw(func(dc any) error {
+		app, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "", table)
+		if err != nil {
+			return err
+		}
+		vals := make([]any, len(types))
+		dvals := make([]driver.Value, len(types))
+		for rows.Next() {
+			if err := rows.Scan(dest...); err != nil {
+				app.Close()
+				return err
+			}
+			for i, d := range dest {
+				vals[i] = deref(d)
+			}
+			fix(vals)
+			for i, v := range vals {
+				dvals[i] = v
+			}
+			if err := app.AppendRow(dvals...); err != nil {
+				app.Close()
+				return err
+			}
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			app.Close()
+			return err
+		}
+		return app.Close()
+	})
+	return n, err
+}
+
+// newScan returns a pointer to scan a column of ClickHouse type t into.
+func newScan(t string) any {
+	nullable := strings.HasPrefix(t, "Nullable(")
+	base := strings.TrimSuffix(strings.TrimPrefix(t, "Nullable("), ")")
+	switch base {
+	case "String":
+		if nullable {
+			return new(*string)
+		}
+		return new(string)
+	case "Int16":
+		if nullable {
+			return new(*int16)
+		}
+		return new(int16)
+	case "Int32":
+		if nullable {
+			return new(*int32)
+		}
+		return new(int32)
+	case "Int64":
+		if nullable {
+			return new(*int64)
+		}
+		return new(int64)
+	case "UInt8":
+		if nullable {
+			return new(*uint8)
+		}
+		return new(uint8)
+	case "Float64":
+		if nullable {
+			return new(*float64)
+		}
+		return new(float64)
+	}
+	panic("cluster: no scan for ClickHouse type " + t)
+}
+
+// deref turns a scanned value into what the appender takes: nil for NULL, a UInt8 as a
+// boolean (ClickHouse 18.16 has no Bool).
+func deref(p any) any {
+	switch p := p.(type) {
+	case *string:
+		return *p
+	case **string:
+		if *p == nil {
+			return nil
+		}
+		return **p
+	case *int16:
+		return *p
+	case **int16:
+		if *p == nil {
+			return nil
+		}
+		return **p
+	case *int32:
+		return *p
+	case **int32:
+		if *p == nil {
+			return nil
+		}
+		return **p
+	case *int64:
+		return *p
+	case **int64:
+		if *p == nil {
+			return nil
+		}
+		return **p
+	case *uint8:
+		return *p != 0
+	case **uint8:
+		if *p == nil {
+			return nil
+		}
+		return **p != 0
+	case *float64:
+		return *p
+	case **float64:
+		if *p == nil {
+			return nil
+		}
+		return **p
+	}
+	panic(fmt.Sprintf("cluster: cannot read %T", p))
+}
+
+// Routes returns an in-memory DuckDB database whose requests table has one row per
+// method and route of the cluster's rows: what query.ResolveEndpoint reads.
+func Routes(ctx context.Context, cl *ingest.Cluster) (*sql.DB, error) {
+	db, err := ingest.Open(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	conn, err := db.Conn(ctx)
+	if err == nil {
+		defer conn.Close()
+		_, err = conn.ExecContext(ctx, "CREATE TABLE routes (method VARCHAR, route VARCHAR)")
+	}
+	if err == nil {
+		_, err = copyRows(ctx, cl, conn, "routes",
+			"SELECT DISTINCT method, route FROM "+cl.Table("requests")+" WHERE route IS NOT NULL", nil, func([]any) {})
+	}
+	if err == nil {
+		// file_id and line must be given: the place of the row in this list
+		_, err = conn.ExecContext(ctx, "INSERT INTO requests (file_id, line, method, route) SELECT 0, row_number() OVER (), method, route FROM routes")
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("read the cluster's routes: %w", err)
+	}
+	return db, nil
+}
+
+// Run runs any SQL statement on the cluster's server (retrylens query), read-only, in the
+// cluster's database, and returns its columns and rows.
+func Run(ctx context.Context, cl *ingest.Cluster, q string) (cols []string, out [][]any, err error) {
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"readonly": 2}))
+	rows, err := cl.Conn.Query(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	cols = rows.Columns()
+	types := rows.ColumnTypes()
+	for rows.Next() {
+		dest := make([]any, len(types))
+		for i, t := range types {
+			dest[i] = reflect.New(t.ScanType()).Interface()
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, nil, err
+		}
+		vals := make([]any, len(dest))
+		for i, d := range dest {
+			v := reflect.ValueOf(d).Elem()
+			for v.Kind() == reflect.Pointer {
+				if v.IsNil() {
+					break
+				}
+				v = v.Elem()
+			}
+			if v.Kind() == reflect.Pointer {
+				continue // NULL
+			}
+			vals[i] = v.Interface()
+		}
+		out = append(out, vals)
+	}
+	return cols, out, rows.Err()
+}
+
+// boolInt is b as ClickHouse 18.16 writes it (it has no true or false).
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

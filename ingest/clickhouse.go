@@ -1,0 +1,631 @@
+package ingest
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/retrylens/retrylens/parse"
+)
+
+// A retrylens database on a ClickHouse cluster (docs/scale.md): the rows in a MergeTree
+// table on every shard (requests_local) under a Distributed table (requests) sharded by
+// a hash of the link key, so that every attempt of a request lands on one shard; the
+// registry (files, reject_counts, rejects) on the server the URL names. The SQL keeps to
+// what ClickHouse 18.16 (Debian's package) has, which current releases have too: no
+// window functions, CTEs or DateTime64 (times are microseconds since the epoch, ts_us).
+//
+// Exactly once without transactions: a chunk's rows go first, into the Distributed table
+// with insert_distributed_sync (on the shards when the insert returns), then its rejects,
+// then its registry entry, the commit point. Every ingest first compares the rows with
+// the registry (CheckCluster) and deletes what no entry covers (RepairCluster): a killed
+// load's rows, whether all of them reached the shards or part. One ingest at a time:
+// ClickHouse has no lock retrylens could take (docs/scale.md).
+
+// ClusterScheme starts a database URL that names a ClickHouse cluster.
+const ClusterScheme = "clickhouse://"
+
+// IsClusterURL reports whether db names a ClickHouse cluster rather than a DuckDB file.
+func IsClusterURL(db string) bool { return strings.HasPrefix(db, ClusterScheme) }
+
+// Cluster is an open retrylens database on a ClickHouse cluster.
+type Cluster struct {
+	Conn   driver.Conn   // the URL's server: registry, Distributed table, queries
+	Shards []driver.Conn // one server per shard, for its local table
+	DB     string        // the database, on every server
+	Name   string        // the cluster, as remote_servers names it
+}
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// OpenCluster connects to clickhouse://[USER[:PASSWORD]@]HOST:PORT/DATABASE?cluster=NAME
+// (the native protocol's port, 9000 by default), finds the cluster's shards in
+// system.clusters and creates what retrylens needs that is not there yet.
+func OpenCluster(ctx context.Context, raw string) (*Cluster, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "clickhouse" || u.Host == "" {
+		return nil, fmt.Errorf("%q is not a database URL like clickhouse://127.0.0.1:9000/retrylens?cluster=logs", raw)
+	}
+	c := &Cluster{DB: strings.Trim(u.Path, "/"), Name: u.Query().Get("cluster")}
+	if c.DB == "" {
+		c.DB = "retrylens"
+	}
+	if !identifier.MatchString(c.DB) {
+		return nil, fmt.Errorf("%s: the database name %q must be letters, digits and _", raw, c.DB)
+	}
+	if !identifier.MatchString(c.Name) {
+		return nil, fmt.Errorf("%s: name the cluster (?cluster=NAME, as the servers' remote_servers does): the rows are spread over its shards", raw)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host += ":9000"
+	}
+	auth := clickhouse.Auth{Database: "default", Username: u.User.Username()}
+	auth.Password, _ = u.User.Password()
+	if auth.Username == "" {
+		auth.Username = "default"
+	}
+	open := func(addr string) (driver.Conn, error) {
+		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Auth: auth, DialTimeout: 5 * time.Second,
+			MaxOpenConns: 8, ReadTimeout: 10 * time.Minute})
+		if err == nil {
+			err = conn.Ping(ctx)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse at %s: %w", addr, err)
+		}
+		return conn, nil
+	}
+	if c.Conn, err = open(host); err != nil {
+		return nil, err
+	}
+	rows, err := c.Conn.Query(ctx, "SELECT host_address, toUInt16(port) FROM system.clusters WHERE cluster = ? AND replica_num = 1 ORDER BY shard_num", c.Name)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("find the shards of cluster %s: %w", c.Name, err)
+	}
+	var addrs []string
+	for rows.Next() {
+		var h string
+		var p uint16
+		if err := rows.Scan(&h, &p); err != nil {
+			rows.Close()
+			c.Close()
+			return nil, err
+		}
+		addrs = append(addrs, fmt.Sprintf("%s:%d", h, p))
+	}
+	rows.Close()
+	if len(addrs) == 0 {
+		c.Close()
+		return nil, fmt.Errorf("%s: the server has no cluster %q in its remote_servers", raw, c.Name)
+	}
+	for _, a := range addrs {
+		conn, err := open(a)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.Shards = append(c.Shards, conn)
+	}
+	if err := c.ensure(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	// Again, in the database it now has: unqualified names in a query are its tables.
+	c.Conn.Close()
+	auth.Database = c.DB
+	if c.Conn, err = open(host); err != nil {
+		c.Conn = nil
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes every connection.
+func (c *Cluster) Close() error {
+	var errs []error
+	for _, s := range c.Shards {
+		errs = append(errs, s.Close())
+	}
+	if c.Conn != nil {
+		errs = append(errs, c.Conn.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Table is a table's name in the cluster's database.
+func (c *Cluster) Table(name string) string { return c.DB + "." + name }
+
+// clusterColumns are the requests table's columns in ClickHouse: the DuckDB table's
+// (schema.sql), with the time as microseconds and the link key's hash that shards it.
+const clusterColumns = `file_id Int32, line Int64, ts_us Nullable(Int64),
+	remote_addr Nullable(String), method Nullable(String), uri Nullable(String), protocol Nullable(String),
+	status Nullable(Int16), bytes Nullable(Int64), referer Nullable(String), user_agent Nullable(String),
+	host Nullable(String), request_time Nullable(Float64), upstream_addr Nullable(String),
+	upstream_status Nullable(String), upstream_response_time Nullable(String), upstream_tries Nullable(Int16),
+	attempt Nullable(Int32), attempt_source Nullable(String), max_attempts Nullable(Int16),
+	retry_reason Nullable(String), request_id Nullable(String), idempotency_key Nullable(String),
+	invocation_id Nullable(String), retry_after Nullable(String), route Nullable(String), link_hash UInt64`
+
+// ensure creates the database, each shard's local table, the Distributed table and the
+// registry, where they do not exist (ON CLUSTER needs ZooKeeper: each shard is told).
+func (c *Cluster) ensure(ctx context.Context) error {
+	local := "CREATE TABLE IF NOT EXISTS " + c.Table("requests_local") + " (" + clusterColumns + ") ENGINE = MergeTree() ORDER BY (file_id, line)"
+	for i, s := range c.Shards {
+		for _, q := range []string{"CREATE DATABASE IF NOT EXISTS " + c.DB, local} {
+			if err := s.Exec(ctx, q); err != nil {
+				return fmt.Errorf("shard %d: %w", i+1, err)
+			}
+		}
+	}
+	for _, q := range []string{
+		"CREATE DATABASE IF NOT EXISTS " + c.DB,
+		"CREATE TABLE IF NOT EXISTS " + c.Table("requests") + " (" + clusterColumns + ") ENGINE = Distributed(" +
+			c.Name + ", " + c.DB + ", requests_local, link_hash)",
+		"CREATE TABLE IF NOT EXISTS " + c.Table("files") + ` (file_id Int32, path String, sha256 String,
+			offset_bytes Int64, bytes Int64, first_line Int64, lines_end Int64, format String, lines Int64,
+			rows Int64, rejected Int64, first_ts Nullable(DateTime), last_ts Nullable(DateTime), loaded_at DateTime,
+			line_sum Int64, duplicates Int64) ENGINE = MergeTree() ORDER BY file_id`,
+		"CREATE TABLE IF NOT EXISTS " + c.Table("reject_counts") + " (file_id Int32, reason String, n Int64) ENGINE = MergeTree() ORDER BY file_id",
+		"CREATE TABLE IF NOT EXISTS " + c.Table("rejects") + " (file_id Int32, line Int64, reason String, message String, excerpt String) ENGINE = MergeTree() ORDER BY file_id",
+	} {
+		if err := c.Conn.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LinkHash is the hash the rows are sharded by: of the link key, the idempotency key,
+// else the invocation id, else the request id, else client, user agent, method and URI
+// (what the heuristic links by).
+func LinkHash(r *parse.Record) uint64 {
+	h := fnv.New64a()
+	switch {
+	case r.IdempotencyKey != "":
+		io.WriteString(h, r.IdempotencyKey)
+	case r.InvocationID != "":
+		io.WriteString(h, r.InvocationID)
+	case r.RequestID != "":
+		io.WriteString(h, r.RequestID)
+	default:
+		for _, s := range []string{r.RemoteAddr, r.UserAgent, r.Method, r.URI} {
+			io.WriteString(h, s)
+			h.Write([]byte{0})
+		}
+	}
+	return h.Sum64()
+}
+
+// LoadCluster is Load into a cluster: the same files, chunks, registry and reject
+// accounting; --dedupe is the DuckDB file's alone.
+func LoadCluster(ctx context.Context, c *Cluster, paths []string, opt Options) (Result, error) {
+	start := time.Now()
+	if opt.Samples == 0 {
+		opt.Samples = 20
+	}
+	if opt.ChunkBytes <= 0 {
+		opt.ChunkBytes = 256 << 20
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	var res Result
+	if opt.Dedupe {
+		return res, errors.New("--dedupe works on a DuckDB database, not yet on a cluster")
+	}
+	removeSpools(opt.Spool)
+	d, err := CheckCluster(ctx, c)
+	if err != nil {
+		return res, err
+	}
+	if !d.OK() {
+		n, err := RepairCluster(ctx, c, d)
+		if err != nil {
+			return res, fmt.Errorf("the cluster's rows do not match its registry (%s) and the repair failed: %w", strings.Join(d.Problems(), "; "), err)
+		}
+		res.Repaired, res.RepairedRows = d, n
+	}
+	errs := loadAll(ctx, c, paths, opt, &res)
+	if ctx.Err() != nil {
+		return res, errors.Join(errs...)
+	}
+	if t := res.Totals(); t.Rows > 0 {
+		if err := c.routeCheck(ctx, &res, opt.MaxRoutes); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	res.Elapsed = time.Since(start)
+	return res, errors.Join(errs...)
+}
+
+// routeCheck is the cluster's routeCheck.
+func (c *Cluster) routeCheck(ctx context.Context, res *Result, max int64) error {
+	if max <= 0 {
+		max = 500
+	}
+	var n uint64
+	if err := c.Conn.QueryRow(ctx, "SELECT uniqExact(route) FROM "+c.Table("requests")+" WHERE route IS NOT NULL").Scan(&n); err != nil {
+		return fmt.Errorf("count routes: %w", err)
+	}
+	res.Routes = int64(n)
+	if res.Routes <= max {
+		return nil
+	}
+	rows, err := c.Conn.Query(ctx, `SELECT if(prefix = '', '/', prefix) AS p, count() AS n, min(route)
+		FROM (SELECT DISTINCT assumeNotNull(route) AS route, replaceRegexpOne(assumeNotNull(route), '/[^/]*$', '') AS prefix
+		      FROM `+c.Table("requests")+` WHERE route IS NOT NULL)
+		GROUP BY p ORDER BY n DESC, p LIMIT 5`)
+	if err != nil {
+		return fmt.Errorf("route hotspots: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h Hotspot
+		var n uint64
+		if err := rows.Scan(&h.Prefix, &n, &h.Example); err != nil {
+			return err
+		}
+		h.Routes = int64(n)
+		res.Hotspots = append(res.Hotspots, h)
+	}
+	return rows.Err()
+}
+
+func (c *Cluster) registered(ctx context.Context) ([]prefix, error) {
+	rows, err := c.Conn.Query(ctx, "SELECT bytes, sha256, lines_end, path FROM "+c.Table("files")+" WHERE bytes > 0")
+	if err != nil {
+		return nil, fmt.Errorf("read the registry: %w", err)
+	}
+	defer rows.Close()
+	var ps []prefix
+	for rows.Next() {
+		var p prefix
+		if err := rows.Scan(&p.bytes, &p.sum, &p.lines, &p.path); err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return ps, rows.Err()
+}
+
+// clusterBatch is how many rows go to the shards in one insert.
+const clusterBatch = 1 << 16
+
+// loadChunk is loadChunk for the cluster: rows, then rejects, then the registry entry.
+func (c *Cluster) loadChunk(ctx context.Context, r io.Reader, h *countingHash, format *parse.Format, path string, offset, line int64, opt Options) (*chunk, error) {
+	ch := &chunk{out: File{Path: path, Reasons: map[string]int64{}}, offset: offset, line: line}
+	out := &ch.out
+	opt.step(StepBegun)
+	// A new id is above every id in the rows too, registered or not.
+	var fromFiles, fromRows int32
+	if err := c.Conn.QueryRow(ctx, "SELECT toInt32(max(file_id)) FROM "+c.Table("files")).Scan(&fromFiles); err != nil {
+		return nil, err
+	}
+	if err := c.Conn.QueryRow(ctx, "SELECT toInt32(max(file_id)) FROM "+c.Table("requests")).Scan(&fromRows); err != nil {
+		return nil, err
+	}
+	id := int32(max(fromFiles, fromRows) + 1)
+
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	batches := make(chan *batch, 4)
+	free := make(chan *batch, 8)
+	parsed := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		parsed <- readAll(pctx, r, h, format, line, out, &ch.lineSum, opt, batches, free)
+	}()
+	ictx := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_distributed_sync": 1}))
+	cols := make([]string, 0, len(rowColumns)+2)
+	cols = append(cols, "file_id")
+	for _, rc := range rowColumns {
+		if rc.name == "ts" {
+			cols = append(cols, "ts_us")
+		} else {
+			cols = append(cols, rc.name)
+		}
+	}
+	cols = append(cols, "link_hash")
+	insert := "INSERT INTO " + c.Table("requests") + " (" + strings.Join(cols, ", ") + ")"
+	var (
+		ins      driver.Batch
+		pending  int
+		inserted int64
+		sent     int64
+		err      error
+	)
+	send := func() error {
+		if ins == nil || pending == 0 {
+			return nil
+		}
+		if err := ins.Send(); err != nil {
+			return fmt.Errorf("load the rows: %w", err)
+		}
+		inserted += int64(pending)
+		ins, pending = nil, 0
+		if inserted-sent >= stepRows {
+			sent = inserted
+			opt.step(StepRows)
+		}
+		return nil
+	}
+	vals := make([]any, len(cols))
+	for b := range batches {
+		for i := range b.recs {
+			if ins == nil {
+				if ins, err = c.Conn.PrepareBatch(ictx, insert); err != nil {
+					break
+				}
+			}
+			vals[0] = id
+			for j, rc := range rowColumns {
+				vals[j+1] = rc.value(b, i)
+			}
+			vals[len(vals)-1] = LinkHash(&b.recs[i])
+			if err = ins.Append(vals...); err != nil {
+				err = fmt.Errorf("line %d: %w", b.lines[i], err)
+				break
+			}
+			if pending++; pending == clusterBatch {
+				if err = send(); err != nil {
+					break
+				}
+			}
+		}
+		select {
+		case free <- b:
+		default:
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = send()
+	}
+	if err != nil {
+		stop()
+		for range batches {
+		}
+	}
+	if ins != nil {
+		ins.Abort()
+	}
+	perr := <-parsed
+	switch {
+	case perr != nil && !errors.Is(perr, context.Canceled):
+		return nil, perr
+	case err != nil:
+		return nil, err
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	if inserted != out.Rows {
+		return nil, fmt.Errorf("load the rows: the cluster took %d of the %d rows parsed", inserted, out.Rows)
+	}
+	ch.end = h.n
+	out.Bytes = h.n - offset
+	ch.sum = hex.EncodeToString(h.Sum(nil))
+	opt.step(StepInserted)
+
+	reasons := make([]string, 0, len(out.Reasons))
+	for r := range out.Reasons {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	if len(reasons) > 0 {
+		rc, err := c.Conn.PrepareBatch(ctx, "INSERT INTO "+c.Table("reject_counts")+" (file_id, reason, n)")
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range reasons {
+			if err := rc.Append(id, r, out.Reasons[r]); err != nil {
+				return nil, err
+			}
+		}
+		if err := rc.Send(); err != nil {
+			return nil, fmt.Errorf("register the rejects: %w", err)
+		}
+	}
+	if len(out.Samples) > 0 {
+		rs, err := c.Conn.PrepareBatch(ctx, "INSERT INTO "+c.Table("rejects")+" (file_id, line, reason, message, excerpt)")
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range out.Samples {
+			if err := rs.Append(id, int64(s.Line), s.Reason, s.Message, s.Excerpt); err != nil {
+				return nil, err
+			}
+		}
+		if err := rs.Send(); err != nil {
+			return nil, fmt.Errorf("register the rejects: %w", err)
+		}
+	}
+	opt.step(StepRegistered)
+	// The registry entry commits the chunk.
+	reg, err := c.Conn.PrepareBatch(ctx, "INSERT INTO "+c.Table("files")+` (file_id, path, sha256, offset_bytes, bytes,
+		first_line, lines_end, format, lines, rows, rejected, first_ts, last_ts, loaded_at, line_sum, duplicates)`)
+	if err != nil {
+		return nil, err
+	}
+	var first, last *time.Time
+	if !out.First.IsZero() {
+		t := out.First.UTC()
+		first = &t
+	}
+	if !out.Last.IsZero() {
+		t := out.Last.UTC()
+		last = &t
+	}
+	if err := reg.Append(id, path, ch.sum, ch.offset, ch.end, ch.line+1, ch.line+out.Lines, format.Name, out.Lines, out.Rows,
+		out.Rejected, first, last, opt.Now().UTC(), ch.lineSum, int64(0)); err != nil {
+		return nil, err
+	}
+	if err := reg.Send(); err != nil {
+		return nil, fmt.Errorf("register the load: %w", err)
+	}
+	opt.step(StepCommitted)
+	return ch, nil
+}
+
+// CheckCluster is Check on a cluster: per load id, the rows on the shards (count, line
+// range, line sum) and the rejects against the registry.
+func CheckCluster(ctx context.Context, c *Cluster) (Damage, error) {
+	var d Damage
+	type load struct {
+		registryLoad
+		path                         string
+		rows, lineSum, rejected      int64
+		haveRows, sum, minL, maxL, n int64
+		rejects, rejectRecords       int64
+		registeredLoad               bool
+	}
+	loads := map[int64]*load{}
+	get := func(id int64) *load {
+		l := loads[id]
+		if l == nil {
+			l = &load{}
+			l.id = id
+			loads[id] = l
+		}
+		return l
+	}
+	rows, err := c.Conn.Query(ctx, "SELECT toInt64(file_id), path, offset_bytes, bytes, first_line, lines_end, rows, rejected, line_sum FROM "+c.Table("files"))
+	if err != nil {
+		return d, fmt.Errorf("read the registry: %w", err)
+	}
+	var all []registryLoad
+	for rows.Next() {
+		var id int64
+		var r load
+		if err := rows.Scan(&id, &r.path, &r.offset, &r.bytes, &r.first, &r.last, &r.rows, &r.rejected, &r.lineSum); err != nil {
+			rows.Close()
+			return d, err
+		}
+		l := get(id)
+		id0 := l.id
+		*l = r
+		l.id, l.registeredLoad = id0, true
+		all = append(all, l.registryLoad)
+	}
+	rows.Close()
+	rows, err = c.Conn.Query(ctx, "SELECT toInt64(file_id), toInt64(count()), toInt64(sum(line)), min(line), max(line) FROM "+c.Table("requests")+" GROUP BY file_id")
+	if err != nil {
+		return d, fmt.Errorf("count the rows: %w", err)
+	}
+	for rows.Next() {
+		var id, n, sum, lo, hi int64
+		if err := rows.Scan(&id, &n, &sum, &lo, &hi); err != nil {
+			rows.Close()
+			return d, err
+		}
+		l := get(id)
+		l.haveRows, l.sum, l.minL, l.maxL = n, sum, lo, hi
+	}
+	rows.Close()
+	for _, t := range []string{"reject_counts", "rejects"} {
+		q := "SELECT toInt64(file_id), toInt64(sum(n)), toInt64(count()) FROM " + c.Table(t) + " GROUP BY file_id"
+		if t == "rejects" {
+			q = "SELECT toInt64(file_id), toInt64(0), toInt64(count()) FROM " + c.Table(t) + " GROUP BY file_id"
+		}
+		rows, err := c.Conn.Query(ctx, q)
+		if err != nil {
+			return d, fmt.Errorf("count the rejects: %w", err)
+		}
+		for rows.Next() {
+			var id, n, recs int64
+			if err := rows.Scan(&id, &n, &recs); err != nil {
+				rows.Close()
+				return d, err
+			}
+			l := get(id)
+			l.rejects += n
+			l.rejectRecords += recs
+		}
+		rows.Close()
+	}
+	ids := make([]int64, 0, len(loads))
+	for id := range loads {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		l := loads[id]
+		if !l.registeredLoad {
+			d.Orphans = append(d.Orphans, Orphan{ID: id, Rows: l.haveRows, Rejects: l.rejectRecords})
+			continue
+		}
+		outside := l.haveRows > 0 && (l.minL < l.first || l.maxL > l.last)
+		if l.haveRows != l.rows || l.sum != l.lineSum || outside || l.rejects != l.rejected {
+			d.Bad = append(d.Bad, BadLoad{ID: id, Path: l.path, FirstLine: l.first, LastLine: l.last, Registered: l.rows,
+				Rows: l.haveRows, Lines: l.haveRows, Outside: outside, SumDiffers: l.sum != l.lineSum,
+				RejectsRegistered: l.rejected, Rejects: l.rejects})
+		}
+	}
+	markLater(all, d.Bad)
+	return d, nil
+}
+
+// RepairCluster deletes what d names, as Repair does: on every shard the rows of those
+// load ids, then their rejects and registry entries. ClickHouse deletes by mutation; it
+// waits for each to finish (at most 5 minutes), registry last, so that a repair killed
+// half way is found again by the next check. It returns how many rows it deleted.
+func RepairCluster(ctx context.Context, c *Cluster, d Damage) (int64, error) {
+	ids := d.ids()
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	in := idList(ids)
+	var deleted uint64
+	if err := c.Conn.QueryRow(ctx, "SELECT count() FROM "+c.Table("requests")+" WHERE file_id IN "+in).Scan(&deleted); err != nil {
+		return 0, err
+	}
+	for i, s := range c.Shards {
+		if err := mutate(ctx, s, c.DB, "requests_local", "file_id IN "+in); err != nil {
+			return 0, fmt.Errorf("repair shard %d: %w", i+1, err)
+		}
+	}
+	for _, t := range []string{"reject_counts", "rejects", "files"} {
+		if err := mutate(ctx, c.Conn, c.DB, t, "file_id IN "+in); err != nil {
+			return 0, fmt.Errorf("repair %s: %w", t, err)
+		}
+	}
+	return int64(deleted), nil
+}
+
+// mutate deletes the rows of db.table where cond holds, and waits until the mutation is
+// done.
+func mutate(ctx context.Context, conn driver.Conn, db, table, cond string) error {
+	if err := conn.Exec(ctx, "ALTER TABLE "+db+"."+table+" DELETE WHERE "+cond); err != nil {
+		return err
+	}
+	for range 3000 {
+		var pending uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM system.mutations WHERE database = ? AND table = ? AND is_done = 0", db, table).Scan(&pending); err != nil {
+			return err
+		}
+		if pending == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the delete from %s.%s did not finish within 5 minutes", db, table)
+}
