@@ -345,7 +345,6 @@ func (c *Cluster) loadChunk(ctx context.Context, r io.Reader, h *countingHash, f
 		ins      driver.Batch
 		pending  int
 		inserted int64
-		sent     int64
 		err      error
 	)
 	send := func() error {
@@ -357,10 +356,7 @@ func (c *Cluster) loadChunk(ctx context.Context, r io.Reader, h *countingHash, f
 		}
 		inserted += int64(pending)
 		ins, pending = nil, 0
-		if inserted-sent >= stepRows {
-			sent = inserted
-			opt.step(StepRows)
-		}
+		opt.step(StepRows) // these rows are on the shards, unregistered
 		return nil
 	}
 	vals := make([]any, len(cols))

@@ -59,7 +59,8 @@ type Options struct {
 // Step names a point in a chunk's transaction.
 type Step string
 
-// The steps of a chunk, in order; StepRows comes every stepRows rows parsed.
+// The steps of a chunk, in order; StepRows comes every stepRows rows parsed (on a cluster,
+// after each batch of rows the shards took).
 const (
 	StepBegun      Step = "begun"      // the transaction is open, nothing written
 	StepRows       Step = "rows"       // the INSERT is under way: stepRows more rows handed to DuckDB

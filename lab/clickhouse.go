@@ -23,6 +23,9 @@ type ClickHouse struct {
 	Cluster string
 }
 
+// ErrNoClickHouse means Debian's clickhouse-server is not installed.
+var ErrNoClickHouse = errors.New("clickhouse-server not found (apt-get install clickhouse-server)")
+
 // ClickHouseBinary is where Debian's package puts the server.
 func ClickHouseBinary() (string, error) {
 	for _, p := range []string{"clickhouse-server", "/usr/sbin/clickhouse-server", "/usr/bin/clickhouse-server"} {
@@ -30,7 +33,7 @@ func ClickHouseBinary() (string, error) {
 			return path, nil
 		}
 	}
-	return "", errors.New("clickhouse-server not found (apt-get install clickhouse-server)")
+	return "", ErrNoClickHouse
 }
 
 // StartClickHouse starts a cluster of shards servers under dir and waits until each

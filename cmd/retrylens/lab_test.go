@@ -237,7 +237,7 @@ func TestLab(t *testing.T) {
 				}
 				for format, path := range logs {
 					t.Run(format, func(t *testing.T) {
-						rep := labRun(t, format, path)
+						rep := labRun(t, format, path, format == "retry" || format == "caddy")
 						got := reportFigures(rep)
 						if n, attempts := rep.finding("synchronised"); n > 0 {
 							// The naive client sleeps a fixed 20 ms; the good one jitters.
@@ -372,7 +372,9 @@ func waitLines(t *testing.T, path string, n int) {
 	t.Logf("%s: %d lines after 10 s, for %d attempts sent", path, got, n)
 }
 
-func labRun(t *testing.T, format, path string) labReport {
+// labRun loads a lab log into a DuckDB file and returns its JSON report; onCluster
+// requires the same report from a two-shard ClickHouse cluster loaded with the same log.
+func labRun(t *testing.T, format, path string, onCluster bool) labReport {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "lab.duckdb")
 	if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, "--log-format", format, path); code != 0 {
@@ -381,6 +383,16 @@ func labRun(t *testing.T, format, path string) labReport {
 	stdout, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json")
 	if code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	if onCluster {
+		url := clusterURL(t)
+		if _, stderr, code := retrylens(t, nil, "ingest", "--db", url, "--log-format", format, path); code != 0 {
+			t.Fatalf("ingest into the cluster: exit %d: %s", code, stderr)
+		}
+		got, stderr, code := retrylens(t, nil, "report", "--db", url, "--format", "json")
+		if code != 0 || got != stdout {
+			t.Errorf("the cluster's report (exit %d, %s) differs from the DuckDB file's: %s", code, stderr, firstDiff(stdout, got))
+		}
 	}
 	var r labReport
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
@@ -416,7 +428,7 @@ func TestGenerated(t *testing.T) {
 			if truth.Retries == 0 || truth.Untagged == 0 || truth.RetriedWrites == 0 || truth.Status429Retry == 0 {
 				t.Fatalf("generator truth lacks variety: %+v", truth)
 			}
-			r := labRun(t, format, path)
+			r := labRun(t, format, path, true)
 			s := r.Summary
 			_, writes := r.finding("duplicate_write_risk")
 			got := lab.GenTruth{

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/lab"
+)
+
+// One two-shard ClickHouse cluster from Debian's package serves every test of the binary
+// (it starts in about half a second; TestMain stops it). Each test takes databases of
+// its own.
+var clickHouse struct {
+	once sync.Once
+	c    *lab.ClickHouse
+	dir  string
+	err  error
+	dbs  atomic.Int64
+}
+
+// clusterURL returns the URL of a new database on the test cluster, starting it the
+// first time. Without clickhouse-server the test is skipped, unless $CI is set.
+func clusterURL(t *testing.T) string {
+	t.Helper()
+	clickHouse.once.Do(func() {
+		if clickHouse.dir, clickHouse.err = os.MkdirTemp("", "retrylens-clickhouse-"); clickHouse.err == nil {
+			clickHouse.c, clickHouse.err = lab.StartClickHouse(clickHouse.dir, 2)
+		}
+	})
+	if errors.Is(clickHouse.err, lab.ErrNoClickHouse) && os.Getenv("CI") == "" {
+		t.Skip(clickHouse.err)
+	}
+	if clickHouse.err != nil {
+		t.Fatal(clickHouse.err)
+	}
+	return clickHouse.c.URL(fmt.Sprintf("t%d", clickHouse.dbs.Add(1)))
+}
+
+func stopClickHouse() {
+	if clickHouse.c != nil {
+		clickHouse.c.Stop()
+	}
+	if clickHouse.dir != "" {
+		os.RemoveAll(clickHouse.dir)
+	}
+}
+
+// sameOnCluster loads files into a DuckDB file and into a database on the cluster and
+// requires each command's output (and exit code) to be the same on both: every figure,
+// alert and finding of reports computed from a DuckDB file's rows alone.
+func sameOnCluster(t *testing.T, files []string, load []string, commands func(duck string) [][]string) {
+	t.Helper()
+	url := clusterURL(t)
+	duck := filepath.Join(t.TempDir(), "same.duckdb")
+	for _, db := range []string{duck, url} {
+		if _, stderr, code := retrylens(t, nil, append(append([]string{"ingest", "--quiet", "--db", db}, load...), files...)...); code != 0 {
+			t.Fatalf("ingest into %s: exit %d: %s", db, code, stderr)
+		}
+	}
+	for _, args := range commands(duck) {
+		want, wantErr, wantCode := retrylens(t, nil, append(args, "--db", duck)...)
+		got, gotErr, gotCode := retrylens(t, nil, append(args, "--db", url)...)
+		if wantCode != gotCode || want != got || wantErr != gotErr {
+			t.Errorf("%s: DuckDB exit %d, cluster exit %d;\n%s", strings.Join(args, " "), wantCode, gotCode, firstDiff(want+wantErr, got+gotErr))
+		} else if len(want) < 20 {
+			t.Errorf("%s: %q: nothing to compare", strings.Join(args, " "), want)
+		}
+	}
+}
+
+// firstDiff shows where two outputs part.
+func firstDiff(a, b string) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range max(len(la), len(lb)) {
+		var x, y string
+		if i < len(la) {
+			x = la[i]
+		}
+		if i < len(lb) {
+			y = lb[i]
+		}
+		if x != y {
+			return fmt.Sprintf("line %d:\nDuckDB:  %s\ncluster: %s", i+1, x, y)
+		}
+	}
+	return "(same lines)"
+}
+
+// splitGateways writes path's lines alternately to two files, as two gateways behind
+// one load balancer log one client's attempts: the attempts of a request are spread
+// over both, and their keys over both shards.
+func splitGateways(t *testing.T, path string) []string {
+	t.Helper()
+	in, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	dir := t.TempDir()
+	var outs []*bufio.Writer
+	var names []string
+	for i := range 2 {
+		name := filepath.Join(dir, fmt.Sprintf("gateway-%d.log", i+1))
+		f, err := os.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		names = append(names, name)
+		w := bufio.NewWriter(f)
+		defer w.Flush()
+		outs = append(outs, w)
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, 1<<20)
+	for i := 0; sc.Scan(); i++ {
+		fmt.Fprintln(outs[i%2], sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// reportCommands are the commands a cluster must answer as a DuckDB file does, for
+// logs that start at first and end at last: the whole report, a cut at odd seconds (with
+// inference) and one of whole minutes, 10 s windows with groups, cuts in an alert's
+// first and last minutes (the edges' minutes sustain it), and with all the HTML page (sub-minute chart
+// buckets), the check, a budget replay and the busiest endpoint.
+func reportCommands(s logFacts, all bool) [][]string {
+	span := s.last.Sub(s.first)
+	odd := s.first.Add(span / 3).Truncate(time.Second).Add(7 * time.Second)
+	whole := s.first.Add(span / 2).Truncate(time.Minute)
+	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	cmds := [][]string{
+		{"report", "--format", "json"},
+		{"report", "--format", "json", "--window", "5m", "--since", ts(odd), "--until", ts(odd.Add(span / 3)), "--infer-attempts"},
+		{"report", "--format", "json", "--window", "10s", "--by", "route,status", "--max-gap", "30s", "--since", ts(whole)},
+	}
+	if !s.alertStart.IsZero() {
+		cmds = append(cmds,
+			[]string{"report", "--format", "json", "--since", ts(s.alertEnd)},
+			[]string{"check", "--format", "json", "--until", ts(s.alertStart)})
+	}
+	if !all {
+		return cmds
+	}
+	cmds = append(cmds,
+		[]string{"report", "--format", "html"},
+		[]string{"check", "--format", "json"},
+		[]string{"budget", "--format", "json"})
+	if s.endpoint != "" {
+		cmds = append(cmds, []string{"report", "--format", "json", "--endpoint", s.endpoint})
+	}
+	return cmds
+}
+
+// TestClusterSameReports runs the sample logs, each split over two gateways, through a
+// DuckDB file and a two-shard ClickHouse cluster: keys whose lines lie (an X-Request-Id
+// that takes another line's Idempotency-Key is on the other shard), untagged first
+// attempts, an incident hour, a quiet one.
+func TestClusterSameReports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a ClickHouse cluster")
+	}
+	t.Parallel()
+	for _, name := range []string{"incident-hour", "quiet-hour", "keys-that-lie", "untagged-firsts"} {
+		t.Run(name, func(t *testing.T) {
+			sameOnCluster(t, splitGateways(t, scenario(name)), nil, func(duck string) [][]string {
+				return reportCommands(factsOf(t, duck), name == "incident-hour")
+			})
+		})
+	}
+}
+
+// logFacts are what reportCommands cuts a log's reports by.
+type logFacts struct {
+	first, last time.Time // the first and last line's
+	endpoint    string    // the route with most retries
+	// 37 s into the first and the last minute of the first alert, if any: a range that
+	// ends in its first minute or starts in its last holds too little of it to sustain it
+	alertStart, alertEnd time.Time
+}
+
+// factsOf reads the facts of the logs in the DuckDB file db.
+func factsOf(t *testing.T, db string) logFacts {
+	t.Helper()
+	var f logFacts
+	out, stderr, code := retrylens(t, nil, "query", "--db", db, "--format", "tsv",
+		`SELECT strftime(min(ts), '%Y-%m-%dT%H:%M:%SZ'), strftime(max(ts), '%Y-%m-%dT%H:%M:%SZ'),
+		        coalesce((SELECT route FROM requests WHERE attempt >= 1 AND route IS NOT NULL GROUP BY route ORDER BY count(*) DESC, route LIMIT 1), '')
+		 FROM requests`)
+	if code != 0 {
+		t.Fatalf("query: %s", stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	cols := strings.Split(lines[len(lines)-1], "\t")
+	var err error
+	if f.first, err = time.Parse(time.RFC3339, cols[0]); err != nil {
+		t.Fatal(err)
+	}
+	if f.last, err = time.Parse(time.RFC3339, cols[1]); err != nil {
+		t.Fatal(err)
+	}
+	if len(cols) > 2 {
+		f.endpoint = cols[2]
+	}
+	out, _, _ = retrylens(t, nil, "report", "--db", db, "--format", "json")
+	var r struct{ Alerts []struct{ Start, End time.Time } }
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Alerts) > 0 {
+		a := r.Alerts[0]
+		f.alertStart, f.alertEnd = a.Start.Add(37*time.Second), a.End.Add(37*time.Second-time.Minute) // End is exclusive
+	}
+	return f
+}
+
+// TestClusterGenerated: 200,000 generated lines, then their kills, re-runs and rotation
+// (below), the same on both engines.
+func TestClusterGenerated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a ClickHouse cluster and loads 200,000 lines")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	path, lines := genLog(t, dir, "retry", 200_000, 5)
+	url := clusterURL(t)
+	// Killed at each step of a chunk: before anything is written, with a batch of rows on
+	// the shards, with every row there, with the rejects, after the registry entry.
+	// 32 MiB chunks: about 115,000 rows, two batches to the shards each.
+	damaged := 0
+	for _, spec := range []string{"begun:1:pause", "rows:1:pause", "inserted:1:pause", "registered:1:pause", "committed:1:pause", "rows:2:pause"} {
+		if !killAtStep(t, url, path, spec, 0, "--chunk-mib", "32") {
+			t.Logf("%s: the load ended before it got there", spec)
+			continue
+		}
+		d := checkCluster(t, url)
+		if !d.OK() {
+			damaged++
+		}
+		t.Logf("killed at %s: %s", spec, strings.Join(append(d.Problems(), "rows match the registry")[:max(1, len(d.Problems()))], "; "))
+	}
+	if damaged == 0 {
+		t.Error("no kill left rows without their registry entry: the repair went untested")
+	}
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", url, "--chunk-mib", "32", path); code != 0 {
+		t.Fatalf("final ingest: exit %d: %s", code, stderr)
+	}
+	if d := checkCluster(t, url); !d.OK() {
+		t.Fatalf("after the final ingest: %v", d.Problems())
+	}
+	// Every line once: n rows, n distinct line numbers adding up to n(n+1)/2, and the
+	// registry's chunks cover the n lines once (genLog's lines all parse).
+	n := int64(lines)
+	out, stderr, code := retrylens(t, nil, "query", "--db", url, "--format", "tsv",
+		"SELECT count(), uniqExact(line), sum(line), (SELECT sum(lines) FROM files) FROM requests")
+	want := fmt.Sprintf("%d\t%d\t%d\t%d", n, n, n*(n+1)/2, n)
+	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), want) {
+		t.Fatalf("after the kills: %q (exit %d, %s); want %s", out, code, stderr, want)
+	}
+	// Again, and a rotated copy (renamed, gzipped): nothing new.
+	gz := filepath.Join(dir, "retry.log.1.gz")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	zw.Write(data)
+	zw.Close()
+	f.Close()
+	for _, p := range []string{path, gz} {
+		_, stderr, code := retrylens(t, nil, "ingest", "--db", url, p)
+		if code != 0 || !strings.Contains(stderr, "already loaded") {
+			t.Errorf("ingest %s again: exit %d: %s", filepath.Base(p), code, stderr)
+		}
+	}
+	out, _, _ = retrylens(t, nil, "query", "--db", url, "--format", "tsv",
+		"SELECT count(), uniqExact(line), sum(line), (SELECT sum(lines) FROM files) FROM requests")
+	if !strings.HasSuffix(strings.TrimSpace(out), want) {
+		t.Errorf("after the re-runs: %q; want %s", out, want)
+	}
+	// The same figures as a DuckDB file of the same lines.
+	duck := filepath.Join(dir, "same.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", duck, path); code != 0 {
+		t.Fatalf("ingest: %s", stderr)
+	}
+	for _, args := range reportCommands(factsOf(t, duck), false) {
+		want, _, _ := retrylens(t, nil, append(args, "--db", duck)...)
+		got, stderr, _ := retrylens(t, nil, append(args, "--db", url)...)
+		if want != got {
+			t.Errorf("%s: %s\n%s", strings.Join(args, " "), firstDiff(want, got), stderr)
+		}
+	}
+}
+
+// checkCluster compares the cluster's rows with its registry, as the next ingest does.
+func checkCluster(t *testing.T, url string) ingest.Damage {
+	t.Helper()
+	cl, err := ingest.OpenCluster(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	d, err := ingest.CheckCluster(t.Context(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
