@@ -217,7 +217,9 @@ func factsOf(t *testing.T, db string) logFacts {
 		f.endpoint = cols[2]
 	}
 	out, _, _ = retrylens(t, nil, "report", "--db", db, "--format", "json")
-	var r struct{ Alerts []struct{ Start, End time.Time } }
+	var r struct {
+		Alerts []struct{ Start, End time.Time }
+	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
