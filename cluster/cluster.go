@@ -175,6 +175,9 @@ func Materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 // copyRows runs q on the cluster and appends its rows to the DuckDB table, each row's
 // values passed through fix first (NULLs as nil). It returns how many rows it copied.
 func copyRows(ctx context.Context, cl *ingest.Cluster, conn *sql.Conn, table, q string, args []any, fix func([]any)) (int64, error) {
+	// In each server's system.query_log (as current releases do by default): what each
+	// shard sent for a report is measured there (docs/scale.md).
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1}))
 	rows, err := cl.Conn.Query(ctx, q, args...)
 	if err != nil {
 		return 0, err
