@@ -146,6 +146,13 @@ func (c *Cluster) Close() error {
 	return errors.Join(errs...)
 }
 
+// Loads is how many loads the registry holds.
+func (c *Cluster) Loads(ctx context.Context) (int64, error) {
+	var n uint64
+	err := c.Conn.QueryRow(ctx, "SELECT count() FROM "+c.Table("files")).Scan(&n)
+	return int64(n), err
+}
+
 // Table is a table's name in the cluster's database.
 func (c *Cluster) Table(name string) string { return c.DB + "." + name }
 

@@ -83,7 +83,7 @@ flags, 4 more lines rejected than --max-reject-ratio allows.`,
 		},
 		RunE: func(c *cobra.Command, args []string) error { return e.runIngest(c, &o, args) },
 	}
-	c.Flags().StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
+	c.Flags().StringVar(&o.db, "db", "", dbHelp)
 	o.formats.register(c)
 	c.Flags().IntVar(&o.samples, "samples", 20, "rejected lines kept in full per file (all are counted)")
 	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print nothing but errors")

@@ -50,7 +50,7 @@ match (see 'retrylens verify').`,
 		},
 		RunE: func(c *cobra.Command, args []string) error { return e.runQuery(c, &o, args[0]) },
 	}
-	c.Flags().StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
+	c.Flags().StringVar(&o.db, "db", "", dbHelp)
 	c.Flags().StringVarP(&o.format, "format", "f", "", "table, tsv, csv or json (default: table on a terminal, tsv in a pipe)")
 	c.Flags().BoolVar(&o.write, "write", false, "open the database for writing: allow INSERT, UPDATE, DELETE, CREATE and DROP")
 	return c

@@ -207,7 +207,7 @@ type rowFlags struct {
 // register adds the flags to c; tzHelp says what --tz also sets for the command.
 func (o *rowFlags) register(c *cobra.Command, tzHelp string) {
 	f := c.Flags()
-	f.StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
+	f.StringVar(&o.db, "db", "", dbHelp)
 	o.formats.register(c)
 	f.StringVar(&o.since, "since", "", "first time included")
 	f.StringVar(&o.until, "until", "", "first time excluded")
@@ -256,6 +256,9 @@ func (e *env) openCluster(c *cobra.Command, o *rowFlags, url string, qo *query.O
 		return nil, nil, err
 	}
 	defer cl.Close()
+	if n, err := cl.Loads(ctx); err != nil || n == 0 {
+		return nil, nil, errors.Join(err, fmt.Errorf("nothing was loaded into %s yet: run 'retrylens ingest --db URL FILE…' first", report.Clean(url)))
+	}
 	if d, err := ingest.CheckCluster(ctx, cl); err == nil && !d.OK() {
 		fmt.Fprintf(e.stderr, "retrylens: warning: the cluster's rows do not match its registry (%s): figures may be off; the next ingest repairs it\n",
 			d.Found())

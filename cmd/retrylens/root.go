@@ -154,6 +154,9 @@ func version() string {
 	return v + ", " + bi.GoVersion
 }
 
+// dbHelp is --db's help, the same for every command.
+const dbHelp = "the database: a DuckDB file, or a ClickHouse cluster as clickhouse://HOST:PORT/DATABASE?cluster=NAME (default $RETRYLENS_DB or ./retrylens.duckdb)"
+
 // dbPath resolves --db, $RETRYLENS_DB, ./retrylens.duckdb.
 func (e *env) dbPath(flag string) string {
 	if flag != "" {

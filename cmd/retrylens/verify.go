@@ -51,7 +51,7 @@ Exit codes: 0 the database is sound (or was repaired), 1 error, 5 damage found.`
 		},
 		RunE: func(c *cobra.Command, _ []string) error { return e.runVerify(c, &o) },
 	}
-	c.Flags().StringVar(&o.db, "db", "", "database file (default $RETRYLENS_DB or ./retrylens.duckdb)")
+	c.Flags().StringVar(&o.db, "db", "", dbHelp)
 	c.Flags().BoolVar(&o.repair, "repair", false, "repair what is found: delete rows no load registered and damaged loads, rebuild the cache")
 	return c
 }
@@ -59,6 +59,9 @@ Exit codes: 0 the database is sound (or was repaired), 1 error, 5 damage found.`
 func (e *env) runVerify(c *cobra.Command, o *verifyOptions) error {
 	ctx := c.Context()
 	path := e.dbPath(o.db)
+	if ingest.IsClusterURL(path) {
+		return e.verifyCluster(c, o, path)
+	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no database at %s", path)
 	}
@@ -123,4 +126,36 @@ func (e *env) runVerify(c *cobra.Command, o *verifyOptions) error {
 	}
 	fmt.Fprintf(e.stderr, "retrylens: %s is damaged; run 'retrylens verify --repair' (any ingest also repairs the rows)\n", report.Clean(path))
 	return exitCode(exitDamaged)
+}
+
+// verifyCluster checks a ClickHouse cluster's rows against its registry (it has no
+// report cache: reports count on the shards).
+func (e *env) verifyCluster(c *cobra.Command, o *verifyOptions, url string) error {
+	ctx := c.Context()
+	cl, err := ingest.OpenCluster(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	damage, err := ingest.CheckCluster(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, p := range damage.Problems() {
+		fmt.Fprintf(e.stdout, "%s\n", report.Clean(p))
+	}
+	if damage.OK() {
+		fmt.Fprintln(e.stdout, "registry: every load's rows on the shards as registered: ok")
+		return nil
+	}
+	if !o.repair {
+		fmt.Fprintln(e.stderr, "retrylens: the cluster's rows do not match its registry; run 'retrylens verify --repair' (any ingest also repairs them)")
+		return exitCode(exitDamaged)
+	}
+	n, err := ingest.RepairCluster(ctx, cl, damage)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "repaired: %s (%d rows deleted)\n", damage.Summary(), n)
+	return nil
 }
