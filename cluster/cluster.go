@@ -24,10 +24,12 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -46,6 +48,9 @@ type Traffic struct {
 	Rows        int64 // lines read whole, to link
 	CountRows   int64 // rows of counts (counted_time, counted_groups)
 	CountedRows int64 // lines those counts stand for
+	// How long reading the rows and the counts took (the query on the shards included;
+	// they run at once).
+	RowsTime, CountsTime time.Duration
 }
 
 // Materialize reads what a Set of o needs from the cluster into a new in-memory DuckDB
@@ -110,71 +115,108 @@ func Materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 		CREATE TABLE counted_span (first TIMESTAMP, last TIMESTAMP)`); err != nil {
 		return fail(err)
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	defer conn.Close()
-
-	// The rows to link.
-	cols := []string{"file_id", "line", "ts_us", "remote_addr", "method", "uri", "protocol", "status", "bytes", "referer",
+	// The rows to link: the columns stage one reads (prepare.sql's _lines), the others
+	// NULL.
+	all := []string{"file_id", "line", "ts_us", "remote_addr", "method", "uri", "protocol", "status", "bytes", "referer",
 		"user_agent", "host", "request_time", "upstream_addr", "upstream_status", "upstream_response_time", "upstream_tries",
 		"attempt", "attempt_source", "max_attempts", "retry_reason", "request_id", "idempotency_key", "invocation_id",
 		"retry_after", "route"}
-	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + cl.Table("requests") + " WHERE " + window + " AND " + linked
-	n, err := copyRows(ctx, cl, conn, "requests", q, append(append([]any{}, args...), linkedArgs...), func(v []any) {
-		if us, ok := v[2].(int64); ok {
-			v[2] = time.UnixMicro(us).UTC()
+	unread := map[string]bool{"protocol": true, "bytes": true, "referer": true, "upstream_response_time": true,
+		"attempt_source": true, "max_attempts": true, "retry_reason": true}
+	var cols []string
+	for _, c := range all {
+		if !unread[c] {
+			cols = append(cols, c)
 		}
-	})
-	if err != nil {
-		return fail(fmt.Errorf("read the rows to link: %w", err))
 	}
-	tr.Rows = n
+	row := make([]any, len(all))
+	rowsQuery := "SELECT " + strings.Join(cols, ", ") + " FROM " + cl.Table("requests") + " WHERE " + window + " AND " + linked
 
 	// The others, counted on the shards. linked_by as prepare_all names a keyed line's.
 	rowCounts := "toInt64(count()) AS n, toInt64(count(upstream_tries)) AS proxied, sum(toNullable(toInt64(upstream_tries))) AS tries"
 	linkedBy := `if(attempt IS NULL, NULL, multiIf(idempotency_key IS NOT NULL, 'idempotency_key', invocation_id IS NOT NULL, 'invocation_id', 'request_id'))`
-	q = fmt.Sprintf(`SELECT intDiv(assumeNotNull(ts_us), 1000000) AS sec, %[1]s AS in_range, status, attempt,
+	timeQuery := fmt.Sprintf(`SELECT intDiv(assumeNotNull(ts_us), 1000000) AS sec, %[1]s AS in_range, status, attempt,
 		toUInt8(0) AS inferred, attempt IS NOT NULL AS strong, %[2]s AS linked_by, %[3]s
 		FROM %[4]s WHERE %[5]s AND NOT %[6]s
 		GROUP BY sec, in_range, status, attempt, strong, linked_by`, inRange, linkedBy, rowCounts, cl.Table("requests"), window, linked)
-	counts := &tr
-	n, err = copyRows(ctx, cl, conn, "counted_time", q, append(append([]any{}, args...), linkedArgs...), func(v []any) {
-		v[0] = time.Unix(v[0].(int64), 0).UTC()
-		counts.CountedRows += v[7].(int64)
-	})
-	if err != nil {
-		return fail(fmt.Errorf("count the rows on the shards: %w", err))
-	}
-	tr.CountRows += n
-	q = fmt.Sprintf(`SELECT intDiv(assumeNotNull(ts_us), 60000000) * 60 AS minute, method, route, host, upstream_addr, status, attempt,
+	groupsQuery := fmt.Sprintf(`SELECT intDiv(assumeNotNull(ts_us), 60000000) * 60 AS minute, method, route, host, upstream_addr, status, attempt,
 		toUInt8(0) AS inferred, attempt IS NOT NULL AS strong, %[1]s AS linked_by, %[2]s
 		FROM %[3]s WHERE %[4]s AND %[5]s AND NOT %[6]s
 		GROUP BY minute, method, route, host, upstream_addr, status, attempt, strong, linked_by`, linkedBy, rowCounts, cl.Table("requests"), window, inRange, linked)
-	n, err = copyRows(ctx, cl, conn, "counted_groups", q, append(append([]any{}, args...), linkedArgs...), func(v []any) {
-		v[0] = time.Unix(v[0].(int64), 0).UTC()
-	})
-	if err != nil {
-		return fail(fmt.Errorf("count the rows on the shards: %w", err))
-	}
-	tr.CountRows += n
-	q = fmt.Sprintf("SELECT min(ts_us), max(ts_us) FROM %s WHERE %s AND %s", cl.Table("requests"), window, inRange)
-	if _, err := copyRows(ctx, cl, conn, "counted_span", q, args, func(v []any) {
-		for i := range v {
-			if us, ok := v[i].(int64); ok {
-				v[i] = time.UnixMicro(us).UTC()
+	spanQuery := fmt.Sprintf("SELECT min(ts_us), max(ts_us) FROM %s WHERE %s AND %s", cl.Table("requests"), window, inRange)
+	withLinked := append(append([]any{}, args...), linkedArgs...)
+
+	// The four run at once, each on a connection of its own: the shards compute one while
+	// the rows of another are decoded and appended here.
+	var counted int64
+	jobs := []struct {
+		what, table, q string
+		args           []any
+		fix            func([]any) []any
+		n              *int64
+		took           *time.Duration
+	}{
+		{"read the rows to link", "requests", rowsQuery, withLinked, func(v []any) []any {
+			if us, ok := v[2].(int64); ok {
+				v[2] = time.UnixMicro(us).UTC()
 			}
-		}
-	}); err != nil {
-		return fail(fmt.Errorf("read the range's span: %w", err))
+			j := 0
+			for i, c := range all {
+				if unread[c] {
+					row[i] = nil
+				} else {
+					row[i] = v[j]
+					j++
+				}
+			}
+			return row
+		}, &tr.Rows, &tr.RowsTime},
+		{"count the rows on the shards", "counted_time", timeQuery, withLinked, func(v []any) []any {
+			v[0] = time.Unix(v[0].(int64), 0).UTC()
+			counted += v[7].(int64)
+			return v
+		}, new(int64), &tr.CountsTime},
+		{"count the rows on the shards", "counted_groups", groupsQuery, withLinked, func(v []any) []any {
+			v[0] = time.Unix(v[0].(int64), 0).UTC()
+			return v
+		}, new(int64), new(time.Duration)},
+		{"read the range's span", "counted_span", spanQuery, args, func(v []any) []any {
+			for i := range v {
+				if us, ok := v[i].(int64); ok {
+					v[i] = time.UnixMicro(us).UTC()
+				}
+			}
+			return v
+		}, new(int64), new(time.Duration)},
 	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() {
+			start := time.Now()
+			conn, err := db.Conn(ctx)
+			if err == nil {
+				*j.n, err = copyRows(ctx, cl, conn, j.table, j.q, j.args, j.fix)
+				conn.Close()
+			}
+			*j.took = time.Since(start)
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: %w", j.what, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fail(err)
+	}
+	tr.CountRows, tr.CountedRows = *jobs[1].n+*jobs[2].n, counted
+	tr.CountsTime = max(tr.CountsTime, *jobs[2].took)
 	return db, tr, nil
 }
 
 // copyRows runs q on the cluster and appends its rows to the DuckDB table, each row's
-// values passed through fix first (NULLs as nil). It returns how many rows it copied.
-func copyRows(ctx context.Context, cl *ingest.Cluster, conn *sql.Conn, table, q string, args []any, fix func([]any)) (int64, error) {
+// values (NULLs as nil) as fix returns them. It returns how many rows it copied.
+func copyRows(ctx context.Context, cl *ingest.Cluster, conn *sql.Conn, table, q string, args []any, fix func([]any) []any) (int64, error) {
 	// In each server's system.query_log (as current releases do by default): what each
 	// shard sent for a report is measured there (docs/scale.md).
 	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1}))
@@ -204,8 +246,11 @@ func copyRows(ctx context.Context, cl *ingest.Cluster, conn *sql.Conn, table, q 
 			for i, d := range dest {
 				vals[i] = deref(d)
 			}
-			fix(vals)
-			for i, v := range vals {
+			out := fix(vals)
+			if len(dvals) != len(out) {
+				dvals = make([]driver.Value, len(out))
+			}
+			for i, v := range out {
 				dvals[i] = v
 			}
 			if err := app.AppendRow(dvals...); err != nil {
@@ -326,7 +371,7 @@ func Routes(ctx context.Context, cl *ingest.Cluster) (*sql.DB, error) {
 	}
 	if err == nil {
 		_, err = copyRows(ctx, cl, conn, "routes",
-			"SELECT DISTINCT method, route FROM "+cl.Table("requests")+" WHERE route IS NOT NULL", nil, func([]any) {})
+			"SELECT DISTINCT method, route FROM "+cl.Table("requests")+" WHERE route IS NOT NULL", nil, func(v []any) []any { return v })
 	}
 	if err == nil {
 		// file_id and line must be given: the place of the row in this list

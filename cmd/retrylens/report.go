@@ -283,7 +283,8 @@ func (e *env) openCluster(c *cobra.Command, o *rowFlags, url string, qo *query.O
 	}
 	qo.Counted = true
 	if e.getenv("RETRYLENS_TRAFFIC") != "" {
-		fmt.Fprintf(e.stderr, "retrylens: from the cluster: %d rows to link, %d count rows standing for %d rows\n", tr.Rows, tr.CountRows, tr.CountedRows)
+		fmt.Fprintf(e.stderr, "retrylens: from the cluster: %d rows to link (%.1fs), %d count rows standing for %d rows (%.1fs)\n",
+			tr.Rows, tr.RowsTime.Seconds(), tr.CountRows, tr.CountedRows, tr.CountsTime.Seconds())
 	}
 	return db, func() { db.Close() }, nil
 }
