@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -239,7 +240,11 @@ func TestClusterGenerated(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	path, lines := genLog(t, dir, "retry", 130_000, 5)
+	size := 130_000 // RETRYLENS_CLUSTER_LINES=1000000 for the million (docs/scale.md)
+	if n, err := strconv.Atoi(os.Getenv("RETRYLENS_CLUSTER_LINES")); err == nil && n > 0 {
+		size = n
+	}
+	path, lines := genLog(t, dir, "retry", size, 5)
 	url := clusterURL(t)
 	// Killed at each step of a chunk: before anything is written, with a batch of rows on
 	// the shards, with every row there, with the rejects, after the registry entry; then
