@@ -221,15 +221,7 @@ func LinkHash(r *parse.Record) uint64 {
 // accounting; --dedupe is the DuckDB file's alone.
 func LoadCluster(ctx context.Context, c *Cluster, paths []string, opt Options) (Result, error) {
 	start := time.Now()
-	if opt.Samples == 0 {
-		opt.Samples = 20
-	}
-	if opt.ChunkBytes <= 0 {
-		opt.ChunkBytes = 256 << 20
-	}
-	if opt.Now == nil {
-		opt.Now = time.Now
-	}
+	opt.defaults()
 	var res Result
 	if opt.Dedupe {
 		return res, errors.New("--dedupe works on a DuckDB database, not yet on a cluster")
@@ -293,20 +285,12 @@ func (c *Cluster) routeCheck(ctx context.Context, res *Result, max int64) error 
 }
 
 func (c *Cluster) registered(ctx context.Context) ([]prefix, error) {
-	rows, err := c.Conn.Query(ctx, "SELECT bytes, sha256, lines_end, path FROM "+c.Table("files")+" WHERE bytes > 0")
+	rows, err := c.Conn.Query(ctx, registeredQuery) // the connection's database is the cluster's
 	if err != nil {
 		return nil, fmt.Errorf("read the registry: %w", err)
 	}
 	defer rows.Close()
-	var ps []prefix
-	for rows.Next() {
-		var p prefix
-		if err := rows.Scan(&p.bytes, &p.sum, &p.lines, &p.path); err != nil {
-			return nil, err
-		}
-		ps = append(ps, p)
-	}
-	return ps, rows.Err()
+	return prefixes(rows)
 }
 
 // clusterBatch is how many rows go to the shards in one insert.

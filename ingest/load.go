@@ -73,6 +73,19 @@ const (
 // which the INSERT writes to the file before the commit.
 const stepRows = 1 << 18
 
+// defaults fills in what was left zero.
+func (o *Options) defaults() {
+	if o.Samples == 0 {
+		o.Samples = 20
+	}
+	if o.ChunkBytes <= 0 {
+		o.ChunkBytes = 256 << 20
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
 func (o *Options) step(s Step) {
 	if o.Step != nil {
 		o.Step(s)
@@ -173,15 +186,7 @@ const excerptLen = 160
 // with any others.
 func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result, error) {
 	start := time.Now()
-	if opt.Samples == 0 {
-		opt.Samples = 20
-	}
-	if opt.ChunkBytes <= 0 {
-		opt.ChunkBytes = 256 << 20
-	}
-	if opt.Now == nil {
-		opt.Now = time.Now
-	}
+	opt.defaults()
 	var res Result
 	removeSpools(opt.Spool)
 	// Rows are never trusted to match the registry after a crash: repair first, so that a
@@ -592,11 +597,23 @@ func (c *countingHash) Write(p []byte) (int, error) {
 
 // registered returns every loaded prefix.
 func registered(ctx context.Context, db *sql.DB) ([]prefix, error) {
-	rows, err := db.QueryContext(ctx, "SELECT bytes, sha256, lines_end, path FROM files WHERE bytes > 0")
+	rows, err := db.QueryContext(ctx, registeredQuery)
 	if err != nil {
 		return nil, fmt.Errorf("read the registry: %w", err)
 	}
 	defer rows.Close()
+	return prefixes(rows)
+}
+
+// registeredQuery reads the loaded prefixes from the registry.
+const registeredQuery = "SELECT bytes, sha256, lines_end, path FROM files WHERE bytes > 0"
+
+// prefixes reads registeredQuery's rows, from either engine's driver.
+func prefixes(rows interface {
+	Next() bool
+	Scan(...any) error
+	Err() error
+}) ([]prefix, error) {
 	var ps []prefix
 	for rows.Next() {
 		var p prefix

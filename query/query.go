@@ -44,7 +44,8 @@ type Options struct {
 	// database, which the Set adds to its row count tables: counted_time (per second, with
 	// in_range, the range's and its context's), counted_groups (per minute, the range's)
 	// and counted_span (the range's first and last time). The database's requests table
-	// holds the other rows. Implies NoCache.
+	// holds the other rows, which are all that Attempts and EachAttempt see (a budget's
+	// caller reads every row instead). Implies NoCache.
 	Counted bool
 }
 

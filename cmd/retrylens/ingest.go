@@ -175,15 +175,8 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	}
 	defer db.Close()
 	res, loadErr := ingest.LoadTuned(ctx, db, files, opts)
-	if !res.Repaired.OK() {
-		// Said even with --quiet: rows were deleted.
-		fmt.Fprintf(e.stderr, "retrylens: repaired the database before loading: %s (%d rows deleted; see 'retrylens verify')\n",
-			res.Repaired.Summary(), res.RepairedRows)
-	}
-	if !o.quiet {
-		if err := ingest.WriteSummary(e.stderr, &res); err != nil {
-			return err
-		}
+	if err := e.loadSummary(res, "database", o.quiet); err != nil {
+		return err
 	}
 	if fresh {
 		// A database that nothing went into is not left behind: a later check or report
@@ -226,6 +219,19 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	return e.rejectRatio(res, o.maxReject)
 }
 
+// loadSummary says what the load repaired first (even with quiet: rows were deleted)
+// and, unless quiet, what it loaded.
+func (e *env) loadSummary(res ingest.Result, what string, quiet bool) error {
+	if !res.Repaired.OK() {
+		fmt.Fprintf(e.stderr, "retrylens: repaired the %s before loading: %s (%d rows deleted; see 'retrylens verify')\n",
+			what, res.Repaired.Summary(), res.RepairedRows)
+	}
+	if quiet {
+		return nil
+	}
+	return ingest.WriteSummary(e.stderr, &res)
+}
+
 // rejectRatio is ingest's exit when the rejected share passed --max-reject-ratio.
 func (e *env) rejectRatio(res ingest.Result, maxReject float64) error {
 	if t := res.Totals(); t.Lines > 0 && float64(t.Rejected)/float64(t.Lines) > maxReject {
@@ -245,14 +251,8 @@ func (e *env) ingestCluster(ctx context.Context, url string, files []string, opt
 	}
 	defer cl.Close()
 	res, loadErr := ingest.LoadCluster(ctx, cl, files, opts)
-	if !res.Repaired.OK() {
-		fmt.Fprintf(e.stderr, "retrylens: repaired the cluster before loading: %s (%d rows deleted)\n",
-			res.Repaired.Summary(), res.RepairedRows)
-	}
-	if !o.quiet {
-		if err := ingest.WriteSummary(e.stderr, &res); err != nil {
-			return err
-		}
+	if err := e.loadSummary(res, "cluster", o.quiet); err != nil {
+		return err
 	}
 	if loadErr != nil {
 		if ctx.Err() != nil {
