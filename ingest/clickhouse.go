@@ -55,8 +55,9 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func OpenCluster(ctx context.Context, raw string) (*Cluster, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "clickhouse" || u.Host == "" {
-		return nil, fmt.Errorf("%q is not a database URL like clickhouse://127.0.0.1:9000/retrylens?cluster=logs", raw)
+		return nil, fmt.Errorf("%q is not a database URL like clickhouse://127.0.0.1:9000/retrylens?cluster=logs", RedactURL(raw))
 	}
+	raw = u.Redacted() // errors never show the password
 	c := &Cluster{DB: strings.Trim(u.Path, "/"), Name: u.Query().Get("cluster")}
 	if c.DB == "" {
 		c.DB = "retrylens"
@@ -132,6 +133,17 @@ func OpenCluster(ctx context.Context, raw string) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// RedactURL is a database URL as messages show it: without its password.
+func RedactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	if at := strings.LastIndex(raw, "@"); at >= 0 {
+		return ClusterScheme + "xxxxx" + raw[at:]
+	}
+	return raw
 }
 
 // Close closes every connection.

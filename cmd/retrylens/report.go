@@ -257,7 +257,7 @@ func (e *env) openCluster(c *cobra.Command, o *rowFlags, url string, qo *query.O
 	}
 	defer cl.Close()
 	if n, err := cl.Loads(ctx); err != nil || n == 0 {
-		return nil, nil, errors.Join(err, fmt.Errorf("nothing was loaded into %s yet: run 'retrylens ingest --db URL FILE…' first", report.Clean(url)))
+		return nil, nil, errors.Join(err, fmt.Errorf("nothing was loaded into %s yet: run 'retrylens ingest --db URL FILE…' first", report.Clean(ingest.RedactURL(url))))
 	}
 	if d, err := ingest.CheckCluster(ctx, cl); err == nil && !d.OK() {
 		fmt.Fprintf(e.stderr, "retrylens: warning: the cluster's rows do not match its registry (%s): figures may be off; the next ingest repairs it\n",
