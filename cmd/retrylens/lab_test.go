@@ -373,7 +373,8 @@ func waitLines(t *testing.T, path string, n int) {
 }
 
 // labRun loads a lab log into a DuckDB file and returns its JSON report; onCluster
-// requires the same report from a two-shard ClickHouse cluster loaded with the same log.
+// requires the same report from a two-shard ClickHouse cluster loaded with the same log
+// (not with -short).
 func labRun(t *testing.T, format, path string, onCluster bool) labReport {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "lab.duckdb")
@@ -384,7 +385,7 @@ func labRun(t *testing.T, format, path string, onCluster bool) labReport {
 	if code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
 	}
-	if onCluster {
+	if onCluster && !testing.Short() { // -short starts no cluster
 		url := clusterURL(t)
 		if _, stderr, code := retrylens(t, nil, "ingest", "--db", url, "--log-format", format, path); code != 0 {
 			t.Fatalf("ingest into the cluster: exit %d: %s", code, stderr)
