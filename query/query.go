@@ -219,10 +219,10 @@ func (s *Set) addCounted(ctx context.Context, grain int) error {
 		cols := strings.Join(t.Cols[1:], ", ") // after ts
 		return fmt.Sprintf("(SELECT time_bucket(to_seconds(%d), ts, TIMESTAMP '1970-01-01') AS ts, %s FROM %s)", grain, cols, from)
 	}
-	time, sfx := table("time"), grainSuffix(grain)
-	qs := sumInto(s.table+"_time"+sfx, time, map[string]int{s.table + "_time" + sfx: 1, of(time, "counted_time WHERE in_range"): 1})
+	timed, sfx := table("time"), grainSuffix(grain)
+	qs := sumInto(s.table+"_time"+sfx, timed, map[string]int{s.table + "_time" + sfx: 1, of(timed, "counted_time WHERE in_range"): 1})
 	if grain == minuteGrain {
-		qs = append(qs, sumInto(s.table+"_edges", time, map[string]int{s.table + "_edges": 1, of(time, "counted_time WHERE NOT in_range"): 1})...)
+		qs = append(qs, sumInto(s.table+"_edges", timed, map[string]int{s.table + "_edges": 1, of(timed, "counted_time WHERE NOT in_range"): 1})...)
 		groups := table("groups")
 		qs = append(qs, sumInto(s.table+"_groups", groups, map[string]int{s.table + "_groups": 1, "counted_groups": 1})...)
 	}
