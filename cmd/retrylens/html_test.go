@@ -134,16 +134,23 @@ func chromium(t *testing.T) string {
 // context, which gives up after 60 s; cancel closes it all.
 func browser(t *testing.T, w, h int) (context.Context, context.CancelFunc) {
 	t.Helper()
+	// Chromium leaves org.chromium.Chromium.* directories in $TMPDIR: give it its own,
+	// removed once it has exited.
+	tmp, err := os.MkdirTemp("", "retrylens-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
 		chromedp.NoSandbox, // CI runs as root
 		chromedp.DisableGPU,
 		chromedp.WindowSize(w, h),
+		chromedp.Env("TMPDIR="+tmp),
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, cancelB := chromedp.NewContext(actx)
-	return bctx, func() { cancelB(); cancelA(); cancel() }
+	return bctx, func() { cancelB(); cancelA(); cancel(); os.RemoveAll(tmp) }
 }
 
 // openInBrowser opens a file in headless Chromium and returns the counts of what the page
