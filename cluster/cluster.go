@@ -227,8 +227,11 @@ func copyRows(ctx context.Context, cl *ingest.Cluster, conn *sql.Conn, table, q 
 	defer rows.Close()
 	types := rows.ColumnTypes()
 	dest := make([]any, len(types))
+	get := make([]func() any, len(types))
 	for i, t := range types {
-		dest[i] = newScan(t.DatabaseTypeName())
+		if dest[i], get[i], err = scanSlot(t.DatabaseTypeName()); err != nil {
+			return 0, err
+		}
 	}
 	var n int64
 	err = conn.Raw(func(dc any) error {
@@ -243,8 +246,8 @@ func copyRows(ctx context.Context, cl *ingest.Cluster, conn *sql.Conn, table, q 
 				app.Close()
 				return err
 			}
-			for i, d := range dest {
-				vals[i] = deref(d)
+			for i, g := range get {
+				vals[i] = g()
 			}
 			out := fix(vals)
 			if len(dvals) != len(out) {
@@ -268,93 +271,46 @@ func copyRows(ctx context.Context, cl *ingest.Cluster, conn *sql.Conn, table, q 
 	return n, err
 }
 
-// newScan returns a pointer to scan a column of ClickHouse type t into.
-func newScan(t string) any {
+// scanSlot returns where to scan a column of ClickHouse type t and how to read what was
+// scanned as the appender takes it: nil for NULL, a UInt8 as a boolean (18.16 has no
+// Bool).
+func scanSlot(t string) (dest any, get func() any, err error) {
 	nullable := strings.HasPrefix(t, "Nullable(")
-	base := strings.TrimSuffix(strings.TrimPrefix(t, "Nullable("), ")")
-	switch base {
+	switch strings.TrimSuffix(strings.TrimPrefix(t, "Nullable("), ")") {
 	case "String":
-		if nullable {
-			return new(*string)
-		}
-		return new(string)
+		dest, get = slot[string](nullable, nil)
 	case "Int16":
-		if nullable {
-			return new(*int16)
-		}
-		return new(int16)
+		dest, get = slot[int16](nullable, nil)
 	case "Int32":
-		if nullable {
-			return new(*int32)
-		}
-		return new(int32)
+		dest, get = slot[int32](nullable, nil)
 	case "Int64":
-		if nullable {
-			return new(*int64)
-		}
-		return new(int64)
-	case "UInt8":
-		if nullable {
-			return new(*uint8)
-		}
-		return new(uint8)
+		dest, get = slot[int64](nullable, nil)
 	case "Float64":
-		if nullable {
-			return new(*float64)
-		}
-		return new(float64)
+		dest, get = slot[float64](nullable, nil)
+	case "UInt8":
+		dest, get = slot(nullable, func(v uint8) any { return v != 0 })
+	default:
+		return nil, nil, fmt.Errorf("cannot read ClickHouse type %s", t)
 	}
-	panic("cluster: no scan for ClickHouse type " + t)
+	return dest, get, nil
 }
 
-// deref turns a scanned value into what the appender takes: nil for NULL, a UInt8 as a
-// boolean (ClickHouse 18.16 has no Bool).
-func deref(p any) any {
-	switch p := p.(type) {
-	case *string:
-		return *p
-	case **string:
-		if *p == nil {
-			return nil
-		}
-		return **p
-	case *int16:
-		return *p
-	case **int16:
-		if *p == nil {
-			return nil
-		}
-		return **p
-	case *int32:
-		return *p
-	case **int32:
-		if *p == nil {
-			return nil
-		}
-		return **p
-	case *int64:
-		return *p
-	case **int64:
-		if *p == nil {
-			return nil
-		}
-		return **p
-	case *uint8:
-		return *p != 0
-	case **uint8:
-		if *p == nil {
-			return nil
-		}
-		return **p != 0
-	case *float64:
-		return *p
-	case **float64:
-		if *p == nil {
-			return nil
-		}
-		return **p
+// slot is scanSlot for a Go type; conv, when set, turns a value into the appender's.
+func slot[T any](nullable bool, conv func(T) any) (any, func() any) {
+	if conv == nil {
+		conv = func(v T) any { return v }
 	}
-	panic(fmt.Sprintf("cluster: cannot read %T", p))
+	if nullable {
+		p := new(*T)
+		return p, func() any {
+			if *p == nil {
+				return nil
+			}
+			return conv(**p)
+		}
+	}
+	p := new(T)
+	return p, func() any { return conv(*p) }
 }
 
 // Routes returns an in-memory DuckDB database whose requests table has one row per

@@ -232,35 +232,18 @@ func LinkHash(r *parse.Record) uint64 {
 // LoadCluster is Load into a cluster: the same files, chunks, registry and reject
 // accounting; --dedupe is the DuckDB file's alone.
 func LoadCluster(ctx context.Context, c *Cluster, paths []string, opt Options) (Result, error) {
-	start := time.Now()
-	opt.defaults()
-	var res Result
 	if opt.Dedupe {
-		return res, errors.New("--dedupe works on a DuckDB database, not yet on a cluster")
+		return Result{}, errors.New("--dedupe works on a DuckDB database, not yet on a cluster")
 	}
-	removeSpools(opt.Spool)
-	d, err := CheckCluster(ctx, c)
-	if err != nil {
-		return res, err
-	}
-	if !d.OK() {
-		n, err := RepairCluster(ctx, c, d)
-		if err != nil {
-			return res, fmt.Errorf("the cluster's rows do not match its registry (%s) and the repair failed: %w", strings.Join(d.Problems(), "; "), err)
-		}
-		res.Repaired, res.RepairedRows = d, n
-	}
-	errs := loadAll(ctx, c, paths, opt, &res)
-	if ctx.Err() != nil {
-		return res, errors.Join(errs...)
-	}
-	if t := res.Totals(); t.Rows > 0 {
-		if err := c.routeCheck(ctx, &res, opt.MaxRoutes); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	res.Elapsed = time.Since(start)
-	return res, errors.Join(errs...)
+	return load(ctx, c, paths, opt)
+}
+
+func (c *Cluster) String() string { return "cluster" }
+
+func (c *Cluster) check(ctx context.Context) (Damage, error) { return CheckCluster(ctx, c) }
+
+func (c *Cluster) repair(ctx context.Context, d Damage) (int64, error) {
+	return RepairCluster(ctx, c, d)
 }
 
 // routeCheck is the cluster's routeCheck.
@@ -485,13 +468,14 @@ func (c *Cluster) loadChunk(ctx context.Context, r io.Reader, h *countingHash, f
 // range, line sum) and the rejects against the registry.
 func CheckCluster(ctx context.Context, c *Cluster) (Damage, error) {
 	var d Damage
+	// per load id: what the registry says (registered) and what is there
 	type load struct {
 		registryLoad
-		path                         string
-		rows, lineSum, rejected      int64
-		haveRows, sum, minL, maxL, n int64
-		rejects, rejectRecords       int64
-		registeredLoad               bool
+		registered                bool
+		path                      string
+		rows, lineSum, rejected   int64
+		haveRows, sum, minL, maxL int64
+		rejects, rejectRecords    int64
 	}
 	loads := map[int64]*load{}
 	get := func(id int64) *load {
@@ -508,17 +492,13 @@ func CheckCluster(ctx context.Context, c *Cluster) (Damage, error) {
 		return d, fmt.Errorf("read the registry: %w", err)
 	}
 	var all []registryLoad
-	for rows.Next() {
-		var id int64
-		var r load
-		if err := rows.Scan(&id, &r.path, &r.offset, &r.bytes, &r.first, &r.last, &r.rows, &r.rejected, &r.lineSum); err != nil {
+	for rows.Next() { // the registry first: loads is empty
+		l := &load{registered: true}
+		if err := rows.Scan(&l.id, &l.path, &l.offset, &l.bytes, &l.first, &l.last, &l.rows, &l.rejected, &l.lineSum); err != nil {
 			rows.Close()
 			return d, err
 		}
-		l := get(id)
-		id0 := l.id
-		*l = r
-		l.id, l.registeredLoad = id0, true
+		loads[l.id] = l
 		all = append(all, l.registryLoad)
 	}
 	rows.Close()
@@ -564,7 +544,7 @@ func CheckCluster(ctx context.Context, c *Cluster) (Damage, error) {
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		l := loads[id]
-		if !l.registeredLoad {
+		if !l.registered {
 			d.Orphans = append(d.Orphans, Orphan{ID: id, Rows: l.haveRows, Rejects: l.rejectRecords})
 			continue
 		}

@@ -185,29 +185,29 @@ const excerptLen = 160
 // format cannot be detected) is returned after the other files were loaded, joined
 // with any others.
 func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result, error) {
+	return load(ctx, duck{db}, paths, opt)
+}
+
+// load is Load into either store.
+func load(ctx context.Context, st store, paths []string, opt Options) (Result, error) {
 	start := time.Now()
 	opt.defaults()
 	var res Result
 	removeSpools(opt.Spool)
 	// Rows are never trusted to match the registry after a crash: repair first, so that a
 	// killed load's rows cannot stay beside the same lines loaded again.
-	d, err := Check(ctx, db, false)
+	d, err := st.check(ctx)
 	if err != nil {
 		return res, err
 	}
 	if !d.OK() {
-		n, err := Repair(ctx, db, d)
+		n, err := st.repair(ctx, d)
 		if err != nil {
-			return res, fmt.Errorf("the database's rows do not match its registry (%s) and the repair failed: %w", strings.Join(d.Problems(), "; "), err)
+			return res, fmt.Errorf("the %s's rows do not match its registry (%s) and the repair failed: %w", st, strings.Join(d.Problems(), "; "), err)
 		}
 		res.Repaired, res.RepairedRows = d, n
 	}
-	if len(d.unsummed) > 0 {
-		if err := fillLineSums(ctx, db, d.unsummed); err != nil {
-			return res, fmt.Errorf("record line sums: %w", err)
-		}
-	}
-	errs := loadAll(ctx, duck{db}, paths, opt, &res)
+	errs := loadAll(ctx, st, paths, opt, &res)
 	if ctx.Err() != nil {
 		return res, errors.Join(errs...)
 	}
@@ -215,7 +215,7 @@ func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result,
 	// already loaded, the usual loop during an incident) skips the count, a pass over
 	// every row's route (about 1 s on 10M rows).
 	if t := res.Totals(); t.Rows > 0 {
-		if err := routeCheck(ctx, db, &res, opt.MaxRoutes); err != nil {
+		if err := st.routeCheck(ctx, &res, opt.MaxRoutes); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -247,21 +247,48 @@ func loadAll(ctx context.Context, st store, paths []string, opt Options, res *Re
 	return errs
 }
 
-// store is where loads go: the DuckDB file (duck) or a ClickHouse cluster (Cluster).
+// store is where loads go: the DuckDB file (duck) or a ClickHouse cluster (Cluster). Its
+// String names it in messages ("database", "cluster").
 type store interface {
+	// check compares the rows with the registry (Check); repair deletes what it found.
+	check(ctx context.Context) (Damage, error)
+	repair(ctx context.Context, d Damage) (int64, error)
 	// registered returns every loaded prefix.
 	registered(ctx context.Context) ([]prefix, error)
 	// loadChunk loads a chunk's rows, rejects and registry entry, all or nothing.
 	loadChunk(ctx context.Context, r io.Reader, h *countingHash, format *parse.Format, path string, offset, line int64, opt Options) (*chunk, error)
+	// routeCheck counts the distinct routes into res and, past max, names hotspots.
+	routeCheck(ctx context.Context, res *Result, max int64) error
+	String() string
 }
 
 // duck is the DuckDB file as a store.
 type duck struct{ db *sql.DB }
 
+func (d duck) String() string { return "database" }
+
+// check is Check; it also records the line sums of sound loads an older retrylens
+// registered without them.
+func (d duck) check(ctx context.Context) (Damage, error) {
+	dm, err := Check(ctx, d.db, false)
+	if err == nil && len(dm.unsummed) > 0 {
+		if err := fillLineSums(ctx, d.db, dm.unsummed); err != nil {
+			return dm, fmt.Errorf("record line sums: %w", err)
+		}
+	}
+	return dm, err
+}
+
+func (d duck) repair(ctx context.Context, dm Damage) (int64, error) { return Repair(ctx, d.db, dm) }
+
 func (d duck) registered(ctx context.Context) ([]prefix, error) { return registered(ctx, d.db) }
 
 func (d duck) loadChunk(ctx context.Context, r io.Reader, h *countingHash, format *parse.Format, path string, offset, line int64, opt Options) (*chunk, error) {
 	return loadChunk(ctx, d.db, r, h, format, path, offset, line, opt)
+}
+
+func (d duck) routeCheck(ctx context.Context, res *Result, max int64) error {
+	return routeCheck(ctx, d.db, res, max)
 }
 
 // routeCheck counts distinct routes and, past max, finds the prefixes behind them.
