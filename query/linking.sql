@@ -1,6 +1,8 @@
 -- Logical requests by what linked them: strong-keyed first attempts from the time table
 -- less those of requests in {{.Table}}_attempts (each of the rest is a request of its
--- own), plus the distinct requests of {{.Table}}_attempts. With them, per way of linking,
+-- own), plus the requests of {{.Table}}_attempts, each counted once, under the way its
+-- first attempt was linked (the one row of a request with no previous attempt: counting
+-- those costs a filter where count(DISTINCT lkey) cost a hash of every key). With them, per way of linking,
 -- the retries (time table) and the orphans: retries with no earlier attempt to link to
 -- (a first attempt outside the range or never logged, a chain the heuristic could not
 -- start), and the first attempts logged without the attempt header that a tagged retry's key
@@ -17,7 +19,7 @@ WITH s AS (
 m AS (
     SELECT linked_by,
         count(*) FILTER (attempt = 0 AND linked_by IN ('idempotency_key', 'invocation_id', 'request_id')) AS firsts,
-        count(DISTINCT lkey) AS logical,
+        count(*) FILTER (prev_end IS NULL) AS logical,
         count(*) FILTER (attempt >= 1 AND prev_end IS NULL) AS orphans
     FROM {{.Table}}_attempts
     GROUP BY linked_by

@@ -453,3 +453,45 @@ func TestHeuristicOpenChain(t *testing.T) {
 		t.Errorf("recovered %d, exhausted %d, %+v; want 1 recovered, 0 exhausted, 4 logical requests (A, B, C, the orphan), 1 orphan", m.Recovered, m.Exhausted, l)
 	}
 }
+
+// Examples of a finding are each request's smallest, three distinct ones, even when one
+// request retried more often than the rows examples are first chosen from: "a-storm"
+// sends a POST without an Idempotency-Key and retries it 1,500 times within one second
+// (every retry the same example, the smallest); "b-one" and "c-one" retry once each.
+// duplicate_write_risk: 3 requests, 1,502 retries, and all three named.
+func TestFindingExamplesPastAStorm(t *testing.T) {
+	ctx := context.Background()
+	db := memDB(t)
+	_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_time, request_id, method, uri, route, attempt, status)
+		SELECT 1, i + 1, TIMESTAMP '2026-11-29 10:00:00' + to_microseconds(i * 100), 0.0001, 'a-storm', 'POST', '/pay', '/pay', i, 503
+		FROM range(1501) t(i)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range [][]any{
+		{"2026-11-29 10:00:05", "b-one", 0, 503}, {"2026-11-29 10:00:06", "b-one", 1, 200},
+		{"2026-11-29 10:00:07", "c-one", 0, 503}, {"2026-11-29 10:00:08", "c-one", 1, 200},
+	} {
+		_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_id, attempt, status, method, uri, route)
+			VALUES (1, ?, ?::TIMESTAMP, ?, ?, ?, 'POST', '/pay', '/pay')`, append([]any{2000 + i}, r...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := openSet(t, db, query.Options{})
+	findings, err := set.Findings(ctx, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := query.Finding{Kind: "duplicate_write_risk", Count: 3, Attempts: 1502, Examples: []string{
+		"a-storm (POST /pay at 2026-11-29T10:00:00Z)", "b-one (POST /pay at 2026-11-29T10:00:06Z)", "c-one (POST /pay at 2026-11-29T10:00:08Z)"}}
+	for _, f := range findings {
+		if f.Kind == want.Kind {
+			if diff := cmp.Diff(want, f); diff != "" {
+				t.Errorf("duplicate_write_risk (-want +got):\n%s", diff)
+			}
+			return
+		}
+	}
+	t.Errorf("no duplicate_write_risk in %v", findings)
+}
