@@ -138,9 +138,9 @@ type CountTable struct {
 // CountTables are the contract's tables, in the order stage one builds them.
 var CountTables = []CountTable{
 	tableOf[AttemptRow]("attempts", "prepare_attempts", false, true),
-	tableOf[TimeCount]("time", "prepare_time", true, false),
-	tableOf[TimeCount]("edges", "", false, false), // built with the time table
 	tableOf[GroupCount]("groups", "prepare_groups", false, false),
+	tableOf[TimeCount]("time", "prepare_time", true, false), // per minute, from the groups table
+	tableOf[TimeCount]("edges", "", false, false),           // built with the time table
 	tableOf[LogicalCount]("logical", "prepare_logical", true, true),
 	tableOf[FirstCount]("firsts", "prepare_firsts", true, true),
 }

@@ -252,16 +252,23 @@ SELECT * FROM {{.Table}}_chain
 
 {{define "prepare_time"}}
 -- The time table: the rows counted per {{.Grain}} s bucket, by the columns the row metrics read
--- (not the groupings': 100K routes would make it as large as the rows).
+-- (not the groupings': 100K routes would make it as large as the rows). Per minute it is the
+-- groups table summed over the groupings (built first), which is read instead of every row.
 CREATE {{.Kind}} {{.Table}}_time{{.Suffix}} AS
+{{- if .Suffix}}
 {{template "time_counts" .}}
 WHERE in_range
 GROUP BY ALL;
-{{- if not .Suffix}}
--- The edges table: the same counts of the context, for alerts that cross the range's bounds.
+{{- else}}
+SELECT ts, status, attempt, inferred, strong, linked_by,
+       sum(n)::BIGINT AS n, sum(proxied)::BIGINT AS proxied, sum(tries)::BIGINT AS tries
+FROM {{.Table}}_groups
+GROUP BY ALL;
+-- The edges table: the same counts of the context, for alerts that cross the range's bounds
+-- (none when the context is the range: no pass over the rows then).
 CREATE {{.Kind}} {{.Table}}_edges AS
 {{template "time_counts" .}}
-WHERE NOT in_range
+WHERE {{if and (eq .Before .Since) (eq .After .Until)}}false{{else}}NOT in_range{{end}}
 GROUP BY ALL
 {{- end}}
 {{end}}
