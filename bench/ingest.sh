@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# Times, in one run on one generated log of the retry format: cat (the floor), GoAccess
-# (Debian's package, the matching --log-format, JSON output) and retrylens ingest into a
-# fresh DuckDB file; prints lines/s, each time as a ratio to cat, retrylens's speed as a
-# ratio to GoAccess's, and peak memory (GNU time). Then it splits retrylens's time into the
-# load and the report cache ingest builds after it, and measures the floor under any
-# load into DuckDB here: DuckDB itself copying the same rows, already parsed and in
-# memory, into a fresh file (ingest's BenchmarkLoad1M/duckdb-copy). Absolute times on a
-# shared machine mean little; the ratios are the figures.
+# End-to-end ingest against GoAccess, and against an earlier retrylens, on one generated
+# log of the retry format (bench/genlog --seed 1). Each round runs, one after the other:
+# cat (the floor of reading the file), GoAccess (Debian's package, the matching
+# --log-format, JSON output), retrylens ingest into a fresh DuckDB file (the load and the
+# report cache it builds: everything a report needs) and, with BASE set, the same for that
+# commit, built from a temporary worktree. Rounds interleave the commands, so that a busy
+# minute on this shared machine slows all of them; the figures are the medians and the
+# spread (min-max) of lines/s, and the ratios of medians. Then it splits retrylens's time
+# into the load and the report cache (from ingest's summary lines), prints peak memory
+# (GNU time), and measures the floor under any load into DuckDB here: DuckDB copying the
+# same rows, parsed and in memory, into a fresh file (BenchmarkLoad1M/duckdb-copy).
 #
-#   bash bench/ingest.sh [LINES]        # default 1000000
+#   bash bench/ingest.sh [LINES [ROUNDS]]       # default 1000000 lines, 3 rounds
+#   BASE=d251cf8 bash bench/ingest.sh           # and against commit d251cf8
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000000}
+rounds=${2:-3}
 if ! command -v goaccess >/dev/null || [ ! -x /usr/bin/time ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get install -y -qq goaccess time >/dev/null
@@ -21,55 +26,93 @@ if ! command -v goaccess >/dev/null || [ ! -x /usr/bin/time ]; then
   fi
 fi
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+cleanup() {
+  [ -d "$dir/base-src" ] && git worktree remove --force "$dir/base-src" >/dev/null 2>&1
+  rm -rf "$dir"
+}
+trap cleanup EXIT
 go build -o "$dir/retrylens" ./cmd/retrylens
+cmds="cat goaccess retrylens"
+if [ -n "${BASE:-}" ]; then
+  git worktree add --detach "$dir/base-src" "$BASE" >/dev/null 2>&1
+  (cd "$dir/base-src" && go build -o "$dir/base" ./cmd/retrylens)
+  cmds="$cmds base"
+fi
 go run ./bench/genlog --lines "$n" --seed 1 --format retry > "$dir/access.log"
-echo "input: $n lines, $(du -h "$dir/access.log" | cut -f1), retry format (bench/genlog --seed 1)"
+echo "input: $n lines, $(du -h "$dir/access.log" | cut -f1), retry format (bench/genlog --seed 1); $rounds rounds${BASE:+; base $BASE}"
 cat "$dir/access.log" > /dev/null # warm the page cache
 
-# run NAME CMD...: seconds and peak RSS (KiB) of one run.
+# run NAME CMD...: appends "seconds peak-KiB" of one run to $dir/NAME.times.
 run() {
   local name=$1; shift
-  /usr/bin/time -f "%e %M" -o "$dir/$name.time" "$@" > /dev/null 2> "$dir/$name.err" || { cat "$dir/$name.err" >&2; exit 1; }
-  read -r secs kib < "$dir/$name.time"
-  eval "t_$name=$secs m_$name=$kib"
+  /usr/bin/time -f "%e %M" -o "$dir/t" "$@" > /dev/null 2> "$dir/$name.err" || { cat "$dir/$name.err" >&2; exit 1; }
+  cat "$dir/t" >> "$dir/$name.times"
 }
-run cat cat "$dir/access.log"
-run goaccess goaccess "$dir/access.log" --log-format='%h %^[%d:%t %^] "%r" %s %b "%R" "%u" %^' \
-  --date-format=%d/%b/%Y --time-format=%T --no-global-config -o "$dir/goaccess.json"
-run retrylens "$dir/retrylens" ingest --db "$dir/bench.duckdb" --log-format retry "$dir/access.log"
+# seconds of a Go duration as ingest prints it: 4.1s, 937ms, 1m2.345s.
+secs() {
+  awk '{ s = 0; d = $0
+    while (match(d, /^[0-9.]+(h|ms|m|s)/)) {
+      v = substr(d, RSTART, RLENGTH); d = substr(d, RLENGTH + 1)
+      u = v; sub(/^[0-9.]+/, "", u); v += 0
+      s += (u == "h") ? v * 3600 : (u == "m") ? v * 60 : (u == "ms") ? v / 1000 : v
+    }
+    print s }'
+}
+# phases NAME: appends "load-seconds cache-seconds" from ingest's summary ("loaded … in
+# 4.1s (…)", "Report cache rebuilt in 1.5s.").
+phases() {
+  local load cache
+  load=$(sed -n 's/^loaded .* in \([0-9hms.]*\) (.*/\1/p' "$dir/$1.err" | secs)
+  cache=$(sed -n 's/^Report cache .* in \([0-9.]*\)s\./\1/p' "$dir/$1.err")
+  if [ -z "$load" ] || [ -z "$cache" ]; then
+    echo "bench: could not read the load and cache times from $1's summary:" >&2
+    cat "$dir/$1.err" >&2
+    exit 1
+  fi
+  echo "$load $cache" >> "$dir/$1.split"
+}
+for r in $(seq "$rounds"); do
+  run cat cat "$dir/access.log"
+  run goaccess goaccess "$dir/access.log" --log-format='%h %^[%d:%t %^] "%r" %s %b "%R" "%u" %^' \
+    --date-format=%d/%b/%Y --time-format=%T --no-global-config -o "$dir/goaccess.json"
+  for b in retrylens ${BASE:+base}; do
+    rm -f "$dir/$b.duckdb" "$dir/$b.duckdb.wal"
+    run "$b" "$dir/$b" ingest --db "$dir/$b.duckdb" --log-format retry "$dir/access.log"
+    phases "$b"
+    "$dir/$b" report --db "$dir/$b.duckdb" --format json -o "$dir/report.json"
+    rows=$(grep -m1 '"requests"' "$dir/report.json" | tr -dc 0-9)
+    [ "$rows" = "$n" ] || { echo "bench: $b loaded $rows rows, want $n" >&2; exit 1; }
+  done
+done
 
-"$dir/retrylens" report --db "$dir/bench.duckdb" --format json -o "$dir/report.json"
-rows=$(grep -m1 '"requests"' "$dir/report.json" | tr -dc 0-9)
-[ "$rows" = "$n" ] || { echo "bench: ingest loaded $rows rows, want $n" >&2; exit 1; }
-printf '%-10s %9s %14s %10s %12s\n' command seconds lines/s "x cat" "peak MiB"
-for k in cat goaccess retrylens; do
-  t=t_$k m=m_$k
-  awk -v name="$k" -v t="${!t}" -v n="$n" -v c="$t_cat" -v m="${!m}" \
-    'BEGIN { if (t == 0) t = 0.01; if (c == 0) c = 0.01; printf "%-10s %9.2f %14.0f %10.1f %12.1f\n", name, t, n / t, t / c, m / 1024 }'
+# median and spread of column COL of FILE
+stats() {
+  sort -n -k"$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END {
+    m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    printf "%s %s %s\n", m, v[1], v[NR] }'
+}
+printf '%-10s %9s %22s %12s\n' command seconds "lines/s (min-max)" "peak MiB"
+for k in $cmds; do
+  read -r t lo hi < <(stats "$dir/$k.times" 1)
+  read -r m _ _ < <(stats "$dir/$k.times" 2)
+  eval "t_$k=$t"
+  awk -v name="$k" -v t="$t" -v lo="$lo" -v hi="$hi" -v n="$n" -v m="$m" 'BEGIN {
+    if (t == 0) t = 0.01; if (lo == 0) lo = 0.01; if (hi == 0) hi = 0.01
+    printf "%-10s %9.2f %9.0f (%.0f-%.0f) %12.1f\n", name, t, n / t, n / hi, n / lo, m / 1024 }'
 done
 awk -v g="$t_goaccess" -v r="$t_retrylens" 'BEGIN { printf "retrylens/GoAccess speed: %.2fx\n", g / r }'
-
-# The load and the cache, as ingest reported them: "loaded … in 4.1s (…)" (a Go duration:
-# also 937ms or 1m2.345s), "Report cache rebuilt in 1.5s."
-load=$(sed -n 's/^loaded .* in \([0-9hms.]*\) (.*/\1/p' "$dir/retrylens.err" | awk '{
-  s = 0; d = $0
-  while (match(d, /^[0-9.]+(h|ms|m|s)/)) {
-    v = substr(d, RSTART, RLENGTH); d = substr(d, RLENGTH + 1)
-    u = v; sub(/^[0-9.]+/, "", u); v += 0
-    s += (u == "h") ? v * 3600 : (u == "m") ? v * 60 : (u == "ms") ? v / 1000 : v
-  }
-  print s }')
-cache=$(sed -n 's/^Report cache .* in \([0-9.]*\)s\./\1/p' "$dir/retrylens.err")
-if [ -z "$load" ] || [ -z "$cache" ]; then
-  echo "bench: could not read the load and cache times from retrylens's summary:" >&2
-  cat "$dir/retrylens.err" >&2
-  exit 1
+if [ -n "${BASE:-}" ]; then
+  awk -v b="$t_base" -v r="$t_retrylens" -v base="$BASE" 'BEGIN { printf "retrylens/%s speed: %.2fx\n", base, b / r }'
 fi
+for k in retrylens ${BASE:+base}; do
+  read -r l llo lhi < <(stats "$dir/$k.split" 1)
+  read -r c clo chi < <(stats "$dir/$k.split" 2)
+  printf '%-10s load %.2f s (%s-%s), report cache %.2f s (%s-%s)\n' "$k" "$l" "$llo" "$lhi" "$c" "$clo" "$chi"
+done
 RETRYLENS_BENCH_LOG="$dir/access.log" go test ./ingest -run '^$' -bench 'Load1M/duckdb-copy$' -benchtime 1x > "$dir/floor.txt"
 floor=$(awk '/duckdb-copy-/ { for (i = 1; i < NF; i++) if ($(i+1) == "rows/s") print $i }' "$dir/floor.txt")
-awk -v n="$n" -v l="$load" -v c="$cache" -v f="$floor" 'BEGIN {
-  printf "retrylens load %.2f s (%.0f lines/s) + report cache %.2f s\n", l, n / l, c
+read -r l _ _ < <(stats "$dir/retrylens.split" 1)
+awk -v n="$n" -v l="$l" -v f="$floor" 'BEGIN {
   printf "floor: DuckDB copying the same rows from memory into a fresh file, %.0f rows/s (%.2f s)\n", f, n / f
   printf "retrylens load / floor: %.0f %%\n", 100 * (n / l) / f
 }'
