@@ -30,6 +30,8 @@ type HAProxy struct {
 // the lab's upstream always answers, so every line is one try.
 var haproxyTmpl = template.Must(template.New("haproxy.cfg").Parse(`global
     nbthread 1
+    # a soft stop waits for clients' idle keep-alive connections too: bounded
+    hard-stop-after 5s
     log stdout format raw local0
 defaults
     mode http
