@@ -116,8 +116,9 @@ type AttemptRow struct {
 	PrevRetrySecs       *float64   `col:"prev_retry_secs"` // its Retry-After in seconds
 	FirstStatus         *int16     `col:"first_status"`
 	FirstUpstreamStatus *string    `col:"first_upstream_status"`
-	FirstN              int32      `col:"first_n"` // the first attempt's number
-	Example             string     `col:"example"` // how findings name the request
+	FirstN              int32      `col:"first_n"`  // the first attempt's number
+	FirstTs             time.Time  `col:"first_ts"` // and when it ended: the request is in a range when this is
+	Example             string     `col:"example"`  // how findings name the request
 }
 
 // CountTable describes one table of the contract.

@@ -363,7 +363,7 @@ WITH m AS MATERIALIZED (
 nw AS (
     SELECT file_id, line,
         lag({'status': status, 'ts': ts, 'retry_after': retry_after}) OVER w AS prev,
-        first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt, 'in_range': in_range}) OVER w AS first
+        first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt, 'ts': ts, 'in_range': in_range}) OVER w AS first
     FROM (SELECT file_id, line, lkey, attempt, ts, status, retry_after, upstream_status, in_range FROM m)
     WINDOW w AS (PARTITION BY lkey ORDER BY attempt, ts)
 ),
@@ -382,6 +382,7 @@ SELECT * EXCLUDE (prev, first, in_range),
     first.status          AS first_status,
     first.upstream_status AS first_upstream_status,
     first.attempt         AS first_n,
+    first.ts              AS first_ts, -- the request's place in time: ranges cut the stored table by it
     -- how findings name a logical request: its key as logged, with what and when
     coalesce(coalesce(idempotency_key, invocation_id, request_id) || ' (', '') ||
         coalesce(method, '-') || ' ' || coalesce(route, uri, '-') || ' at ' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') ||
@@ -410,9 +411,7 @@ SELECT * FROM cache_chain
 -- the requests whose first attempt is in the range, with all their attempts: a table, as
 -- every stage-two statement reads it
 CREATE TEMP TABLE {{.Table}}_attempts AS
-SELECT * FROM cache_attempts
-WHERE lkey IN (SELECT lkey FROM cache_attempts GROUP BY lkey
-               HAVING arg_min(ts, {{template "attempt_order"}}) >= {{.Since}} AND arg_min(ts, {{template "attempt_order"}}) < {{.Until}});
+SELECT * FROM cache_attempts WHERE first_ts >= {{.Since}} AND first_ts < {{.Until}};
 CREATE TEMP VIEW {{.Table}}_time AS SELECT * FROM cache_time WHERE ts >= {{.Since}} AND ts < {{.Until}};
 CREATE TEMP VIEW {{.Table}}_edges AS
 SELECT * FROM cache_time WHERE ts >= {{.Before}} AND ts < {{.After}} AND NOT (ts >= {{.Since}} AND ts < {{.Until}});
