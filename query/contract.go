@@ -10,7 +10,7 @@ import (
 // Stage one, per engine, turns the rows of a range into these tables (prepare.sql for
 // DuckDB, as temporary tables for a range and as the stored cache for the whole
 // database); stage two (metrics.sql, logical.sql, linking.sql, loops.sql, findings.sql,
-// backoff.sql, gaps.sql, attempt_counts.sql, loop_offenders.sql, and Go over their
+// backoff.sql, gaps.sql, attempt_counts.sql, and Go over their
 // counts) computes every figure from them and from nothing else.
 //
 // Each type below is one row of one table: its fields, in order, are the table's columns

@@ -38,22 +38,28 @@ func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 		return l, err
 	}
 	var share sql.NullFloat64
-	err = s.conn.QueryRowContext(ctx, q).Scan(&l.Loops, &l.MaxLength, &l.PrematureRetries, &l.BlindRetries, &l.UnparsableRetryAfter, &share)
+	var worst []any
+	err = s.conn.QueryRowContext(ctx, q, worstLoops).Scan(&l.Loops, &l.MaxLength, &l.PrematureRetries, &l.BlindRetries,
+		&l.UnparsableRetryAfter, &share, &worst)
 	if err != nil {
 		return l, fmt.Errorf("loops.sql: %w", err)
 	}
 	l.Retry429Share = ptr(share)
-	err = s.query(ctx, "loop_offenders.sql", []any{3}, func(rows *sql.Rows) error {
-		var o LoopOffender
-		if err := rows.Scan(&o.Request, &o.Route, &o.Start, &o.Length); err != nil {
-			return err
-		}
+	for _, w := range worst {
+		m, _ := w.(map[string]any)
+		o := LoopOffender{}
+		o.Request, _ = m["request"].(string)
+		o.Route, _ = m["route"].(string)
+		o.Start, _ = m["start"].(time.Time)
+		o.Length, _ = m["length"].(int64)
 		o.Start = o.Start.UTC()
 		l.Worst = append(l.Worst, o)
-		return nil
-	})
-	return l, err
+	}
+	return l, nil
 }
+
+// worstLoops is how many of the longest loops Loops names.
+const worstLoops = 3
 
 // FindingKinds are the kinds of Finding, as findings.sql names them.
 var FindingKinds = []string{"duplicate_write_risk", "retried_idempotent_write", "possible_duplicate_write", "false_success",

@@ -1,14 +1,19 @@
 -- 429 feedback loops (docs/metrics.md). A loop is a logical request with two or
 -- more consecutive attempts answered a throttling status (429 unless --throttle-status
 -- says more: .Throttle, a list of integers the program formats); consecutive ones share
--- attempt − rank.
+-- attempt − rank. worst: the $1 longest loops, longest first, each with the logical
+-- request (its key as logged), its route, when the loop started and its length.
 WITH r AS (
-    SELECT lkey, attempt - row_number() OVER (PARTITION BY lkey ORDER BY attempt, ts) AS grp
+    SELECT lkey, coalesce(idempotency_key, invocation_id, request_id, coalesce(method, '-') || ' ' || coalesce(uri, '-')) AS example,
+           route, ts, attempt - row_number() OVER (PARTITION BY lkey ORDER BY attempt, ts) AS grp
     FROM {{.Table}}_attempts
     WHERE status IN ({{.Throttle}})
 ),
 runs AS (
-    SELECT lkey, count(*) AS len FROM r GROUP BY lkey, grp HAVING count(*) >= 2
+    SELECT lkey, any_value(example) AS example, coalesce(any_value(route), '') AS route, min(ts) AS start, count(*) AS len
+    FROM r
+    GROUP BY lkey, grp
+    HAVING count(*) >= 2
 )
 SELECT
     (SELECT count(DISTINCT lkey) FROM runs)    AS loops,
@@ -19,5 +24,7 @@ SELECT
     count(*) FILTER (attempt >= 1 AND prev_retry_after IS NOT NULL AND prev_retry_secs IS NULL)        AS unparsable_retry_after,
     (SELECT coalesce(sum(n) FILTER (attempt >= 1 AND status IN ({{.Throttle}})), 0)::DOUBLE
           / nullif(sum(n) FILTER (attempt IS NOT NULL AND status IN ({{.Throttle}})), 0)
-     FROM {{.Table}}_time) AS retry_429_share
+     FROM {{.Table}}_time) AS retry_429_share,
+    (SELECT coalesce(list({'request': example, 'route': route, 'start': start, 'length': len} ORDER BY len DESC, start, example), [])
+     FROM (SELECT * FROM runs ORDER BY len DESC, start, example LIMIT $1)) AS worst
 FROM {{.Table}}_attempts
