@@ -47,11 +47,15 @@ func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 	l.Retry429Share = ptr(share)
 	for _, w := range worst {
 		m, _ := w.(map[string]any)
-		o := LoopOffender{}
-		o.Request, _ = m["request"].(string)
-		o.Route, _ = m["route"].(string)
-		o.Start, _ = m["start"].(time.Time)
-		o.Length, _ = m["length"].(int64)
+		var o LoopOffender
+		var ok [4]bool
+		o.Request, ok[0] = m["request"].(string)
+		o.Route, ok[1] = m["route"].(string)
+		o.Start, ok[2] = m["start"].(time.Time)
+		o.Length, ok[3] = m["length"].(int64)
+		if ok != [4]bool{true, true, true, true} {
+			return l, fmt.Errorf("loops.sql: a loop read as %v", w)
+		}
 		o.Start = o.Start.UTC()
 		l.Worst = append(l.Worst, o)
 	}
