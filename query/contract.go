@@ -117,7 +117,7 @@ type AttemptRow struct {
 	FirstStatus         *int16     `col:"first_status"`
 	FirstUpstreamStatus *string    `col:"first_upstream_status"`
 	FirstN              int32      `col:"first_n"`  // the first attempt's number
-	FirstTs             time.Time  `col:"first_ts"` // and when it ended: the request is in a range when this is
+	FirstTs             time.Time  `col:"first_ts"` // when the first attempt ended: the range the request belongs to
 	Example             string     `col:"example"`  // how findings name the request
 }
 

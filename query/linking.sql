@@ -1,8 +1,8 @@
 -- Logical requests by what linked them: strong-keyed first attempts from the time table
 -- less those of requests in {{.Table}}_attempts (each of the rest is a request of its
--- own), plus the requests of {{.Table}}_attempts, each counted once, under the way its
--- first attempt was linked (the one row of a request with no previous attempt: counting
--- those costs a filter where count(DISTINCT lkey) cost a hash of every key). With them, per way of linking,
+-- own), plus the requests of {{.Table}}_attempts, each counted once, by its one row
+-- without a previous attempt (a filter, where count(DISTINCT lkey) hashed every key) and
+-- under that row's way of linking. With them, per way of linking,
 -- the retries (time table) and the orphans: retries with no earlier attempt to link to
 -- (a first attempt outside the range or never logged, a chain the heuristic could not
 -- start), and the first attempts logged without the attempt header that a tagged retry's key
