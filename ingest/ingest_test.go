@@ -240,6 +240,28 @@ func TestOldSchema(t *testing.T) {
 	}
 }
 
+// The columns checkSchema wants, read from schema.sql's text, are those DuckDB creates
+// from it.
+func TestSchemaColumns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	if _, err := mem.ExecContext(ctx, schema); err != nil {
+		t.Fatal(err)
+	}
+	want, err := columns(ctx, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, schemaColumns()); diff != "" || len(want) < 40 {
+		t.Errorf("schemaColumns() (-DuckDB +read from the text), %d columns:\n%s", len(want), diff)
+	}
+}
+
 // Log fields with every byte the rows must carry into DuckDB (tab, newline, CR, quote, NUL,
 // backslash, non-ASCII) come out of the database exactly as the parser read them.
 func TestRowsRoundTrip(t *testing.T) {
