@@ -17,10 +17,12 @@ type Scenario struct {
 	Pace     time.Duration // per worker, between the starts of two logical requests
 }
 
-// incident is a GC-pause-like incident: 25 % 502s and 250 ms of added latency (longer
-// than the naive client's timeout) for 1.5 s in the middle of a 5 s run, 0.3 % 502s around
-// it. The clients are open-loop enough (30 workers, one request each per 500 ms) that
-// retries add load instead of slowing the offered rate down.
+// incident is a GC-pause-like incident: 25 % 502s and 250 ms of added latency for 1.5 s
+// in the middle of a 5 s run, 0.3 % 502s around it. The delay is 150 ms past the naive
+// client's 100 ms timeout: with less, on a busy machine a gateway could answer just as the
+// client gave up, and log an answer the client never had. The clients are open-loop
+// enough (30 workers, one request each per 500 ms) that retries add load instead of
+// slowing the offered rate down.
 var incident = Faults{Seed: 7, BaselineFail: 0.003, IncidentFrom: 1800 * time.Millisecond,
 	IncidentTo: 3300 * time.Millisecond, IncidentFail: 0.25, IncidentDelay: 250 * time.Millisecond}
 
