@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,8 +18,8 @@ import (
 
 // Rows reach DuckDB through a table function, retrylens_rows(id): a chunk's INSERT …
 // SELECT reads it while the parser is still reading the file, and DuckDB's own threads
-// call it for up to 2,048 rows at a time, which it writes into DuckDB's vectors straight
-// from the parsed records: no temporary file, no Arrow build tag, and faster than both
+// call it for up to 2,048 rows at a time, which it writes into DuckDB's vectors in one cgo
+// call per batch (fill.go): no temporary file, no Arrow build tag, and faster than both
 // (bench/README.md). Every string a parser returns is valid UTF-8 (see package parse); an
 // empty one is stored as NULL (retrylens stores no empty strings).
 
@@ -79,10 +80,11 @@ type rowColumn struct {
 	access
 }
 
-// access reads a column of a batch: fill writes its values into a DuckDB chunk's column
-// col; value gives row i's value for another store (a ClickHouse batch), nil for NULL.
+// access reads a column of a batch: fill lays out its values for DuckDB's chunk, as
+// column col of f; value gives row i's value for another store (a ClickHouse batch), nil
+// for NULL.
 type access struct {
-	fill  func(c duckdb.DataChunk, col int, b *batch) error
+	fill  func(f *filler, col int, b *batch)
 	value func(b *batch, i int) any
 }
 
@@ -93,8 +95,10 @@ func text(get func(*parse.Record) string) access {
 
 func textAt(get func(b *batch, i int) string) access {
 	return access{
-		fill: func(c duckdb.DataChunk, col int, b *batch) error {
-			return setText(c, col, b, func(i int) string { return get(b, i) })
+		fill: func(f *filler, col int, b *batch) {
+			for i := range b.recs {
+				f.text(col, i, get(b, i))
+			}
 		},
 		value: func(b *batch, i int) any {
 			if v := get(b, i); v != "" {
@@ -105,43 +109,34 @@ func textAt(get func(b *batch, i int) string) access {
 	}
 }
 
-func setText(c duckdb.DataChunk, col int, b *batch, get func(int) string) error {
-	for i := range b.recs {
-		var err error
-		if v := get(i); v == "" {
-			err = c.SetValue(col, i, nil)
-		} else {
-			err = duckdb.SetChunkValue(c, col, i, v)
-		}
-		if err != nil {
-			return fmt.Errorf("line %d: %w", b.lines[i], err)
-		}
-	}
-	return nil
-}
-
-// number fills a column of numbers; ok false is NULL. Each value is set with its own
-// concrete type: through an interface it costs an allocation per value.
+// number fills a column of numbers; ok false is NULL.
 func number[T int16 | int32 | int64 | float64](get func(b *batch, i int) (T, bool)) access {
 	return access{value: func(b *batch, i int) any {
 		if v, ok := get(b, i); ok {
 			return v
 		}
 		return nil
-	}, fill: func(c duckdb.DataChunk, col int, b *batch) error {
+	}, fill: func(f *filler, col int, b *batch) {
 		for i := range b.recs {
-			var err error
-			if v, ok := get(b, i); ok {
-				err = duckdb.SetChunkValue(c, col, i, v)
-			} else {
-				err = c.SetValue(col, i, nil)
-			}
-			if err != nil {
-				return fmt.Errorf("line %d: %w", b.lines[i], err)
-			}
+			v, ok := get(b, i)
+			f.number(col, i, bitsOf(v), ok)
 		}
-		return nil
 	}}
+}
+
+// bitsOf is a number as the 64 bits its vector stores it in: a DOUBLE's own bits, an
+// integer sign-extended (retrylens_fill keeps the low bytes of its width).
+func bitsOf[T int16 | int32 | int64 | float64](v T) uint64 {
+	switch x := any(v).(type) {
+	case float64:
+		return math.Float64bits(x)
+	case int16:
+		return uint64(int64(x))
+	case int32:
+		return uint64(int64(x))
+	default:
+		return uint64(x.(int64))
+	}
 }
 
 // rowsFunction is the name of the table function.
@@ -236,11 +231,11 @@ func (s *rowSource) Init() duckdb.ParallelTableSourceInfo {
 	// As many of DuckDB's threads as it has may fill chunks (0 would mean one).
 	return duckdb.ParallelTableSourceInfo{MaxThreads: runtime.NumCPU()}
 }
-func (s *rowSource) NewLocalState() any { return new(struct{}) }
+func (s *rowSource) NewLocalState() any { return new(filler) }
 
 // FillChunk writes the next batch into c. An empty chunk ends the rows, so an empty
 // batch (the parser sends none) is passed over.
-func (s *rowSource) FillChunk(_ any, c duckdb.DataChunk) error {
+func (s *rowSource) FillChunk(state any, c duckdb.DataChunk) error {
 	var b *batch
 	for b == nil || len(b.recs) == 0 {
 		var ok bool
@@ -253,10 +248,7 @@ func (s *rowSource) FillChunk(_ any, c duckdb.DataChunk) error {
 			return c.SetSize(0)
 		}
 	}
-	if err := fillChunk(c, b); err != nil {
-		return err
-	}
-	if err := c.SetSize(len(b.recs)); err != nil {
+	if err := fillChunk(state.(*filler), &c, b); err != nil {
 		return err
 	}
 	select {
@@ -266,13 +258,11 @@ func (s *rowSource) FillChunk(_ any, c duckdb.DataChunk) error {
 	return nil
 }
 
-// fillChunk writes a batch's rows into c, column by column of rowColumns; the first
-// error stops it (setting a value of the column's own type should never fail).
-func fillChunk(c duckdb.DataChunk, b *batch) error {
+// fillChunk writes a batch's rows into c, column by column of rowColumns, and sets its size.
+func fillChunk(f *filler, c *duckdb.DataChunk, b *batch) error {
+	f.reset(len(b.recs))
 	for col, rc := range rowColumns {
-		if err := rc.fill(c, col, b); err != nil {
-			return fmt.Errorf("%s: %w", rc.name, err)
-		}
+		rc.fill(f, col, b)
 	}
-	return nil
+	return f.write(c)
 }
