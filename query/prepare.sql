@@ -97,33 +97,42 @@ WHERE request_id IS NOT NULL AND skind <> 'request_id' AND hash(skey) IN (SELECT
 GROUP BY request_id
 HAVING count(DISTINCT skey) = 1;
 CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_fix AS
-WITH k AS (
+WITH k AS MATERIALIZED (
     SELECT l.file_id, l.line, l.logged_attempt, l.started, l.ts,
         coalesce(a.skey, l.skey) AS skey, coalesce(a.skind, l.skind) AS skind, a.skey IS NOT NULL AS aliased
     FROM {{.Table}}_lines l
     LEFT JOIN {{.Table}}_alias a ON a.request_id = CASE WHEN l.skind = 'request_id' THEN l.request_id END
     WHERE l.has_skey AND (a.skey IS NOT NULL OR hash(l.skey) IN (SELECT h FROM {{.Table}}_retried))
 ),
-o AS (
-    -- by number, then time: a repeated number's lines in the order they started
-    SELECT *,
-        count(*) FILTER (logged_attempt IS NULL OR logged_attempt = 0) OVER (PARTITION BY hash(skey)) AS firsts,
-        row_number() OVER byNumber - 1 AS pos,
-        first_value(coalesce(logged_attempt, 0)) OVER byNumber AS first_n,
-        logged_attempt = lag(logged_attempt) OVER byNumber AS again
+-- per key (by hash, as every window here partitions): a reused key, or attempt numbers
+-- that repeat. With fewer than two first attempts, the lines other than the first have
+-- numbers of 1 and up, so a number repeats exactly when two lines log it.
+g AS (
+    SELECT hash(skey) AS h,
+        count(*) FILTER (logged_attempt IS NULL OR logged_attempt = 0) >= 2 AS reused,
+        count(logged_attempt) > count(DISTINCT logged_attempt) AS repeats
     FROM k
-    WINDOW byNumber AS (PARTITION BY hash(skey) ORDER BY coalesce(logged_attempt, 0), started, ts, file_id, line)
+    GROUP BY h
 ),
-r AS (
-    SELECT *, coalesce(bool_or(again) OVER (PARTITION BY hash(skey)), false) AS repeats FROM o
+kg AS (
+    SELECT k.*, g.reused, NOT g.reused AND g.repeats AS renumber
+    FROM k JOIN g ON g.h = hash(k.skey)
+),
+-- only the keys renumbered are sorted: by number, then time, a repeated number's lines in
+-- the order they started
+n AS (
+    SELECT file_id, line, skey, skind, false AS reused_key,
+        CAST(first_value(coalesce(logged_attempt, 0)) OVER byNumber + row_number() OVER byNumber - 1 AS INTEGER) AS attempt
+    FROM kg
+    WHERE renumber
+    WINDOW byNumber AS (PARTITION BY hash(skey) ORDER BY coalesce(logged_attempt, 0), started, ts, file_id, line)
 )
-SELECT file_id, line, skey, skind,
-    firsts >= 2 AS reused_key,
-    CASE WHEN firsts >= 2 THEN logged_attempt
-         WHEN repeats THEN CAST(first_n + pos AS INTEGER)
-         ELSE coalesce(logged_attempt, 0) END AS attempt
-FROM r
-WHERE firsts >= 2 OR repeats OR logged_attempt IS NULL OR aliased;
+SELECT file_id, line, skey, skind, reused AS reused_key,
+    CASE WHEN reused THEN logged_attempt ELSE coalesce(logged_attempt, 0) END AS attempt
+FROM kg
+WHERE NOT renumber AND (reused OR logged_attempt IS NULL OR aliased)
+UNION ALL
+SELECT * FROM n;
 CREATE TEMP VIEW {{.Table}}_rows AS
 SELECT l.* REPLACE (
         CASE WHEN f.line IS NULL THEN l.logged_attempt ELSE f.attempt END AS logged_attempt,

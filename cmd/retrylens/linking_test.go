@@ -143,3 +143,29 @@ func TestKeysThatLie(t *testing.T) {
 		twoLoads(t, log, want, split)
 	}
 }
+
+// A key with exactly two first attempts is reused too (keys-that-lie's has three): two
+// requests that share the request id dup link by client, method and URI, worked out by
+// hand: /x/1 fails and recovers on its retry, /x/2 succeeds at once.
+func TestKeyReusedTwice(t *testing.T) {
+	t.Parallel()
+	const line = `%s - - [30/Nov/2026:12:00:0%d +0000] "GET %s HTTP/1.1" %d 2 "-" "shop-web/3.0" rt=0.020 urt="0.020" us="%[4]d" ra="%d" rr="-" rid="dup" ik="-" retry_after="-" msec=179604000%[2]d.500` + "\n"
+	log := filepath.Join(t.TempDir(), "access.log")
+	text := fmt.Sprintf(line, "10.3.0.1", 0, "/api/x/1", 503, 0) + fmt.Sprintf(line, "10.3.0.1", 1, "/api/x/1", 200, 1) +
+		fmt.Sprintf(line, "10.3.0.2", 5, "/api/x/2", 200, 0)
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var want linkingReport
+	want.Summary = metrics{
+		Requests: 3, FirstAttempts: 2, Retries: 1,
+		Amplification: f(3.0 / 2), RetryRate: f(1.0 / 2), RetrySuccessRate: f(1.0 / 1),
+		ExtraLoad: f(1.0 / 3), ActualSuccess: f(2.0 / 3),
+		Recovered: 1, EffectiveSuccess: f(2.0 / 2), Status5xxFirst: 1,
+	}
+	want.Linking.Heuristic, want.Linking.Retries, want.Linking.HeuristicRetries = 2, 1, 1
+	want.Findings = []findingCount{{"reused_key", 1, 1}}
+	if diff := cmp.Diff(want, reportJSON(t, log), approx, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
