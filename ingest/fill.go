@@ -79,7 +79,7 @@ import (
 // (bench/README.md).
 
 // filler is one of DuckDB's threads' scratch space for a batch: the layout retrylens_fill
-// reads. It holds no Go pointers, so C may read it.
+// reads. Its arrays hold no Go pointers, so C may read them.
 type filler struct {
 	n     int
 	buf   []byte   // the strings of the batch, one after the other
