@@ -64,6 +64,8 @@ import "C"
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
 	"reflect"
 	"unicode/utf8"
 	"unsafe"
@@ -97,14 +99,20 @@ func (f *filler) reset(n int) {
 	}
 	f.val, f.ok = f.val[:size], f.ok[:size]
 	f.buf = f.buf[:0]
-	if f.width == nil {
-		for _, c := range rowColumns {
-			f.width = append(f.width, widthOf(c.typ))
-		}
+	f.width = rowWidths
+}
+
+// rowWidths are rowColumns' widths for retrylens_fill.
+var rowWidths []uint8
+
+func init() {
+	for _, c := range rowColumns {
+		rowWidths = append(rowWidths, widthOf(c.typ))
 	}
 }
 
-// widthOf is the bytes of a column's value in a DuckDB vector, 0 for a string.
+// widthOf is the bytes of a column's value in a DuckDB vector, 0 for a string. A type
+// retrylens_fill cannot write is a programming error, found when the package loads.
 func widthOf(t duckdb.Type) uint8 {
 	switch t {
 	case duckdb.TYPE_VARCHAR:
@@ -113,9 +121,10 @@ func widthOf(t duckdb.Type) uint8 {
 		return 2
 	case duckdb.TYPE_INTEGER:
 		return 4
-	default: // BIGINT, DOUBLE
+	case duckdb.TYPE_BIGINT, duckdb.TYPE_DOUBLE:
 		return 8
 	}
+	panic(fmt.Sprintf("%s: no way to fill a column of DuckDB type %d", rowsFunction, t))
 }
 
 // text sets column col of row i to s ("" is NULL).
@@ -196,6 +205,9 @@ func (f *filler) write(c *duckdb.DataChunk) error {
 		return chunkHandle
 	}
 	f.checkUTF8()
+	if uint64(len(f.buf)) > math.MaxUint32 {
+		return fmt.Errorf("%s: a batch of %d bytes of strings, past the 4 GiB its offsets address", rowsFunction, len(f.buf))
+	}
 	// duckdb-go keeps the C chunk as the first field of its DataChunk; C checks the
 	// chunk's column count before it writes.
 	chunk := (*mapping.DataChunk)(unsafe.Pointer(c)).Ptr
