@@ -16,11 +16,7 @@ import (
 // limits. More rows than one chunk, so that later chunks reuse a thread's filler.
 func TestFillValues(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := memDB(t)
 	long := strings.Repeat("/é", 40)
 	edge := []parse.Record{
 		{Time: time.UnixMicro(1795946401012345).UTC(), RemoteAddr: "10.0.0.1", Method: "GET", URI: long, Status: 502,

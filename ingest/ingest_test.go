@@ -275,11 +275,7 @@ func TestRowsRoundTrip(t *testing.T) {
 		t.Fatalf("the parser did not decode the escapes: %q %q", want.URI, want.UserAgent)
 	}
 	ctx := context.Background()
-	db, err := Open(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := memDB(t)
 	router, _ := NewRouter(nil)
 	if _, err := Load(ctx, db, []string{"-"}, Options{Format: format, Router: router, Stdin: strings.NewReader(line)}); err != nil {
 		t.Fatal(err)
@@ -351,11 +347,7 @@ func TestRowsRandom(t *testing.T) {
 		want = append(want, rec)
 	}
 	ctx := context.Background()
-	db, err := Open(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := memDB(t)
 	router, _ := NewRouter(nil)
 	res, err := Load(ctx, db, []string{"-"}, Options{Format: format, Router: router, Stdin: strings.NewReader(in.String())})
 	if err != nil || res.Totals().Rows != n {
@@ -477,11 +469,7 @@ func TestRowsEveryColumn(t *testing.T) {
 				t.Fatal("the fixture parsed to no rows")
 			}
 
-			db, err := Open(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := memDB(t)
 			if _, err := Load(ctx, db, []string{path}, Options{Format: format}); err != nil {
 				t.Fatal(err)
 			}
@@ -521,11 +509,7 @@ func TestRowsEveryColumn(t *testing.T) {
 // the first 20 rejected lines, in order, and every count is exact.
 func TestParallelRejects(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := memDB(t)
 	src, err := os.ReadFile("../testdata/quiet-hour/access.log")
 	if err != nil {
 		t.Fatal(err)
@@ -569,4 +553,16 @@ func TestParallelRejects(t *testing.T) {
 	if rows != f.Rows || lineSum != want || firstLine != 1 {
 		t.Errorf("stored %d rows, line sum %d, first line %d; want %d, %d, 1", rows, lineSum, firstLine, f.Rows, want)
 	}
+}
+
+// memDB opens an in-memory database with the schema and the table functions, closed when
+// the test ends.
+func memDB(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := Open(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

@@ -152,11 +152,7 @@ func damagedIDs(d Damage) (orphans, bad []int64) {
 // loadedRows loads file into a new database and returns its rows (see rowSet).
 func loadedRows(t *testing.T, ctx context.Context, file string, opt Options) []string {
 	t.Helper()
-	db, err := Open(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := memDB(t)
 	if _, err := Load(ctx, db, []string{file}, opt); err != nil {
 		t.Fatal(err)
 	}
