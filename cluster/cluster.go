@@ -129,7 +129,13 @@ func Materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 			cols = append(cols, c)
 		}
 	}
-	row := make([]any, len(all))
+	// DuckDB's requests stores the keys as hashes, and the strong key's text (key_text)
+	// after route, its last column read here.
+	row := make([]any, len(all)+1)
+	keyAt := map[string]int{}
+	for i, c := range all {
+		keyAt[c] = i
+	}
 	rowsQuery := "SELECT " + strings.Join(cols, ", ") + " FROM " + cl.Table("requests") + " WHERE " + window + " AND " + linked
 
 	// The others, counted on the shards. linked_by as prepare_all names a keyed line's.
@@ -167,6 +173,19 @@ func Materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 				} else {
 					row[i] = v[j]
 					j++
+				}
+			}
+			text := func(c string) string { s, _ := row[keyAt[c]].(string); return s }
+			attempt := -1
+			if a, ok := row[keyAt["attempt"]].(int32); ok {
+				attempt = int(a)
+			}
+			row[len(all)] = nullText(ingest.KeyText(attempt, text("idempotency_key"), text("invocation_id"), text("request_id")))
+			for _, c := range []string{"request_id", "idempotency_key", "invocation_id"} {
+				if k := text(c); k != "" {
+					row[keyAt[c]] = ingest.KeyHash(k)
+				} else {
+					row[keyAt[c]] = nil
 				}
 			}
 			return row
@@ -384,4 +403,12 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// nullText is s, or nil (NULL) when it is empty.
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -179,6 +179,31 @@ const clusterColumns = `file_id Int32, line Int64, ts_us Nullable(Int64),
 	retry_reason Nullable(String), request_id Nullable(String), idempotency_key Nullable(String),
 	invocation_id Nullable(String), retry_after Nullable(String), route Nullable(String), link_hash UInt64`
 
+// clusterRows are the columns a load sends the cluster: rowColumns, with the time as
+// ts_us and the keys as their text (a shard's queries link by it; the reporter hashes
+// the keys of the rows it copies into DuckDB) instead of their hashes and key_text.
+var clusterRows = func() []rowColumn {
+	keys := map[string]rowColumn{
+		"request_id_hash":      {name: "request_id", access: text(func(r *parse.Record) string { return r.RequestID })},
+		"idempotency_key_hash": {name: "idempotency_key", access: text(func(r *parse.Record) string { return r.IdempotencyKey })},
+		"invocation_id_hash":   {name: "invocation_id", access: text(func(r *parse.Record) string { return r.InvocationID })},
+	}
+	var out []rowColumn
+	for _, rc := range rowColumns {
+		switch k, ok := keys[rc.name]; {
+		case ok:
+			out = append(out, k)
+		case rc.name == "key_text":
+		case rc.name == "ts":
+			rc.name = "ts_us"
+			out = append(out, rc)
+		default:
+			out = append(out, rc)
+		}
+	}
+	return out
+}()
+
 // ensure creates the database, each shard's local table, the Distributed table and the
 // registry, where they do not exist (ON CLUSTER needs ZooKeeper: each shard is told).
 func (c *Cluster) ensure(ctx context.Context) error {
@@ -316,14 +341,10 @@ func (c *Cluster) loadChunk(ctx context.Context, r io.Reader, h *countingHash, f
 		parsed <- readAll(pctx, r, h, format, line, out, &ch.lineSum, opt, batches, free)
 	}()
 	ictx := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_distributed_sync": 1}))
-	cols := make([]string, 0, len(rowColumns)+2)
+	cols := make([]string, 0, len(clusterRows)+2)
 	cols = append(cols, "file_id")
-	for _, rc := range rowColumns {
-		if rc.name == "ts" {
-			cols = append(cols, "ts_us")
-		} else {
-			cols = append(cols, rc.name)
-		}
+	for _, rc := range clusterRows {
+		cols = append(cols, rc.name)
 	}
 	cols = append(cols, "link_hash")
 	insert := "INSERT INTO " + c.Table("requests") + " (" + strings.Join(cols, ", ") + ")"
@@ -354,7 +375,7 @@ func (c *Cluster) loadChunk(ctx context.Context, r io.Reader, h *countingHash, f
 				}
 			}
 			vals[0] = id
-			for j, rc := range rowColumns {
+			for j, rc := range clusterRows {
 				vals[j+1] = rc.value(b, i)
 			}
 			vals[len(vals)-1] = LinkHash(&b.recs[i])

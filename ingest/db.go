@@ -35,7 +35,7 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 		db.Close()
 		return nil, openError(path, err)
 	}
-	if err := registerRows(ctx, db); err != nil {
+	if err := registerFunctions(ctx, db); err != nil {
 		db.Close()
 		return nil, openError(path, err)
 	}
@@ -75,6 +75,10 @@ func OpenReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 		return nil, openError(path, err)
 	}
 	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, openError(path, err)
+	}
+	if err := registerFunctions(ctx, db); err != nil {
 		db.Close()
 		return nil, openError(path, err)
 	}

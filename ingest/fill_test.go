@@ -7,13 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/retrylens/retrylens/parse"
 )
 
 // TestFillValues loads records with the values at the edges of each column's type
 // through retrylens_rows and reads them back: NULLs, strings short enough for DuckDB to
 // inline (12 bytes) and longer ones, bytes that are not UTF-8 (escaped), numbers at their
-// limits. More rows than one chunk, so that later chunks reuse a thread's filler.
+// limits; a key as its hash, and as text where the line is a retry. More rows than one chunk, so that later chunks reuse a thread's filler.
 func TestFillValues(t *testing.T) {
 	ctx := context.Background()
 	db := memDB(t)
@@ -55,14 +57,14 @@ func TestFillValues(t *testing.T) {
 		addr, method, uri, ua, ref, src, rid sql.NullString
 		route                                sql.NullString
 		status, tries, max                   sql.NullInt16
-		bytes                                sql.NullInt64
+		bytes, ridHash                       sql.NullInt64
 		rt                                   sql.NullFloat64
 		attempt                              sql.NullInt32
 	}
 	want := []row{{
 		ts: sql.NullTime{Time: time.UnixMicro(1795946401012345).UTC(), Valid: true}, addr: str("10.0.0.1"), method: str("GET"),
 		uri: str(long), ua: str("123456789012"), ref: str("1234567890123"), src: str("x-retry-attempt"),
-		rid: str(`r-\xff-\xc3`), route: str("/r/{id}"), status: sql.NullInt16{Int16: 502, Valid: true},
+		rid: str(`r-\xff-\xc3`), ridHash: sql.NullInt64{Int64: int64(xxhash.Sum64String(`r-\xff-\xc3`)), Valid: true}, route: str("/r/{id}"), status: sql.NullInt16{Int16: 502, Valid: true},
 		tries: sql.NullInt16{Int16: 32767, Valid: true}, max: sql.NullInt16{Int16: 3, Valid: true},
 		bytes: sql.NullInt64{Int64: 1 << 40, Valid: true}, rt: sql.NullFloat64{Float64: 0.25, Valid: true},
 		attempt: sql.NullInt32{Int32: 1<<31 - 1, Valid: true},
@@ -70,7 +72,7 @@ func TestFillValues(t *testing.T) {
 		method: str("é"), route: str(long), status: sql.NullInt16{Valid: true}, bytes: sql.NullInt64{Valid: true},
 		rt: sql.NullFloat64{Valid: true}, attempt: sql.NullInt32{Valid: true},
 	}}
-	rows, err := db.QueryContext(ctx, `SELECT line, ts, remote_addr, method, uri, user_agent, referer, attempt_source, request_id,
+	rows, err := db.QueryContext(ctx, `SELECT line, ts, remote_addr, method, uri, user_agent, referer, attempt_source, key_text, request_id_hash,
 		route, status, upstream_tries, max_attempts, bytes, request_time, attempt FROM requests ORDER BY line`)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +82,7 @@ func TestFillValues(t *testing.T) {
 	for rows.Next() {
 		var line int64
 		var r row
-		if err := rows.Scan(&line, &r.ts, &r.addr, &r.method, &r.uri, &r.ua, &r.ref, &r.src, &r.rid, &r.route,
+		if err := rows.Scan(&line, &r.ts, &r.addr, &r.method, &r.uri, &r.ua, &r.ref, &r.src, &r.rid, &r.ridHash, &r.route,
 			&r.status, &r.tries, &r.max, &r.bytes, &r.rt, &r.attempt); err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/retrylens/retrylens/parse"
@@ -282,7 +283,7 @@ func TestRowsRoundTrip(t *testing.T) {
 	}
 	var got parse.Record
 	var ts time.Time
-	err = db.QueryRow(`SELECT ts, uri, user_agent, request_id, upstream_status, upstream_response_time, request_time, status, bytes, attempt, upstream_tries
+	err = db.QueryRow(`SELECT ts, uri, user_agent, key_text, upstream_status, upstream_response_time, request_time, status, bytes, attempt, upstream_tries
 		FROM requests`).Scan(&ts, &got.URI, &got.UserAgent, &got.RequestID, &got.UpstreamStatus, &got.UpstreamResponseTime,
 		&got.RequestTime, &got.Status, &got.Bytes, &got.Attempt, &got.UpstreamTries)
 	if err != nil {
@@ -353,7 +354,7 @@ func TestRowsRandom(t *testing.T) {
 	if err != nil || res.Totals().Rows != n {
 		t.Fatalf("load: %v, %+v", err, res.Totals())
 	}
-	rows, err := db.Query(`SELECT coalesce(uri, ''), coalesce(user_agent, ''), coalesce(request_id, ''), coalesce(referer, ''),
+	rows, err := db.Query(`SELECT coalesce(uri, ''), coalesce(user_agent, ''), coalesce(key_text, ''), request_id_hash, coalesce(referer, ''),
 		coalesce(upstream_status, ''), ts, status, attempt FROM requests ORDER BY line`)
 	if err != nil {
 		t.Fatal(err)
@@ -363,10 +364,17 @@ func TestRowsRandom(t *testing.T) {
 	for ; rows.Next(); i++ {
 		var g parse.Record
 		var ts time.Time
-		if err := rows.Scan(&g.URI, &g.UserAgent, &g.RequestID, &g.Referer, &g.UpstreamStatus, &ts, &g.Status, &g.Attempt); err != nil {
+		var rid sql.NullInt64
+		if err := rows.Scan(&g.URI, &g.UserAgent, &g.RequestID, &rid, &g.Referer, &g.UpstreamStatus, &ts, &g.Status, &g.Attempt); err != nil {
 			t.Fatal(err)
 		}
 		w := want[i]
+		if rid != keyOf(w.RequestID) {
+			t.Fatalf("line %d: request id %q stored as %v, want its hash %v", i+1, w.RequestID, rid, keyOf(w.RequestID))
+		}
+		if w.Attempt == 0 { // a first attempt stores no key text
+			w.RequestID = ""
+		}
 		if g.URI != w.URI || g.UserAgent != w.UserAgent || g.RequestID != w.RequestID || g.Referer != w.Referer ||
 			g.UpstreamStatus != w.UpstreamStatus || !ts.Equal(w.Time) || g.Status != w.Status || g.Attempt != w.Attempt {
 			t.Fatalf("line %d:\nparsed %q %q %q %q %q %v %d %d\nstored %q %q %q %q %q %v %d %d", i+1,
@@ -392,19 +400,20 @@ func TestRowsEveryColumn(t *testing.T) {
 		"../../shared/corpus/elastic-apache/access.log.gz",
 	}
 	type row struct {
-		Line                                                 int64
-		TS                                                   sql.NullTime
-		RemoteAddr, Method, URI, Protocol                    sql.NullString
-		Status                                               sql.NullInt64
-		Bytes                                                sql.NullInt64
-		Referer, UserAgent, Host                             sql.NullString
-		RequestTime                                          sql.NullFloat64
-		UpstreamAddr, UpstreamStatus, UpstreamResponseTime   sql.NullString
-		UpstreamTries, Attempt                               sql.NullInt64
-		AttemptSource                                        sql.NullString
-		MaxAttempts                                          sql.NullInt64
-		RetryReason, RequestID, IdempotencyKey, InvocationID sql.NullString
-		RetryAfter, Route                                    sql.NullString
+		Line                                               int64
+		TS                                                 sql.NullTime
+		RemoteAddr, Method, URI, Protocol                  sql.NullString
+		Status                                             sql.NullInt64
+		Bytes                                              sql.NullInt64
+		Referer, UserAgent, Host                           sql.NullString
+		RequestTime                                        sql.NullFloat64
+		UpstreamAddr, UpstreamStatus, UpstreamResponseTime sql.NullString
+		UpstreamTries, Attempt                             sql.NullInt64
+		AttemptSource                                      sql.NullString
+		MaxAttempts                                        sql.NullInt64
+		RetryReason                                        sql.NullString
+		RequestID, IdempotencyKey, InvocationID            sql.NullInt64
+		RetryAfter, Route, KeyText                         sql.NullString
 	}
 	// NULL is the zero value, as database/sql scans it.
 	str := func(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
@@ -456,8 +465,11 @@ func TestRowsEveryColumn(t *testing.T) {
 					RequestTime:  sql.NullFloat64{Float64: max(rec.RequestTime, 0), Valid: rec.RequestTime >= 0},
 					UpstreamAddr: str(rec.UpstreamAddr), UpstreamStatus: str(rec.UpstreamStatus), UpstreamResponseTime: str(rec.UpstreamResponseTime),
 					UpstreamTries: num(int64(rec.UpstreamTries), rec.UpstreamTries > 0), Attempt: num(int64(rec.Attempt), rec.Attempt >= 0),
-					RetryReason: str(rec.RetryReason), RequestID: str(rec.RequestID), IdempotencyKey: str(rec.IdempotencyKey),
-					InvocationID: str(rec.InvocationID), RetryAfter: str(rec.RetryAfter), Route: str((*Router)(nil).Route(rec.URI)),
+					RetryReason: str(rec.RetryReason), RequestID: keyOf(rec.RequestID), IdempotencyKey: keyOf(rec.IdempotencyKey),
+					InvocationID: keyOf(rec.InvocationID), RetryAfter: str(rec.RetryAfter), Route: str((*Router)(nil).Route(rec.URI)),
+				}
+				if rec.Attempt != 0 { // the key's text is on every line but first attempts
+					w.KeyText = str(firstKey(rec.IdempotencyKey, rec.InvocationID, rec.RequestID))
 				}
 				if rec.Attempt >= 0 {
 					w.AttemptSource, w.MaxAttempts = str(rec.AttemptSource), num(int64(rec.MaxAttempts), rec.MaxAttempts > 0)
@@ -475,7 +487,8 @@ func TestRowsEveryColumn(t *testing.T) {
 			}
 			rows, err := db.Query(`SELECT line, ts, remote_addr, method, uri, protocol, status, bytes, referer, user_agent, host,
 				request_time, upstream_addr, upstream_status, upstream_response_time, upstream_tries, attempt, attempt_source,
-				max_attempts, retry_reason, request_id, idempotency_key, invocation_id, retry_after, route FROM requests ORDER BY line`)
+				max_attempts, retry_reason, request_id_hash, idempotency_key_hash, invocation_id_hash, retry_after, route, key_text
+				FROM requests ORDER BY line`)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -486,7 +499,7 @@ func TestRowsEveryColumn(t *testing.T) {
 				if err := rows.Scan(&g.Line, &g.TS, &g.RemoteAddr, &g.Method, &g.URI, &g.Protocol, &g.Status, &g.Bytes, &g.Referer,
 					&g.UserAgent, &g.Host, &g.RequestTime, &g.UpstreamAddr, &g.UpstreamStatus, &g.UpstreamResponseTime,
 					&g.UpstreamTries, &g.Attempt, &g.AttemptSource, &g.MaxAttempts, &g.RetryReason, &g.RequestID,
-					&g.IdempotencyKey, &g.InvocationID, &g.RetryAfter, &g.Route); err != nil {
+					&g.IdempotencyKey, &g.InvocationID, &g.RetryAfter, &g.Route, &g.KeyText); err != nil {
 					t.Fatal(err)
 				}
 				if g.TS.Valid {
@@ -565,4 +578,22 @@ func memDB(t *testing.T) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// keyOf is a key as requests stores it: the xxHash64 of its text, NULL when there is none.
+func keyOf(s string) sql.NullInt64 {
+	if s == "" {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: int64(xxhash.Sum64String(s)), Valid: true}
+}
+
+// firstKey is the first of keys that is not empty.
+func firstKey(keys ...string) string {
+	for _, k := range keys {
+		if k != "" {
+			return k
+		}
+	}
+	return ""
 }

@@ -441,7 +441,7 @@ func repeats(ctx context.Context, conn *sql.Conn, id int64, c *chunk, dedupe boo
 		  AND date_trunc('second', o.ts) = date_trunc('second', n.ts)
 		  AND o.uri IS NOT DISTINCT FROM n.uri AND o.method IS NOT DISTINCT FROM n.method
 		  AND o.status IS NOT DISTINCT FROM n.status AND o.attempt IS NOT DISTINCT FROM n.attempt
-		  AND coalesce(o.idempotency_key, o.invocation_id, o.request_id) IS NOT DISTINCT FROM coalesce(n.idempotency_key, n.invocation_id, n.request_id)
+		  AND coalesce(o.idempotency_key_hash, o.invocation_id_hash, o.request_id_hash) IS NOT DISTINCT FROM coalesce(n.idempotency_key_hash, n.invocation_id_hash, n.request_id_hash)
 		  AND (o.remote_addr IS NULL OR n.remote_addr IS NULL OR o.remote_addr = n.remote_addr))`
 	// Earlier rows can only match within the chunk's own seconds: when no load overlaps
 	// them, nothing is read. Else, in a large chunk, one row in 64 is looked for first

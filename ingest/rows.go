@@ -65,11 +65,22 @@ var rowColumns = []rowColumn{
 		return int16(min(r.MaxAttempts, 32767)), r.Attempt >= 0 && r.MaxAttempts > 0
 	})},
 	{"retry_reason", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.RetryReason })},
-	{"request_id", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.RequestID })},
-	{"idempotency_key", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.IdempotencyKey })},
-	{"invocation_id", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.InvocationID })},
+	{"request_id_hash", duckdb.TYPE_BIGINT, "", keyHash(func(r *parse.Record) string { return r.RequestID })},
+	{"idempotency_key_hash", duckdb.TYPE_BIGINT, "", keyHash(func(r *parse.Record) string { return r.IdempotencyKey })},
+	{"invocation_id_hash", duckdb.TYPE_BIGINT, "", keyHash(func(r *parse.Record) string { return r.InvocationID })},
 	{"retry_after", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.RetryAfter })},
 	{"route", duckdb.TYPE_VARCHAR, "", textAt(func(b *batch, i int) string { return b.routes[i] })},
+	{"key_text", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string {
+		return KeyText(r.Attempt, r.IdempotencyKey, r.InvocationID, r.RequestID)
+	})},
+}
+
+// keyHash fills a column with the KeyHash of a record's key: "" is NULL.
+func keyHash(get func(*parse.Record) string) access {
+	return number(func(b *batch, i int) (int64, bool) {
+		k := get(&b.recs[i])
+		return KeyHash(k), k != ""
+	})
 }
 
 // rowColumn is one column of retrylens_rows.
@@ -149,28 +160,36 @@ var (
 	sourceID atomic.Int64
 )
 
-// registerRows registers retrylens_rows with db's DuckDB instance (functions are
-// global to it, whatever connection registers them).
-func registerRows(ctx context.Context, db *sql.DB) error {
-	var cols []duckdb.ColumnInfo
-	for _, c := range rowColumns {
-		t, err := duckdb.NewTypeInfo(c.typ)
-		if err != nil {
-			return err
-		}
-		cols = append(cols, duckdb.ColumnInfo{Name: c.name, T: t})
-	}
-	bigint, err := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
-	if err != nil {
-		return err
-	}
+// registerFunctions registers retrylens_rows and retrylens_key (keys.go) with db's
+// DuckDB instance (functions are global to it, whatever connection registers them).
+func registerFunctions(ctx context.Context, db *sql.DB) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	if err := registerRows(conn); err != nil {
+		return err
+	}
+	return registerKey(conn)
+}
+
+// typeInfo is DuckDB's TypeInfo of a type without parameters (which it cannot refuse).
+func typeInfo(t duckdb.Type) duckdb.TypeInfo {
+	info, err := duckdb.NewTypeInfo(t)
+	if err != nil {
+		panic(err)
+	}
+	return info
+}
+
+func registerRows(conn *sql.Conn) error {
+	var cols []duckdb.ColumnInfo
+	for _, c := range rowColumns {
+		cols = append(cols, duckdb.ColumnInfo{Name: c.name, T: typeInfo(c.typ)})
+	}
 	return duckdb.RegisterTableUDF(conn, rowsFunction, duckdb.ParallelChunkTableFunction{
-		Config: duckdb.TableFunctionConfig{Arguments: []duckdb.TypeInfo{bigint}},
+		Config: duckdb.TableFunctionConfig{Arguments: []duckdb.TypeInfo{typeInfo(duckdb.TYPE_BIGINT)}},
 		BindArguments: func(_ map[string]any, args ...any) (duckdb.ParallelChunkTableSource, error) {
 			id, _ := args[0].(int64)
 			s, ok := sources.Load(id)

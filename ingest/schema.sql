@@ -48,11 +48,15 @@ CREATE TABLE IF NOT EXISTS requests (
     attempt_source         VARCHAR,
     max_attempts           SMALLINT,
     retry_reason           VARCHAR,
-    request_id             VARCHAR,
-    idempotency_key        VARCHAR,
-    invocation_id          VARCHAR,
+    -- The keys a request is linked by, as 64-bit hashes of their text (retrylens_key('…')
+    -- computes one): every join and window runs on them. Their text is in key_text, but for
+    -- first attempts (attempt 0): findings and loops print it, from a retry's line.
+    request_id_hash        BIGINT,      -- X-Request-Id
+    idempotency_key_hash   BIGINT,      -- Idempotency-Key
+    invocation_id_hash     BIGINT,      -- amz-sdk-invocation-id
     retry_after            VARCHAR,
-    route                  VARCHAR      -- the URI path with ids replaced (ingest.Router)
+    route                  VARCHAR,     -- the URI path with ids replaced (ingest.Router)
+    key_text               VARCHAR      -- the strong key as logged (Idempotency-Key, else invocation id, else X-Request-Id); NULL when attempt = 0
 );
 
 -- Malformed lines: every one counted by reason, the first few of each file kept.

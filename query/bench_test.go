@@ -24,7 +24,7 @@ func bench10M(b *testing.B) *sql.DB {
 		}
 		return db
 	}
-	path := filepath.Join(os.TempDir(), "retrylens-bench-10m-v3.duckdb")
+	path := filepath.Join(os.TempDir(), "retrylens-bench-10m-v4.duckdb")
 	_, statErr := os.Stat(path)
 	db, err := ingest.Open(ctx, path)
 	if err != nil {
@@ -36,7 +36,7 @@ func bench10M(b *testing.B) *sql.DB {
 	b.Log("building ", path, " (once)")
 	_, err = db.ExecContext(ctx, `
 INSERT INTO requests (file_id, line, ts, remote_addr, user_agent, method, uri, route, status, request_time,
-                      attempt, attempt_source, request_id, retry_after)
+                      attempt, attempt_source, request_id_hash, retry_after, key_text)
 SELECT 1, i + 1,
        TIMESTAMP '2026-11-29 00:00:00' + to_microseconds(i * 8640),
        '10.0.' || (i % 200) || '.' || (i % 250), 'client/1.0', 'GET',
@@ -44,8 +44,9 @@ SELECT 1, i + 1,
        CASE WHEN i % 12 = 10 THEN (CASE WHEN (i // 12) % 20 = 0 THEN 429 ELSE 502 END) ELSE 200 END,
        0.012,
        CASE WHEN i % 12 = 11 THEN 1 ELSE 0 END, 'x-retry-attempt',
-       'r' || (i // 12) || '-' || least(i % 12, 10),
-       CASE WHEN i % 12 = 10 AND (i // 12) % 20 = 0 THEN '1' END
+       retrylens_key('r' || (i // 12) || '-' || least(i % 12, 10)),
+       CASE WHEN i % 12 = 10 AND (i // 12) % 20 = 0 THEN '1' END,
+       CASE WHEN i % 12 = 11 THEN 'r' || (i // 12) || '-10' END -- as ingest.KeyText: not on first attempts
 FROM range(10000000) t(i)`)
 	if err != nil {
 		os.Remove(path)

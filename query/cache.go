@@ -213,9 +213,10 @@ func cachedTables() []string {
 // strongKey and heuristicKey are the hashes update finds a row's logical request by: its
 // key the client sent, or what the heuristic links it by (prepare.sql's partitions).
 const (
-	hasStrongKey = "(r.idempotency_key IS NOT NULL OR r.invocation_id IS NOT NULL OR r.request_id IS NOT NULL)"
-	strongKey    = "hash(coalesce(r.idempotency_key, r.invocation_id, r.request_id))"
+	hasStrongKey = "(r.idempotency_key_hash IS NOT NULL OR r.invocation_id_hash IS NOT NULL OR r.request_id_hash IS NOT NULL)"
+	strongKey    = "coalesce(r.idempotency_key_hash, r.invocation_id_hash, r.request_id_hash)"
 	heuristicKey = "hash(r.remote_addr, r.user_agent, r.method, r.uri)"
+	strongLkey   = "TRY_CAST(lkey AS BIGINT)" // a strong lkey is its key's hash, as text (prepare_all)
 )
 
 // update brings the cache up to date with the rows of the loads after watermark. Linking
@@ -246,10 +247,10 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err e
 	after := fmt.Sprintf("r.file_id > %d", watermark)
 	err = execAll(ctx, tx,
 		`CREATE TEMP TABLE cache_k0 AS SELECT `+strongKey+` AS h FROM requests r WHERE `+after+` AND `+hasStrongKey+
-			` UNION SELECT hash(r.request_id) FROM requests r WHERE `+after+` AND r.request_id IS NOT NULL`,
+			` UNION SELECT r.request_id_hash FROM requests r WHERE `+after+` AND r.request_id_hash IS NOT NULL`,
 		`CREATE TEMP TABLE cache_k AS SELECT h FROM cache_k0 UNION SELECT `+strongKey+` FROM requests r
-		 WHERE r.request_id IS NOT NULL AND (r.idempotency_key IS NOT NULL OR r.invocation_id IS NOT NULL)
-		   AND hash(r.request_id) IN (SELECT h FROM cache_k0)`,
+		 WHERE r.request_id_hash IS NOT NULL AND (r.idempotency_key_hash IS NOT NULL OR r.invocation_id_hash IS NOT NULL)
+		   AND r.request_id_hash IN (SELECT h FROM cache_k0)`,
 		`CREATE TEMP TABLE cache_h AS SELECT DISTINCT `+heuristicKey+` AS h FROM requests r
 		 WHERE `+after+` AND r.attempt IS NOT NULL AND NOT `+hasStrongKey)
 	if err != nil {
@@ -279,10 +280,10 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err e
 		return false, err
 	}
 	// Reused keys, and lines that took another line's key (an alias), now or before.
-	const ownKey = "coalesce(idempotency_key, invocation_id, request_id)"
+	const ownKey = "CAST(coalesce(idempotency_key, invocation_id, request_id) AS VARCHAR)"
 	var odd int64
 	err = tx.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM cache_t WHERE reused_key OR (strong AND lkey <> "+ownKey+")) + (SELECT count(*) FROM "+
-		cacheName+"_attempts WHERE (reused_key OR (strong AND lkey <> "+ownKey+")) AND (hash("+ownKey+") IN (SELECT h FROM cache_k) OR hash(lkey) IN (SELECT h FROM cache_k)))").Scan(&odd)
+		cacheName+"_attempts WHERE (reused_key OR (strong AND lkey <> "+ownKey+")) AND (coalesce(idempotency_key, invocation_id, request_id) IN (SELECT h FROM cache_k) OR "+strongLkey+" IN (SELECT h FROM cache_k)))").Scan(&odd)
 	if err != nil || odd > 0 {
 		return odd > 0, err
 	}
@@ -292,7 +293,7 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err e
 		return false, err
 	}
 	// What the touched requests counted for before: their rows in cache_attempts.
-	touchedAttempts := "(strong AND hash(lkey) IN (SELECT h FROM cache_k))" +
+	touchedAttempts := "(strong AND " + strongLkey + " IN (SELECT h FROM cache_k))" +
 		" OR (NOT strong AND split_part(lkey, ':', 2) IN (SELECT CAST(h AS VARCHAR) FROM cache_h))" // heuristic lkey: 'h:' || hash || ':' || chain
 	if err := execAll(ctx, tx, "CREATE TEMP VIEW cache_o_attempts AS SELECT * FROM "+cacheName+"_attempts WHERE "+touchedAttempts); err != nil {
 		return false, err

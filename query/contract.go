@@ -99,10 +99,11 @@ type AttemptRow struct {
 	UpstreamAddr        *string    `col:"upstream_addr"`
 	Status              *int16     `col:"status"`
 	UpstreamStatus      *string    `col:"upstream_status"`
-	IdempotencyKey      *string    `col:"idempotency_key"`
-	InvocationID        *string    `col:"invocation_id"`
-	RequestID           *string    `col:"request_id"`
+	IdempotencyKey      *int64     `col:"idempotency_key"` // the keys' hashes (ingest.KeyHash)
+	InvocationID        *int64     `col:"invocation_id"`
+	RequestID           *int64     `col:"request_id"`
 	RetryAfter          *string    `col:"retry_after"`
+	KeyText             *string    `col:"key_text"` // the line's key as logged; NULL on first attempts
 	Attempt             int32      `col:"attempt"`
 	Inferred            bool       `col:"inferred"`
 	Strong              bool       `col:"strong"`

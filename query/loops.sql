@@ -4,13 +4,14 @@
 -- attempt − rank. worst: the $1 longest loops, longest first, each with the logical
 -- request (its key as logged), its route, when the loop started and its length.
 WITH r AS (
-    SELECT lkey, coalesce(idempotency_key, invocation_id, request_id, coalesce(method, '-') || ' ' || coalesce(uri, '-')) AS example,
+    SELECT lkey, key_text, coalesce(method, '-') || ' ' || coalesce(uri, '-') AS call,
            route, ts, attempt - row_number() OVER (PARTITION BY lkey ORDER BY attempt, ts) AS grp
     FROM {{.Table}}_attempts
     WHERE status IN ({{.Throttle}})
 ),
 runs AS (
-    SELECT lkey, any_value(example) AS example, coalesce(any_value(route), '') AS route, min(ts) AS start, count(*) AS len
+    -- named by its key (the text any of its retries stores), or by method and URI
+    SELECT lkey, coalesce(any_value(key_text), any_value(call)) AS example, coalesce(any_value(route), '') AS route, min(ts) AS start, count(*) AS len
     FROM r
     GROUP BY lkey, grp
     HAVING count(*) >= 2

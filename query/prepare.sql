@@ -51,14 +51,15 @@ CREATE TEMP TABLE {{.Table}}_p AS SELECT $1::VARCHAR AS route, $2::VARCHAR AS me
 {{define "prepare_rows"}}
 CREATE TEMP VIEW {{.Table}}_lines AS
 SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.route, r.host, r.upstream_addr,
-       r.status, r.upstream_status, r.upstream_tries, r.idempotency_key, r.invocation_id, r.request_id, r.retry_after,
+       r.status, r.upstream_status, r.upstream_tries, r.retry_after, r.key_text,
+       -- the keys are their hashes (ingest/keys.go), here under the names of what they hash
+       r.idempotency_key_hash AS idempotency_key, r.invocation_id_hash AS invocation_id, r.request_id_hash AS request_id,
        r.attempt AS logged_attempt,
-       -- NULL checks read only validity masks: the row metrics never build key strings
-       (r.idempotency_key IS NOT NULL OR r.invocation_id IS NOT NULL OR r.request_id IS NOT NULL) AS has_skey,
-       coalesce(r.idempotency_key, r.invocation_id, r.request_id) AS skey,
-       CASE WHEN r.idempotency_key IS NOT NULL THEN 'idempotency_key'
-            WHEN r.invocation_id IS NOT NULL THEN 'invocation_id'
-            WHEN r.request_id IS NOT NULL THEN 'request_id' END AS skind,
+       (r.idempotency_key_hash IS NOT NULL OR r.invocation_id_hash IS NOT NULL OR r.request_id_hash IS NOT NULL) AS has_skey,
+       coalesce(r.idempotency_key_hash, r.invocation_id_hash, r.request_id_hash) AS skey,
+       CASE WHEN r.idempotency_key_hash IS NOT NULL THEN 'idempotency_key'
+            WHEN r.invocation_id_hash IS NOT NULL THEN 'invocation_id'
+            WHEN r.request_id_hash IS NOT NULL THEN 'request_id' END AS skind,
        r.ts - to_microseconds(CAST(coalesce(r.request_time, 0) * 1000000 AS BIGINT)) AS started,
        r.ts >= {{.Since}} AND r.ts < {{.Until}} AS in_range
 FROM {{or .From "requests"}} r
@@ -89,11 +90,11 @@ WHERE r.ts >= {{.Before}} AND r.ts < {{.After}}
 -- Tables are views when the count tables are the stored cache's: only replays read the
 -- rows then.
 CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_retried AS
-SELECT DISTINCT hash(skey) AS h FROM {{.Table}}_lines WHERE logged_attempt >= 1 AND has_skey;
+SELECT DISTINCT skey AS h FROM {{.Table}}_lines WHERE logged_attempt >= 1 AND has_skey;
 CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_alias AS
 SELECT request_id, any_value(skey) AS skey, any_value(skind) AS skind
 FROM {{.Table}}_lines
-WHERE request_id IS NOT NULL AND skind <> 'request_id' AND hash(skey) IN (SELECT h FROM {{.Table}}_retried)
+WHERE request_id IS NOT NULL AND skind <> 'request_id' AND skey IN (SELECT h FROM {{.Table}}_retried)
 GROUP BY request_id
 HAVING count(DISTINCT skey) = 1;
 CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_fix AS
@@ -102,13 +103,13 @@ WITH k AS MATERIALIZED (
         coalesce(a.skey, l.skey) AS skey, coalesce(a.skind, l.skind) AS skind, a.skey IS NOT NULL AS aliased
     FROM {{.Table}}_lines l
     LEFT JOIN {{.Table}}_alias a ON a.request_id = CASE WHEN l.skind = 'request_id' THEN l.request_id END
-    WHERE l.has_skey AND (a.skey IS NOT NULL OR hash(l.skey) IN (SELECT h FROM {{.Table}}_retried))
+    WHERE l.has_skey AND (a.skey IS NOT NULL OR l.skey IN (SELECT h FROM {{.Table}}_retried))
 ),
--- per key (by hash, as every window here partitions): a reused key, or attempt numbers
+-- per key: a reused key, or attempt numbers
 -- that repeat. With fewer than two first attempts, the lines other than the first have
 -- numbers of 1 and up, so a number repeats exactly when two lines log it.
 g AS (
-    SELECT hash(skey) AS h,
+    SELECT skey AS h,
         count(*) FILTER (logged_attempt IS NULL OR logged_attempt = 0) >= 2 AS reused,
         count(logged_attempt) > count(DISTINCT logged_attempt) AS repeats
     FROM k
@@ -116,7 +117,7 @@ g AS (
 ),
 kg AS (
     SELECT k.*, g.reused, NOT g.reused AND g.repeats AS renumber
-    FROM k JOIN g ON g.h = hash(k.skey)
+    FROM k JOIN g ON g.h = k.skey
 ),
 -- only the keys renumbered are sorted: by number, then time, a repeated number's lines in
 -- the order they started
@@ -125,7 +126,7 @@ n AS (
         CAST(first_value(coalesce(logged_attempt, 0)) OVER byNumber + row_number() OVER byNumber - 1 AS INTEGER) AS attempt
     FROM kg
     WHERE renumber
-    WINDOW byNumber AS (PARTITION BY hash(skey) ORDER BY coalesce(logged_attempt, 0), started, ts, file_id, line)
+    WINDOW byNumber AS (PARTITION BY skey ORDER BY coalesce(logged_attempt, 0), started, ts, file_id, line)
 )
 SELECT file_id, line, skey, skind, reused AS reused_key,
     CASE WHEN reused THEN logged_attempt ELSE coalesce(logged_attempt, 0) END AS attempt
@@ -247,7 +248,7 @@ CREATE TEMP VIEW {{.Table}} AS
 SELECT * EXCLUDE (logged_attempt, skey, skind, has_skey, keyed_first),
     logged_attempt AS attempt, keyed_first AS inferred,
     logged_attempt IS NOT NULL AS strong, -- linked by a key the client sent
-    CASE WHEN logged_attempt IS NOT NULL THEN skey END AS lkey,
+    CASE WHEN logged_attempt IS NOT NULL THEN CAST(skey AS VARCHAR) END AS lkey,
     CASE WHEN logged_attempt IS NOT NULL THEN skind END AS linked_by
 FROM {{.Table}}_rows
 WHERE (logged_attempt IS NOT NULL AND has_skey)
@@ -354,16 +355,14 @@ CREATE {{.Kind}} {{.Table}}_attempts AS
 WITH m AS MATERIALIZED (
     -- the columns the logical metrics, loops, findings and backoff read
     SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
-        idempotency_key, invocation_id, request_id, retry_after,
-        logged_attempt AS attempt, keyed_first AS inferred, true AS strong, skey AS lkey, skind AS linked_by,
+        idempotency_key, invocation_id, request_id, retry_after, key_text,
+        logged_attempt AS attempt, keyed_first AS inferred, true AS strong, CAST(skey AS VARCHAR) AS lkey, skind AS linked_by,
         reused_key, renumbered
     FROM {{.Table}}_rows
-    -- by hash: a collision only brings a single-attempt request in, which the logical
-    -- metrics count the same either way (see logical.sql)
-    WHERE logged_attempt IS NOT NULL AND has_skey AND hash(skey) IN (SELECT h FROM {{.Table}}_retried)
+    WHERE logged_attempt IS NOT NULL AND has_skey AND skey IN (SELECT h FROM {{.Table}}_retried)
     UNION ALL BY NAME
     SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
-        idempotency_key, invocation_id, request_id, retry_after,
+        idempotency_key, invocation_id, request_id, retry_after, key_text,
         attempt, inferred, strong, lkey, linked_by, reused_key, renumbered
     FROM {{.Table}}_chain
 ),
@@ -392,10 +391,11 @@ SELECT * EXCLUDE (prev, first, in_range),
     first.upstream_status AS first_upstream_status,
     first.attempt         AS first_n,
     first.ts              AS first_ts, -- the request's place in time: ranges cut the stored table by it
-    -- how findings name a logical request: its key as logged, with what and when
-    coalesce(coalesce(idempotency_key, invocation_id, request_id) || ' (', '') ||
+    -- how findings name a logical request: its key as logged, with what and when (a first
+    -- attempt stores no key text, but findings name requests by their retries)
+    coalesce(key_text || ' (', '') ||
         coalesce(method, '-') || ' ' || coalesce(route, uri, '-') || ' at ' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') ||
-        CASE WHEN coalesce(idempotency_key, invocation_id, request_id) IS NOT NULL THEN ')' ELSE '' END AS example
+        CASE WHEN key_text IS NOT NULL THEN ')' ELSE '' END AS example
 FROM w
 WHERE first.in_range -- a logical request belongs to the range of its first attempt
 {{end}}

@@ -16,7 +16,9 @@ import (
 
 func fp(x float64) *float64 { return &x }
 
-// memDB is a fresh in-memory database with retrylens's schema.
+// memDB is a fresh in-memory database with retrylens's schema, and a table lines where
+// tests write rows as they were logged, keys as text: openSet stores them in requests as
+// ingest does (keys as ingest.KeyHash, key_text as ingest.KeyText).
 func memDB(t *testing.T) *sql.DB {
 	t.Helper()
 	db, err := ingest.Open(context.Background(), "")
@@ -24,12 +26,31 @@ func memDB(t *testing.T) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`CREATE TABLE lines AS SELECT * EXCLUDE (request_id_hash, idempotency_key_hash, invocation_id_hash, key_text),
+		NULL::VARCHAR AS request_id, NULL::VARCHAR AS idempotency_key, NULL::VARCHAR AS invocation_id FROM requests LIMIT 0`); err != nil {
+		t.Fatal(err)
+	}
 	return db
+}
+
+// storeLines moves the rows of lines into requests.
+func storeLines(t *testing.T, db *sql.DB) {
+	t.Helper()
+	if _, err := db.Exec(`INSERT INTO requests BY NAME
+		SELECT * EXCLUDE (request_id, idempotency_key, invocation_id),
+			retrylens_key(request_id) AS request_id_hash, retrylens_key(idempotency_key) AS idempotency_key_hash,
+			retrylens_key(invocation_id) AS invocation_id_hash,
+			CASE WHEN attempt IS DISTINCT FROM 0 THEN coalesce(idempotency_key, invocation_id, request_id) END AS key_text
+		FROM lines;
+		DELETE FROM lines`); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // openSet prepares the rows o selects, closed when the test ends.
 func openSet(t *testing.T, db *sql.DB, o query.Options) *query.Set {
 	t.Helper()
+	storeLines(t, db)
 	set, err := query.Open(context.Background(), db, o)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +80,7 @@ func TestMetrics(t *testing.T) {
 		{"2026-11-29 10:02:00", 0, 200, "d"},   // outside --until
 	}
 	for i, r := range rows {
-		if _, err := db.Exec("INSERT INTO requests (file_id, line, ts, attempt, status, request_id) VALUES (1, ?, ?::TIMESTAMP, ?, ?, ?)", i+1, r.ts, r.attempt, r.status, r.id); err != nil {
+		if _, err := db.Exec("INSERT INTO lines (file_id, line, ts, attempt, status, request_id) VALUES (1, ?, ?::TIMESTAMP, ?, ?, ?)", i+1, r.ts, r.attempt, r.status, r.id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -153,7 +174,7 @@ func TestLoopsAndFindings(t *testing.T) {
 		{"2026-11-29 10:40:01", 0.1, "z", "DELETE", 1, 200, nil, "key-z"},
 	}
 	for i, r := range rows {
-		_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_time, request_id, method, attempt, status, retry_after, idempotency_key)
+		_, err := db.Exec(`INSERT INTO lines (file_id, line, ts, request_time, request_id, method, attempt, status, retry_after, idempotency_key)
 			VALUES (1, ?, ?::TIMESTAMP, ?, ?, ?, ?, ?, ?, ?)`, i+1, r.ts, r.rt, r.id, r.method, r.attempt, r.status, r.retryAfter, r.idem)
 		if err != nil {
 			t.Fatal(err)
@@ -196,7 +217,7 @@ func TestLoopsAndFindings(t *testing.T) {
 func insert(t *testing.T, db *sql.DB, rows [][]any) {
 	t.Helper()
 	for i, r := range rows {
-		_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, remote_addr, user_agent, method, uri, attempt, status, request_id)
+		_, err := db.Exec(`INSERT INTO lines (file_id, line, ts, remote_addr, user_agent, method, uri, attempt, status, request_id)
 			VALUES (1, ?, ?::TIMESTAMP, ?, 'ua', ?, ?, ?, ?, ?)`, append([]any{i + 1}, r...)...)
 		if err != nil {
 			t.Fatal(err)
@@ -283,7 +304,7 @@ func TestProxyAmplification(t *testing.T) {
 	db := memDB(t)
 	// "502, 200" is two tries; "200" one; a line without the column counts for neither.
 	for i, tries := range []any{2, 1, nil} {
-		if _, err := db.Exec("INSERT INTO requests (file_id, line, ts, attempt, status, upstream_tries) VALUES (1, ?, TIMESTAMP '2026-11-29 10:00:00', 0, 200, ?)", i+1, tries); err != nil {
+		if _, err := db.Exec("INSERT INTO lines (file_id, line, ts, attempt, status, upstream_tries) VALUES (1, ?, TIMESTAMP '2026-11-29 10:00:00', 0, 200, ?)", i+1, tries); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -304,7 +325,7 @@ func TestBackoffAndSynchronised(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	add := func(id string, attempt int, at time.Time, status int) {
 		// request_time 0: each attempt starts when it ends, so gaps are exact.
-		_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_time, request_id, method, attempt, status)
+		_, err := db.Exec(`INSERT INTO lines (file_id, line, ts, request_time, request_id, method, attempt, status)
 			VALUES (1, ?, ?, 0, ?, 'GET', ?, ?)`, at.UnixNano(), at, id, attempt, status)
 		if err != nil {
 			t.Fatal(err)
@@ -323,7 +344,7 @@ func TestBackoffAndSynchronised(t *testing.T) {
 	}
 	// One single-attempt request with a request id, one linked by the heuristic.
 	add("single", 0, t0.Add(time.Minute), 200)
-	if _, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_time, remote_addr, method, uri, attempt, status)
+	if _, err := db.Exec(`INSERT INTO lines (file_id, line, ts, request_time, remote_addr, method, uri, attempt, status)
 		VALUES (1, 0, ?, 0, '10.0.0.9', 'GET', '/x', 0, 200)`, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +415,7 @@ func TestRetryAfterForms(t *testing.T) {
 	line := 0
 	add := func(id string, attempt int, ts string, status int, retryAfter any) {
 		line++
-		_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_time, request_id, method, attempt, status, retry_after)
+		_, err := db.Exec(`INSERT INTO lines (file_id, line, ts, request_time, request_id, method, attempt, status, retry_after)
 			VALUES (1, ?, ?::TIMESTAMP, 0.1, ?, 'GET', ?, ?, ?)`, line, ts, id, attempt, status, retryAfter)
 		if err != nil {
 			t.Fatal(err)
@@ -462,7 +483,7 @@ func TestHeuristicOpenChain(t *testing.T) {
 func TestFindingExamplesPastAStorm(t *testing.T) {
 	ctx := context.Background()
 	db := memDB(t)
-	_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_time, request_id, method, uri, route, attempt, status)
+	_, err := db.Exec(`INSERT INTO lines (file_id, line, ts, request_time, request_id, method, uri, route, attempt, status)
 		SELECT 1, i + 1, TIMESTAMP '2026-11-29 10:00:00' + to_microseconds(i * 100), 0.0001, 'a-storm', 'POST', '/pay', '/pay', i, 503
 		FROM range(1501) t(i)`)
 	if err != nil {
@@ -472,7 +493,7 @@ func TestFindingExamplesPastAStorm(t *testing.T) {
 		{"2026-11-29 10:00:05", "b-one", 0, 503}, {"2026-11-29 10:00:06", "b-one", 1, 200},
 		{"2026-11-29 10:00:07", "c-one", 0, 503}, {"2026-11-29 10:00:08", "c-one", 1, 200},
 	} {
-		_, err := db.Exec(`INSERT INTO requests (file_id, line, ts, request_id, attempt, status, method, uri, route)
+		_, err := db.Exec(`INSERT INTO lines (file_id, line, ts, request_id, attempt, status, method, uri, route)
 			VALUES (1, ?, ?::TIMESTAMP, ?, ?, ?, 'POST', '/pay', '/pay')`, append([]any{2000 + i}, r...)...)
 		if err != nil {
 			t.Fatal(err)

@@ -311,7 +311,7 @@ func TestNoControlBytesInAnyFormat(t *testing.T) {
 	for _, s := range report.Sections {
 		runs = append(runs, []string{"report", "--db", db, "--window", "1m", "--by", "route", "--format", "csv", "--section", s})
 	}
-	runs = append(runs, []string{"query", "--db", db, "--format", "csv", "SELECT request_id, user_agent, uri FROM requests"})
+	runs = append(runs, []string{"query", "--db", db, "--format", "csv", "SELECT key_text, user_agent, uri FROM requests"})
 	for _, args := range runs {
 		out, stderr, code := retrylens(t, nil, args...)
 		if code != 0 {
@@ -320,7 +320,7 @@ func TestNoControlBytesInAnyFormat(t *testing.T) {
 		if strings.ContainsAny(out, "\x1b\x07") {
 			t.Errorf("%v: a raw ESC or BEL in the output", args)
 		}
-		if strings.Contains(args[len(args)-1], "request_id") && !strings.Contains(out, `\x1b[31m`) {
+		if strings.Contains(args[len(args)-1], "key_text") && !strings.Contains(out, `\x1b[31m`) {
 			t.Errorf("%v: the escape is not shown escaped:\n%s", args, out)
 		}
 	}

@@ -46,7 +46,7 @@ func inferenceScore(t *testing.T, format, path string) (precision, recall, exact
 		truth[k] = a
 	}
 	rows.Close()
-	if _, err := db.Exec("UPDATE requests SET attempt = NULL, attempt_source = NULL, request_id = NULL, idempotency_key = NULL, invocation_id = NULL, retry_reason = NULL"); err != nil {
+	if _, err := db.Exec("UPDATE requests SET attempt = NULL, attempt_source = NULL, request_id_hash = NULL, idempotency_key_hash = NULL, invocation_id_hash = NULL, key_text = NULL, retry_reason = NULL"); err != nil {
 		t.Fatal(err)
 	}
 	set, err := query.Open(ctx, db, query.Options{InferAttempts: true})

@@ -628,7 +628,8 @@ func TestDryRunAndFormats(t *testing.T) {
 	}
 }
 
-// retrylens query runs SQL on the database: the rejects table names the cut line 60.
+// retrylens query runs SQL on the database: the rejects table names the cut line 60, and
+// retrylens_key finds a request by its id.
 func TestQueryCommand(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "q.duckdb")
@@ -646,6 +647,13 @@ func TestQueryCommand(t *testing.T) {
 	}
 	if _, stderr, code := retrylens(t, nil, "query", "--db", db, "SELEC 1"); code != exitError || !strings.Contains(stderr, "syntax error") {
 		t.Errorf("bad SQL: exit %d: %s", code, stderr)
+	}
+	// A request found by its id, stored as a hash: inc-0106's three lines in the sample
+	// (14:23:15-17, 502, 502, 200), its text on the two retries only.
+	stdout, stderr, code = retrylens(t, nil, "query", "--db", db,
+		"SELECT attempt, status, key_text FROM requests WHERE request_id_hash = retrylens_key('inc-0106') ORDER BY ts")
+	if want := "attempt\tstatus\tkey_text\n0\t502\t\n1\t502\tinc-0106\n2\t200\tinc-0106\n"; code != 0 || stdout != want {
+		t.Errorf("by request id: exit %d, stdout %q, want %q: %s", code, stdout, want, stderr)
 	}
 }
 

@@ -1,0 +1,64 @@
+package ingest
+
+import (
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+
+	"github.com/cespare/xxhash/v2"
+	duckdb "github.com/duckdb/duckdb-go/v2"
+)
+
+// The keys a request is linked by (X-Request-Id, Idempotency-Key, the invocation id) are
+// stored as 64-bit hashes, not text (issue #20): most of them are unique per request, so
+// their text was among the columns that cost a load most (DuckDB compressing a million
+// distinct strings), and every report hashed it again to join and partition by it. The
+// text is kept where it is printed: findings and loops name a request by its key, and a
+// request with a retry has the key on its retries' rows (key_text). Two keys collide with
+// a chance of about n²/2⁶⁵ (10⁻⁶ for 10M keys): two requests would be linked as one.
+
+// KeyHash is the stored hash of a key's text: xxHash64 of the text as stored (bytes that
+// are not UTF-8 escaped, as in key_text), as a signed 64-bit integer.
+func KeyHash(key string) int64 { return int64(xxhash.Sum64String(validUTF8(key))) }
+
+// KeyText is the key_text of a line: its strong key as logged (Idempotency-Key, else the
+// invocation id, else X-Request-Id), but for first attempts (attempt 0), whose retries
+// carry the same key, or none (a request that never retried is never named by its key).
+// Lines without the attempt header keep it: --infer-attempts links them by client and URI,
+// each with a key of its own.
+func KeyText(attempt int, idempotencyKey, invocationID, requestID string) string {
+	if attempt == 0 {
+		return ""
+	}
+	for _, k := range []string{idempotencyKey, invocationID, requestID} {
+		if k != "" {
+			return k
+		}
+	}
+	return ""
+}
+
+// keyFunction is the SQL name of KeyHash, for `retrylens query` (find a request by its
+// id: WHERE request_id_hash = retrylens_key('…')).
+const keyFunction = "retrylens_key"
+
+// registerKey registers retrylens_key(VARCHAR) BIGINT.
+func registerKey(conn *sql.Conn) error {
+	return duckdb.RegisterScalarUDF(conn, keyFunction, keyUDF{typeInfo(duckdb.TYPE_VARCHAR), typeInfo(duckdb.TYPE_BIGINT)})
+}
+
+type keyUDF struct{ in, out duckdb.TypeInfo }
+
+func (k keyUDF) Config() duckdb.ScalarFuncConfig {
+	return duckdb.ScalarFuncConfig{InputTypeInfos: []duckdb.TypeInfo{k.in}, ResultTypeInfo: k.out}
+}
+
+func (k keyUDF) Executor() duckdb.ScalarFuncExecutor {
+	return duckdb.ScalarFuncExecutor{RowExecutor: func(v []driver.Value) (any, error) {
+		s, ok := v[0].(string)
+		if !ok {
+			return nil, fmt.Errorf("%s: want a VARCHAR, got %T", keyFunction, v[0])
+		}
+		return KeyHash(s), nil
+	}}
+}
