@@ -40,13 +40,49 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 		return nil, openError(path, err)
 	}
 	if path != "" {
-		if err := checkSchema(ctx, db); err != nil {
+		if err := checkSchema(ctx, db, true); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("database %s: %w", path, err)
 		}
 		removeStaleTemp(path)
 	}
 	return db, nil
+}
+
+// keysAsText reports whether the requests table is one written before the keys were
+// stored as hashes (keys.go).
+func keysAsText(have map[string]bool) bool {
+	return have["requests.request_id"] && !have["requests.request_id_hash"]
+}
+
+// upgradeKeys brings such a table to today's columns, in one transaction, so that the
+// rows of logs that may be gone since are kept: each key's hash from its text, key_text
+// as a load writes it, the text columns dropped. A read-only open cannot; checkSchema
+// then says what to run.
+func upgradeKeys(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, q := range []string{
+		`ALTER TABLE requests ADD COLUMN request_id_hash BIGINT`,
+		`ALTER TABLE requests ADD COLUMN idempotency_key_hash BIGINT`,
+		`ALTER TABLE requests ADD COLUMN invocation_id_hash BIGINT`,
+		`ALTER TABLE requests ADD COLUMN key_text VARCHAR`,
+		// as KeyText: the text on every line but first attempts
+		`UPDATE requests SET request_id_hash = ` + keyFunction + `(request_id),
+			idempotency_key_hash = ` + keyFunction + `(idempotency_key), invocation_id_hash = ` + keyFunction + `(invocation_id),
+			key_text = CASE WHEN attempt IS DISTINCT FROM 0 THEN coalesce(idempotency_key, invocation_id, request_id) END`,
+		`ALTER TABLE requests DROP COLUMN request_id`,
+		`ALTER TABLE requests DROP COLUMN idempotency_key`,
+		`ALTER TABLE requests DROP COLUMN invocation_id`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("store the request keys as hashes: %w", err)
+		}
+	}
+	return tx.Commit()
 }
 
 // removeStaleTemp removes the files a killed process left in DuckDB's temporary
@@ -82,7 +118,7 @@ func OpenReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 		db.Close()
 		return nil, openError(path, err)
 	}
-	if err := checkSchema(ctx, db); err != nil {
+	if err := checkSchema(ctx, db, false); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
@@ -140,9 +176,14 @@ func columns(ctx context.Context, db *sql.DB) (map[string]bool, error) {
 
 // checkSchema refuses a database whose tables lack columns this version writes (CREATE
 // TABLE IF NOT EXISTS leaves an older table as it was), instead of failing later with
-// DuckDB's binder errors.
-func checkSchema(ctx context.Context, db *sql.DB) error {
+// DuckDB's binder errors; with upgrade, it first upgrades one whose keys are text.
+func checkSchema(ctx context.Context, db *sql.DB, upgrade bool) error {
 	have, err := columns(ctx, db)
+	if err == nil && upgrade && keysAsText(have) {
+		if err = upgradeKeys(ctx, db); err == nil {
+			have, err = columns(ctx, db)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -151,6 +192,9 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 		if !have[c] && !addedLater[c] {
 			missing = append(missing, c)
 		}
+	}
+	if keysAsText(have) {
+		return fmt.Errorf("%w, which stored the request keys as text: 'retrylens verify --db' on it upgrades it in place, keeping its rows", ErrOldSchema)
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)

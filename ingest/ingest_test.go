@@ -241,6 +241,67 @@ func TestOldSchema(t *testing.T) {
 	}
 }
 
+// A database written while the request keys were stored as text is upgraded in place by a
+// read-write open and refused, with what to run, by a read-only one. Its rows stay, their
+// keys hashed (xxhash computed here) and their text kept on every line but first attempts.
+func TestUpgradeKeys(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "keys.duckdb")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the requests table of before: the hashes and key_text replaced by the text
+	_, err = db.Exec(`ALTER TABLE requests DROP COLUMN request_id_hash; ALTER TABLE requests DROP COLUMN idempotency_key_hash;
+		ALTER TABLE requests DROP COLUMN invocation_id_hash; ALTER TABLE requests DROP COLUMN key_text;
+		ALTER TABLE requests ADD COLUMN request_id VARCHAR; ALTER TABLE requests ADD COLUMN idempotency_key VARCHAR;
+		ALTER TABLE requests ADD COLUMN invocation_id VARCHAR;
+		INSERT INTO requests (file_id, line, attempt, request_id, idempotency_key, invocation_id) VALUES
+			(1, 1, 0, 'r1', 'idem-1', NULL), (1, 2, 1, 'r1', 'idem-1', NULL), (1, 3, NULL, 'r3', NULL, NULL),
+			(1, 4, 2, NULL, NULL, 'inv-4'), (1, 5, 1, NULL, NULL, NULL)`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReadOnly(ctx, path); !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), "retrylens verify") {
+		t.Fatalf("OpenReadOnly(keys as text) = %v; want ErrOldSchema saying what upgrades it", err)
+	}
+	if db, err = Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	type row struct {
+		rid, ik, inv sql.NullInt64
+		text         sql.NullString
+	}
+	want := []row{
+		{rid: keyOf("r1"), ik: keyOf("idem-1")},                                                      // a first attempt: no text
+		{rid: keyOf("r1"), ik: keyOf("idem-1"), text: sql.NullString{String: "idem-1", Valid: true}}, // the Idempotency-Key first
+		{rid: keyOf("r3"), text: sql.NullString{String: "r3", Valid: true}},                          // untagged: kept
+		{inv: keyOf("inv-4"), text: sql.NullString{String: "inv-4", Valid: true}},
+		{},
+	}
+	rows, err := db.Query(`SELECT request_id_hash, idempotency_key_hash, invocation_id_hash, key_text FROM requests ORDER BY line`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.rid, &r.ik, &r.inv, &r.text); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(row{})); diff != "" {
+		t.Errorf("upgraded rows (-want +got):\n%s", diff)
+	}
+	if have, _ := columns(ctx, db); have["requests.request_id"] {
+		t.Error("the text column request_id is still there")
+	}
+}
+
 // The columns checkSchema wants, read from schema.sql's text, are those DuckDB creates
 // from it.
 func TestSchemaColumns(t *testing.T) {
