@@ -31,12 +31,14 @@ func (e *env) queryCmd() *cobra.Command {
 Tables: requests (one row per line: ts, method, uri, route, status, attempt, …),
 files (the registry of loaded content), reject_counts and rejects (malformed lines,
 with file_id and line number). The request keys are stored as hashes
-(request_id_hash, idempotency_key_hash, invocation_id_hash: retrylens_key('text')
-computes one), their text in key_text on every line but first attempts. On a ClickHouse cluster (--db clickhouse://…) the
-statement is ClickHouse's SQL, run on the server the URL names: requests is the
-Distributed table over every shard, with the time as ts_us (microseconds since the
-epoch). Text from the logs is printed with control characters
-escaped.
+(request_id_hash, idempotency_key_hash, invocation_id_hash; retrylens_key('text')
+computes one), their text in key_text on every line but first attempts.
+
+On a ClickHouse cluster (--db clickhouse://…) the statement is ClickHouse's SQL, run on
+the server the URL names: requests is the Distributed table over every shard, with the
+time as ts_us (microseconds since the epoch) and the keys as their text.
+
+Text from the logs is printed with control characters escaped.
 
 The database is opened read-only: a DELETE or DROP could take rows out of the registry's
 reach. --write allows changes; the next ingest repairs rows and registry that no longer
