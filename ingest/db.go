@@ -70,10 +70,9 @@ func upgradeKeys(ctx context.Context, db *sql.DB) error {
 		`ALTER TABLE requests ADD COLUMN idempotency_key_hash BIGINT`,
 		`ALTER TABLE requests ADD COLUMN invocation_id_hash BIGINT`,
 		`ALTER TABLE requests ADD COLUMN key_text VARCHAR`,
-		// as KeyText: the text on every line but first attempts
 		`UPDATE requests SET request_id_hash = ` + keyFunction + `(request_id),
 			idempotency_key_hash = ` + keyFunction + `(idempotency_key), invocation_id_hash = ` + keyFunction + `(invocation_id),
-			key_text = CASE WHEN attempt IS DISTINCT FROM 0 THEN coalesce(idempotency_key, invocation_id, request_id) END`,
+			key_text = ` + keyTextFunction + `(attempt, idempotency_key, invocation_id, request_id)`,
 		`ALTER TABLE requests DROP COLUMN request_id`,
 		`ALTER TABLE requests DROP COLUMN idempotency_key`,
 		`ALTER TABLE requests DROP COLUMN invocation_id`,

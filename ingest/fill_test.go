@@ -15,7 +15,8 @@ import (
 // TestFillValues loads records with the values at the edges of each column's type
 // through retrylens_rows and reads them back: NULLs, strings short enough for DuckDB to
 // inline (12 bytes) and longer ones, bytes that are not UTF-8 (escaped), numbers at their
-// limits; a key as its hash, and as text where the line is a retry. More rows than one chunk, so that later chunks reuse a thread's filler.
+// limits; a key as its hash, and as text on every line but a first attempt (a retry, an
+// untagged line). More rows than one chunk, so that later chunks reuse a thread's filler.
 func TestFillValues(t *testing.T) {
 	ctx := context.Background()
 	db := memDB(t)
@@ -24,7 +25,7 @@ func TestFillValues(t *testing.T) {
 		{Time: time.UnixMicro(1795946401012345).UTC(), RemoteAddr: "10.0.0.1", Method: "GET", URI: long, Status: 502,
 			Bytes: 1 << 40, RequestTime: 0.25, UpstreamTries: 40000, Attempt: 1<<31 - 1, AttemptSource: "x-retry-attempt",
 			MaxAttempts: 3, RequestID: "r-\xff-\xc3", UserAgent: "123456789012", Referer: "1234567890123"},
-		{Status: -1, Bytes: -1, RequestTime: -1, Attempt: -1, UpstreamTries: 0, AttemptSource: "dropped without attempt"},
+		{Status: -1, Bytes: -1, RequestTime: -1, Attempt: -1, UpstreamTries: 0, AttemptSource: "dropped without attempt", RequestID: "untagged"},
 		{Status: 0, Bytes: 0, RequestTime: 0, Attempt: 0, MaxAttempts: 0, Method: "é"},
 	}
 	var recs []parse.Record
@@ -68,7 +69,7 @@ func TestFillValues(t *testing.T) {
 		tries: sql.NullInt16{Int16: 32767, Valid: true}, max: sql.NullInt16{Int16: 3, Valid: true},
 		bytes: sql.NullInt64{Int64: 1 << 40, Valid: true}, rt: sql.NullFloat64{Float64: 0.25, Valid: true},
 		attempt: sql.NullInt32{Int32: 1<<31 - 1, Valid: true},
-	}, {}, {
+	}, {rid: str("untagged"), ridHash: sql.NullInt64{Int64: int64(xxhash.Sum64String("untagged")), Valid: true}}, {
 		method: str("é"), route: str(long), status: sql.NullInt16{Valid: true}, bytes: sql.NullInt64{Valid: true},
 		rt: sql.NullFloat64{Valid: true}, attempt: sql.NullInt32{Valid: true},
 	}}

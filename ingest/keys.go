@@ -39,12 +39,47 @@ func KeyText(attempt int, idempotencyKey, invocationID, requestID string) string
 }
 
 // keyFunction is the SQL name of KeyHash, for `retrylens query` (find a request by its
-// id: WHERE request_id_hash = retrylens_key('…')).
-const keyFunction = "retrylens_key"
+// id: WHERE request_id_hash = retrylens_key('…')); keyTextFunction that of KeyText
+// (attempt, idempotency_key, invocation_id, request_id), for SQL that stores rows
+// from the keys' text (an older database's upgrade).
+const (
+	keyFunction     = "retrylens_key"
+	keyTextFunction = "retrylens_key_text"
+)
 
-// registerKey registers retrylens_key(VARCHAR) BIGINT.
+// registerKey registers retrylens_key(VARCHAR) BIGINT and retrylens_key_text(INTEGER,
+// VARCHAR, VARCHAR, VARCHAR) VARCHAR.
 func registerKey(conn *sql.Conn) error {
-	return duckdb.RegisterScalarUDF(conn, keyFunction, keyUDF{typeInfo(duckdb.TYPE_VARCHAR), typeInfo(duckdb.TYPE_BIGINT)})
+	if err := duckdb.RegisterScalarUDF(conn, keyFunction, keyUDF{typeInfo(duckdb.TYPE_VARCHAR), typeInfo(duckdb.TYPE_BIGINT)}); err != nil {
+		return err
+	}
+	return duckdb.RegisterScalarUDF(conn, keyTextFunction, keyTextUDF{})
+}
+
+type keyTextUDF struct{}
+
+func (keyTextUDF) Config() duckdb.ScalarFuncConfig {
+	v := typeInfo(duckdb.TYPE_VARCHAR)
+	return duckdb.ScalarFuncConfig{
+		InputTypeInfos: []duckdb.TypeInfo{typeInfo(duckdb.TYPE_INTEGER), v, v, v},
+		ResultTypeInfo: v,
+		// a NULL attempt is an untagged line, a NULL key no key
+		SpecialNullHandling: true,
+	}
+}
+
+func (keyTextUDF) Executor() duckdb.ScalarFuncExecutor {
+	return duckdb.ScalarFuncExecutor{RowExecutor: func(v []driver.Value) (any, error) {
+		attempt := -1
+		if a, ok := v[0].(int32); ok {
+			attempt = int(a)
+		}
+		text := func(x driver.Value) string { s, _ := x.(string); return s }
+		if k := KeyText(attempt, text(v[1]), text(v[2]), text(v[3])); k != "" {
+			return k, nil
+		}
+		return nil, nil
+	}}
 }
 
 type keyUDF struct{ in, out duckdb.TypeInfo }
