@@ -7,9 +7,10 @@
 # commit, built from a temporary worktree. Rounds interleave the commands, so that a busy
 # minute on this shared machine slows all of them; the figures are the medians and the
 # spread (min-max) of lines/s, and the ratios of medians. Then it splits retrylens's time
-# into the load and the report cache (from ingest's summary lines), prints peak memory
-# (GNU time), and measures the floor under any load into DuckDB here: DuckDB copying the
-# same rows, parsed and in memory, into a fresh file (BenchmarkLoad1M/duckdb-copy).
+# into the load and the report cache (from ingest's summary lines), prints peak memory and
+# CPU time (GNU time), and measures the floor under any load into DuckDB here: DuckDB
+# copying the same rows, parsed and in memory, into a fresh file (BenchmarkLoad1M/duckdb-copy),
+# with the CPU time it takes beside the CPU time a 2x speed-up over BASE would allow.
 #
 #   bash bench/ingest.sh [LINES [ROUNDS]]       # default 1000000 lines, 3 rounds
 #   BASE=d251cf8 bash bench/ingest.sh           # and against commit d251cf8
@@ -42,11 +43,11 @@ go run ./bench/genlog --lines "$n" --seed 1 --format retry > "$dir/access.log"
 echo "input: $n lines, $(du -h "$dir/access.log" | cut -f1), retry format (bench/genlog --seed 1); $rounds rounds${BASE:+; base $BASE}"
 cat "$dir/access.log" > /dev/null # warm the page cache
 
-# run NAME CMD...: appends "seconds peak-KiB" of one run to $dir/NAME.times.
+# run NAME CMD...: appends "seconds peak-KiB core-seconds" of one run to $dir/NAME.times.
 run() {
   local name=$1; shift
-  /usr/bin/time -f "%e %M" -o "$dir/t" "$@" > /dev/null 2> "$dir/$name.err" || { cat "$dir/$name.err" >&2; exit 1; }
-  cat "$dir/t" >> "$dir/$name.times"
+  /usr/bin/time -f "%e %M %U %S" -o "$dir/t" "$@" > /dev/null 2> "$dir/$name.err" || { cat "$dir/$name.err" >&2; exit 1; }
+  awk '{ print $1, $2, $3 + $4 }' "$dir/t" >> "$dir/$name.times"
 }
 # seconds of a Go duration as ingest prints it: 4.1s, 937ms, 1m2.345s.
 secs() {
@@ -91,14 +92,15 @@ stats() {
     m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
     printf "%s %s %s\n", m, v[1], v[NR] }'
 }
-printf '%-10s %9s %22s %12s\n' command seconds "lines/s (min-max)" "peak MiB"
+printf '%-10s %9s %22s %12s %8s\n' command seconds "lines/s (min-max)" "peak MiB" core-s
 for k in $cmds; do
   read -r t lo hi < <(stats "$dir/$k.times" 1)
   read -r m _ _ < <(stats "$dir/$k.times" 2)
+  read -r c _ _ < <(stats "$dir/$k.times" 3)
   eval "t_$k=$t"
-  awk -v name="$k" -v t="$t" -v lo="$lo" -v hi="$hi" -v n="$n" -v m="$m" 'BEGIN {
+  awk -v name="$k" -v t="$t" -v lo="$lo" -v hi="$hi" -v n="$n" -v m="$m" -v c="$c" 'BEGIN {
     if (t == 0) t = 0.01; if (lo == 0) lo = 0.01; if (hi == 0) hi = 0.01
-    printf "%-10s %9.2f %9.0f (%.0f-%.0f) %12.1f\n", name, t, n / t, n / hi, n / lo, m / 1024 }'
+    printf "%-10s %9.2f %9.0f (%.0f-%.0f) %12.1f %8.2f\n", name, t, n / t, n / hi, n / lo, m / 1024, c }'
 done
 awk -v g="$t_goaccess" -v r="$t_retrylens" 'BEGIN { printf "retrylens/GoAccess speed: %.2fx\n", g / r }'
 if [ -n "${BASE:-}" ]; then
@@ -111,8 +113,15 @@ for k in retrylens ${BASE:+base}; do
 done
 RETRYLENS_BENCH_LOG="$dir/access.log" go test ./ingest -run '^$' -bench 'Load1M/duckdb-copy$' -benchtime 1x > "$dir/floor.txt"
 floor=$(awk '/duckdb-copy-/ { for (i = 1; i < NF; i++) if ($(i+1) == "rows/s") print $i }' "$dir/floor.txt")
+floorcpu=$(awk '/duckdb-copy-/ { for (i = 1; i < NF; i++) if ($(i+1) == "core-s") print $i }' "$dir/floor.txt")
 read -r l _ _ < <(stats "$dir/retrylens.split" 1)
-awk -v n="$n" -v l="$l" -v f="$floor" 'BEGIN {
-  printf "floor: DuckDB copying the same rows from memory into a fresh file, %.0f rows/s (%.2f s)\n", f, n / f
+awk -v n="$n" -v l="$l" -v f="$floor" -v fc="$floorcpu" 'BEGIN {
+  printf "floor: DuckDB copying the same rows from memory into a fresh file, %.0f rows/s (%.2f s, %.2f core-s)\n", f, n / f, fc
   printf "retrylens load / floor: %.0f %%\n", 100 * (n / l) / f
 }'
+# Every command here keeps the machine's cores busy, so CPU time bounds wall time: a
+# speed-up of 2x over BASE needs the whole ingest in half BASE's wall time on these cores.
+if [ -n "${BASE:-}" ]; then
+  awk -v b="$t_base" -v cores="$(nproc)" -v fc="$floorcpu" -v base="$BASE" 'BEGIN {
+    printf "2x of %s: %.2f s, at most %.2f core-s on %d cores; the floor alone takes %.2f\n", base, b / 2, cores * b / 2, cores, fc }'
+fi
