@@ -164,35 +164,125 @@ type scan struct {
 	// read, and only its whole lines are loaded.
 	truncated bool
 	broken    error
-	end       int64   // just past the last newline: what can be loaded now
-	matched   prefix  // the longest registered prefix this content starts with; bytes 0 if none
-	cuts      []int64 // line ends about every chunk bytes apart, the last one end
+	end       int64  // just past the last newline: what can be loaded now
+	matched   prefix // the longest registered prefix this content starts with; bytes 0 if none
 }
 
-// scanFile reads a file's decompressed content in one pass, hashing it as far as the
-// longest length in known and checking at each whether the content so far is that
-// registered prefix.
-func scanFile(name string, known []prefix, chunk int64) (scan, error) {
-	var sc scan
+// planFile finds what of a file to load: the longest registered prefix its content
+// starts with, and where its last whole line ends. A plain file is read only as far as
+// the longest registered length (not at all on its first load) and its last line end is
+// found from its end backwards, so that a load reads it once. A gzip file is read whole
+// first: only that finds where its content ends, or that its stream is cut short. The
+// load cuts either into chunks as it reads them (chunkReader).
+func planFile(name string, known []prefix) (scan, error) {
 	in, err := openInput(name, nil)
 	if err != nil {
-		return sc, err
+		return scan{}, err
 	}
 	defer in.Close()
+	if in.gz != nil {
+		return scanFile(in, known, -1)
+	}
+	f := in.c.(*os.File)
+	st, err := f.Stat()
+	if err != nil {
+		return scan{}, err
+	}
+	var longest int64
+	for _, p := range known {
+		longest = max(longest, p.bytes)
+	}
+	var sc scan
+	if longest > 0 {
+		if sc, err = scanFile(in, known, longest); err != nil {
+			return sc, err
+		}
+	}
+	sc.size = st.Size()
+	sc.end, err = lastLineEnd(f, sc.size)
+	return sc, err
+}
+
+// lastLineEnd is the offset just past the last newline in f's first size bytes (0 if
+// there is none), read backwards from size.
+func lastLineEnd(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0; {
+		start := max(0, end-int64(len(buf)))
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil {
+			return 0, fmt.Errorf("read the end of the file: %w", err)
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
+}
+
+// chunkReader is one chunk of a file as the load reads it from r: want bytes, then on to
+// the first line end, never past left bytes (the file's last line end). With want one
+// less than the chunk size, a chunk ends at the first line end that makes it at least
+// that long; a load killed after it resumes there and cuts the same chunks after it.
+type chunkReader struct {
+	r          *bufio.Reader
+	want, left int64
+	done       bool
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if c.done || c.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	if c.want > 0 {
+		if int64(len(p)) > c.want {
+			p = p[:c.want]
+		}
+		n, err := c.r.Read(p)
+		c.want -= int64(n)
+		c.left -= int64(n)
+		return n, err
+	}
+	if _, err := c.r.Peek(1); err != nil {
+		return 0, err // the file is shorter than it was: the chunk ends here
+	}
+	b, _ := c.r.Peek(min(len(p), c.r.Buffered()))
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b, c.done = b[:i+1], true
+	}
+	n := copy(p, b)
+	c.r.Discard(n)
+	c.left -= int64(n)
+	return n, nil
+}
+
+// scanFile reads in's decompressed content in one pass, or its first limit bytes when
+// limit >= 0, hashing it as far as the longest length in known and checking at each
+// whether the content so far is that registered prefix.
+func scanFile(in *input, known []prefix, limit int64) (scan, error) {
+	var sc scan
+	var src io.Reader = in.r
+	if limit >= 0 {
+		src = io.LimitReader(in.r, limit)
+	}
 	byLen := map[int64][]prefix{}
-	var cuts []int64
+	var lens []int64
 	for _, p := range known {
 		if _, ok := byLen[p.bytes]; !ok {
-			cuts = append(cuts, p.bytes)
+			lens = append(lens, p.bytes)
 		}
 		byLen[p.bytes] = append(byLen[p.bytes], p)
 	}
-	sort.Slice(cuts, func(i, j int) bool { return cuts[i] < cuts[j] })
+	sort.Slice(lens, func(i, j int) bool { return lens[i] < lens[j] })
 	// Hashing stops at the longest registered length: past it there is nothing to match
 	// (on a first load, nothing is hashed at all; the load hashes what it reads).
 	var hashUpTo int64
-	if len(cuts) > 0 {
-		hashUpTo = cuts[len(cuts)-1]
+	if len(lens) > 0 {
+		hashUpTo = lens[len(lens)-1]
 	}
 	h := sha256.New()
 	check := func() {
@@ -203,19 +293,18 @@ func scanFile(name string, known []prefix, chunk int64) (scan, error) {
 			}
 		}
 	}
-	chunkBytes := chunk
 	buf := make([]byte, 256<<10)
 	for {
-		n, err := in.r.Read(buf)
+		n, err := src.Read(buf)
 		chunk := buf[:n]
 		for len(chunk) > 0 {
 			// Cut the chunk at the next registered length, so the hash can be read there.
 			take := int64(len(chunk))
-			for len(cuts) > 0 && cuts[0] <= sc.size {
-				cuts = cuts[1:]
+			for len(lens) > 0 && lens[0] <= sc.size {
+				lens = lens[1:]
 			}
-			if len(cuts) > 0 && cuts[0]-sc.size < take {
-				take = cuts[0] - sc.size
+			if len(lens) > 0 && lens[0]-sc.size < take {
+				take = lens[0] - sc.size
 			}
 			part := chunk[:take]
 			if sc.size < hashUpTo { // parts end at every registered length, hashUpTo too
@@ -224,23 +313,6 @@ func scanFile(name string, known []prefix, chunk int64) (scan, error) {
 			sc.lines += int64(bytes.Count(part, []byte{'\n'}))
 			if i := bytes.LastIndexByte(part, '\n'); i >= 0 {
 				sc.end = sc.size + int64(i) + 1
-				// A cut at the first line end past each chunk's worth of bytes (a part can
-				// hold several when chunks are small).
-				for {
-					last := int64(0)
-					if len(sc.cuts) > 0 {
-						last = sc.cuts[len(sc.cuts)-1]
-					}
-					from := max(0, last+chunkBytes-sc.size-1)
-					if from >= take {
-						break
-					}
-					j := bytes.IndexByte(part[from:], '\n')
-					if j < 0 {
-						break
-					}
-					sc.cuts = append(sc.cuts, sc.size+from+int64(j)+1)
-				}
 			}
 			sc.size += take
 			chunk = chunk[take:]
@@ -258,9 +330,6 @@ func scanFile(name string, known []prefix, chunk int64) (scan, error) {
 		if err != nil {
 			return sc, err
 		}
-	}
-	if len(sc.cuts) == 0 || sc.cuts[len(sc.cuts)-1] != sc.end {
-		sc.cuts = append(sc.cuts, sc.end)
 	}
 	return sc, nil
 }

@@ -341,13 +341,12 @@ func loadFile(ctx context.Context, st store, path string, opt Options) (File, er
 	if err != nil {
 		return out, err
 	}
-	sc, err := scanFile(src, known, opt.ChunkBytes)
+	sc, err := planFile(src, known)
 	if err != nil {
 		return out, err
 	}
 	if stream && sc.end < sc.size && !sc.truncated {
 		sc.end = sc.size
-		sc.cuts = append(sc.cuts, sc.size)
 	}
 	from := sc.matched
 	if from.bytes >= sc.end {
@@ -356,12 +355,6 @@ func loadFile(ctx context.Context, st store, path string, opt Options) (File, er
 		return out, truncated(sc)
 	}
 	out.From, out.SameAs = from.lines, from.path
-	var cuts []int64
-	for _, c := range sc.cuts {
-		if c > from.bytes {
-			cuts = append(cuts, c)
-		}
-	}
 	in, err := openInput(src, nil)
 	if err != nil {
 		return out, err
@@ -375,11 +368,7 @@ func loadFile(ctx context.Context, st store, path string, opt Options) (File, er
 		}
 	}
 	if opt.Progress != nil {
-		size := int64(-1)
-		if len(cuts) > 0 {
-			size = cuts[len(cuts)-1] - from.bytes
-		}
-		bar := opt.Progress(path, size)
+		bar := opt.Progress(path, sc.end-from.bytes)
 		defer bar.Close()
 		in.r = bufio.NewReaderSize(io.TeeReader(in.r, bar), 256<<10)
 	}
@@ -395,10 +384,14 @@ func loadFile(ctx context.Context, st store, path string, opt Options) (File, er
 	// Each chunk is parsed while DuckDB inserts its rows, and commits with its registry
 	// entry.
 	pos, line := from.bytes, from.lines
-	for _, cut := range cuts {
-		p, err := st.loadChunk(ctx, io.LimitReader(in.r, cut-pos), h, format, path, pos, line, opt)
+	for pos < sc.end {
+		r := &chunkReader{r: in.r, want: opt.ChunkBytes - 1, left: sc.end - pos}
+		p, err := st.loadChunk(ctx, r, h, format, path, pos, line, opt)
 		if err != nil {
 			return out, err
+		}
+		if p.end <= pos {
+			break // nothing more to read: the file is shorter than it was
 		}
 		pos, line = p.end, line+p.out.Lines
 		c := p.out
