@@ -156,10 +156,10 @@ type prefix struct {
 	path  string
 }
 
-// scan is what one pass over a file's content found.
+// scan is what planFile found of a file's content.
 type scan struct {
 	size  int64 // decompressed bytes
-	lines int64 // newlines in them
+	lines int64 // newlines in the bytes read ahead: all of them for gzip (what truncated reports)
 	// truncated: a gzip stream that ended early (broken says how); size is what could be
 	// read, and only its whole lines are loaded.
 	truncated bool
