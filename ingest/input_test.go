@@ -70,8 +70,9 @@ func TestPlanFile(t *testing.T) {
 		var b bytes.Buffer
 		if gz {
 			w := gzip.NewWriter(&b)
-			w.Write([]byte(content))
-			w.Close()
+			if _, err := w.Write([]byte(content)); err != nil || w.Close() != nil {
+				t.Fatal("gzip", err)
+			}
 		} else {
 			b.WriteString(content)
 		}
@@ -110,4 +111,32 @@ func TestPlanFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Whatever the content and chunk size, the chunks are the content up to its last line
+// end, each whole lines that end at the first line end making them at least the size.
+func FuzzChunkReader(f *testing.F) {
+	f.Add("aa\nbbbb\nc\n\nddddddd\ne\n", uint8(4))
+	f.Add("no line end", uint8(1))
+	f.Add("\n\n\nx", uint8(2))
+	f.Fuzz(func(t *testing.T, content string, size uint8) {
+		n := int64(size%64) + 1
+		end := int64(strings.LastIndexByte(content, '\n') + 1)
+		got := chunks(content, 0, end, n)
+		if joined := strings.Join(got, ""); joined != content[:end] {
+			t.Fatalf("chunks of %d join to %q, want %q", n, joined, content[:end])
+		}
+		for i, c := range got {
+			if !strings.HasSuffix(c, "\n") {
+				t.Fatalf("chunk %d (%q) does not end a line", i, c)
+			}
+			// The first line end at or past n-1 closes the chunk: none before its last byte.
+			if j := strings.IndexByte(c[min(int64(len(c)), n-1):], '\n'); int64(j)+min(int64(len(c)), n-1) != int64(len(c))-1 {
+				t.Fatalf("chunk %d (%q) of size %d runs past the line end that closes it", i, c, n)
+			}
+			if i < len(got)-1 && int64(len(c)) < n {
+				t.Fatalf("chunk %d (%q) is shorter than %d and not the last", i, c, n)
+			}
+		}
+	})
 }
