@@ -180,10 +180,10 @@ func planFile(name string, known []prefix) (scan, error) {
 		return scan{}, err
 	}
 	defer in.Close()
-	if in.gz != nil {
+	f, ok := in.c.(*os.File)
+	if in.gz != nil || !ok {
 		return scanFile(in, known, -1)
 	}
-	f := in.c.(*os.File)
 	st, err := f.Stat()
 	if err != nil {
 		return scan{}, err
@@ -204,15 +204,17 @@ func planFile(name string, known []prefix) (scan, error) {
 }
 
 // lastLineEnd is the offset just past the last newline in f's first size bytes (0 if
-// there is none), read backwards from size.
+// there is none), read backwards from size. A file cut shorter meanwhile (copytruncate)
+// ends where it now ends.
 func lastLineEnd(f *os.File, size int64) (int64, error) {
 	buf := make([]byte, 64<<10)
 	for end := size; end > 0; {
 		start := max(0, end-int64(len(buf)))
-		b := buf[:end-start]
-		if _, err := f.ReadAt(b, start); err != nil {
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && err != io.EOF {
 			return 0, fmt.Errorf("read the end of the file: %w", err)
 		}
+		b := buf[:n]
 		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
 			return start + int64(i) + 1, nil
 		}

@@ -111,6 +111,15 @@ func TestPlanFile(t *testing.T) {
 			}
 		})
 	}
+	// A file cut shorter after its size was read (copytruncate) ends where it now ends.
+	f, err := os.Open(write("cut.log", "aa\nbb\ncc", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if end, err := lastLineEnd(f, 100<<10); err != nil || end != 6 {
+		t.Errorf("last line end of a file shorter than its size: %d, %v; want 6", end, err)
+	}
 }
 
 // Whatever the content and chunk size, the chunks are the content up to its last line
