@@ -516,3 +516,34 @@ func TestFindingExamplesPastAStorm(t *testing.T) {
 	}
 	t.Errorf("no duplicate_write_risk in %v", findings)
 }
+
+// A closed Set takes its temporary tables with its connection, and leaves the database
+// usable: the pool opens a fresh connection for what comes next.
+func TestCloseDiscardsTheSetsTables(t *testing.T) {
+	t.Parallel()
+	db := memDB(t)
+	db.SetMaxOpenConns(1) // what follows must get a connection after Close
+	if _, err := db.Exec(`INSERT INTO lines (file_id, line, ts, method, uri, status, attempt, request_id)
+		VALUES (1, 1, TIMESTAMP '2026-11-29 14:00:00', 'GET', '/a', 503, 0, 'r1'),
+		       (1, 2, TIMESTAMP '2026-11-29 14:00:01', 'GET', '/a', 200, 1, 'r1')`); err != nil {
+		t.Fatal(err)
+	}
+	storeLines(t, db)
+	for range 2 {
+		set, err := query.Open(context.Background(), db, query.Options{NoCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := set.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		var n int
+		if err := db.QueryRow(`SELECT (SELECT count(*) FROM duckdb_tables() WHERE temporary) +
+			(SELECT count(*) FROM duckdb_views() WHERE temporary AND NOT internal)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("%d temporary tables and views outlive the Set", n)
+		}
+	}
+}
