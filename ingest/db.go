@@ -121,6 +121,10 @@ func OpenReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
+	if err := fitThreads(ctx, db, 0); err != nil {
+		db.Close()
+		return nil, openError(path, err)
+	}
 	return db, nil
 }
 

@@ -184,8 +184,18 @@ const excerptLen = 160
 // they are counted and sampled. An error that stops one file (it cannot be opened, its
 // format cannot be detected) is returned after the other files were loaded, joined
 // with any others.
+//
+// DuckDB gets the threads the load needs, then those that what follows (the report cache,
+// a report) needs for the rows it left (fitThreads).
 func Load(ctx context.Context, db *sql.DB, paths []string, opt Options) (Result, error) {
-	return load(ctx, duck{db}, paths, opt)
+	if err := fitThreads(ctx, db, inputRows(paths)); err != nil {
+		return Result{}, err
+	}
+	res, err := load(ctx, duck{db}, paths, opt)
+	if ferr := fitThreads(context.WithoutCancel(ctx), db, 0); err == nil {
+		err = ferr
+	}
+	return res, err
 }
 
 // load is Load into either store.

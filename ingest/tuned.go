@@ -3,6 +3,8 @@ package ingest
 import (
 	"context"
 	"database/sql"
+	"io"
+	"os"
 	"runtime/debug"
 )
 
@@ -25,4 +27,61 @@ func LoadTuned(ctx context.Context, db *sql.DB, paths []string, opt Options) (Re
 	debug.SetMemoryLimit(limit)
 	debug.FreeOSMemory()
 	return res, err
+}
+
+// rowGroupRows is the rows of one DuckDB row group, the unit its scans share out among
+// threads: a table smaller than one is scanned by one thread whatever the setting.
+const rowGroupRows = 122_880
+
+// minLineBytes is less than any access-log line of the formats retrylens reads, so that
+// a file's size over it bounds the lines it holds.
+const minLineBytes = 64
+
+// fitThreads gives DuckDB one thread while the database, with about more rows to come,
+// stays under a row group, and its default (one per core) otherwise; more < 0 means
+// unknown. A report on a small database runs some 50 statements, each too small to
+// share, and waking a second thread for each cost 15 % of a 125-row report's CPU and 18 %
+// of a 125-line ingest's, for no time saved (bench/README.md, 2026-12-02).
+func fitThreads(ctx context.Context, db *sql.DB, more int64) error {
+	var rows int64
+	if more >= 0 {
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM requests").Scan(&rows); err != nil {
+			return err
+		}
+	}
+	q := "RESET threads"
+	if more >= 0 && rows+more < rowGroupRows {
+		q = "SET threads = 1"
+	}
+	_, err := db.ExecContext(ctx, q)
+	return err
+}
+
+// inputRows bounds the rows that paths can hold from their sizes: -1 (unknown) for
+// stdin, anything but a regular file, and gzip, whose size says little.
+func inputRows(paths []string) int64 {
+	var n int64
+	for _, p := range paths {
+		if p == "-" {
+			return -1
+		}
+		// Only a regular file is opened: opening a FIFO waits for its writer, and reading
+		// a pipe would take its bytes from the load.
+		st, err := os.Stat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			return -1 // for a missing file, the load says why
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return -1
+		}
+		var magic [2]byte
+		_, rerr := io.ReadFull(f, magic[:])
+		f.Close()
+		if rerr == nil && magic == [2]byte{0x1f, 0x8b} {
+			return -1
+		}
+		n += st.Size()/minLineBytes + 1
+	}
+	return n
 }
