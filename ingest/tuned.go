@@ -33,8 +33,9 @@ func LoadTuned(ctx context.Context, db *sql.DB, paths []string, opt Options) (Re
 // threads: a table smaller than one is scanned by one thread whatever the setting.
 const rowGroupRows = 122_880
 
-// minLineBytes is less than any access-log line of the formats retrylens reads, so that
-// a file's size over it bounds the lines it holds.
+// minLineBytes is shorter than an access-log line of any format retrylens reads, so that
+// a file's size over it is about the most lines it holds (a file of shorter, malformed
+// lines only loads on one thread).
 const minLineBytes = 64
 
 // fitThreads gives DuckDB one thread while the database, with about more rows to come,
