@@ -176,11 +176,7 @@ func Materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 				}
 			}
 			text := func(c string) string { s, _ := row[keyAt[c]].(string); return s }
-			attempt := -1
-			if a, ok := row[keyAt["attempt"]].(int32); ok {
-				attempt = int(a)
-			}
-			row[len(all)] = nullText(ingest.KeyText(attempt, text("idempotency_key"), text("invocation_id"), text("request_id")))
+			row[len(all)] = nullText(ingest.KeyTextOf(row[keyAt["attempt"]], row[keyAt["idempotency_key"]], row[keyAt["invocation_id"]], row[keyAt["request_id"]]))
 			for _, c := range []string{"request_id", "idempotency_key", "invocation_id"} {
 				if k := text(c); k != "" {
 					row[keyAt[c]] = ingest.KeyHash(k)

@@ -38,6 +38,17 @@ func KeyText(attempt int, idempotencyKey, invocationID, requestID string) string
 	return ""
 }
 
+// KeyTextOf is KeyText of a row's values as a database driver hands them over: the
+// attempt an int32 (nil for an untagged line), the keys strings (nil for none).
+func KeyTextOf(attempt, idempotencyKey, invocationID, requestID any) string {
+	a := -1
+	if n, ok := attempt.(int32); ok {
+		a = int(n)
+	}
+	text := func(v any) string { s, _ := v.(string); return s }
+	return KeyText(a, text(idempotencyKey), text(invocationID), text(requestID))
+}
+
 // keyFunction is the SQL name of KeyHash, for `retrylens query` (find a request by its
 // id: WHERE request_id_hash = retrylens_key('…')); keyTextFunction that of KeyText
 // (attempt, idempotency_key, invocation_id, request_id), for SQL that stores rows
@@ -70,12 +81,7 @@ func (keyTextUDF) Config() duckdb.ScalarFuncConfig {
 
 func (keyTextUDF) Executor() duckdb.ScalarFuncExecutor {
 	return duckdb.ScalarFuncExecutor{RowExecutor: func(v []driver.Value) (any, error) {
-		attempt := -1
-		if a, ok := v[0].(int32); ok {
-			attempt = int(a)
-		}
-		text := func(x driver.Value) string { s, _ := x.(string); return s }
-		if k := KeyText(attempt, text(v[1]), text(v[2]), text(v[3])); k != "" {
+		if k := KeyTextOf(v[0], v[1], v[2], v[3]); k != "" {
 			return k, nil
 		}
 		return nil, nil

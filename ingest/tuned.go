@@ -41,7 +41,7 @@ const minLineBytes = 64
 // fitThreads gives DuckDB one thread while the database, with about more rows to come,
 // stays under a row group, and its default (one per core) otherwise; more < 0 means
 // unknown. A report on a small database runs some 50 statements, each too small to
-// share, and waking a second thread for each cost 15 % of a 125-row report's CPU and 18 %
+// share, and waking a second thread for each cost 14 % of a 125-row report's CPU and 18 %
 // of a 125-line ingest's, for no time saved (bench/README.md, 2026-12-02).
 func fitThreads(ctx context.Context, db *sql.DB, more int64) error {
 	var rows int64
