@@ -2,14 +2,15 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,7 +23,7 @@ type Policy struct {
 	RetryWrites      bool          // retry POST/PATCH
 	Retry4xx         bool          // retry any non-2xx answer, not only 5xx and network errors
 	HonourRetryAfter bool          // retry a 429 only when it carries Retry-After, after waiting it, once
-	Timeout          time.Duration // per attempt
+	Timeout          time.Duration // per attempt, from when the request is written whole
 	IdempotencyKeys  bool          // send Idempotency-Key on writes
 	NoRequestID      bool          // send no X-Request-Id: the gateway's log links attempts by client and URI only
 }
@@ -44,10 +45,15 @@ type Attempt struct {
 	IdempotencyKey string
 	Status         int // 0 when the attempt got no answer
 	Abandoned      bool
+	Wrote          bool   // the whole request went out on a connection (net/http/httptrace)
 	RetryAfter     string // the answer's Retry-After header
 	Sent           time.Time
 	Received       time.Time // when the answer (or the error) came
 }
+
+// connectLimit bounds an attempt's connect and write, which Policy.Timeout does not
+// cover; an attempt past it counts as failed, not abandoned.
+const connectLimit = 30 * time.Second
 
 // Request is one logical request to make.
 type Request struct {
@@ -169,8 +175,29 @@ func (c *Client) send(r Request, n int, key, reason string) Attempt {
 		c.attempts = append(c.attempts, a)
 		c.mu.Unlock()
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), c.Policy.Timeout)
+	// The timeout runs from the moment the request is written whole: an attempt the
+	// client gives up on has reached the gateway, which logs it. Counted from before the
+	// dial, a loaded machine can stall a goroutine past it before the request is out,
+	// and the record then holds an attempt no gateway saw. connectLimit bounds the rest.
+	ctx, cancel := context.WithTimeout(context.Background(), connectLimit)
 	defer cancel()
+	var wrote, timedOut atomic.Bool // set on the transport's goroutines
+	var timer atomic.Pointer[time.Timer]
+	defer func() {
+		if t := timer.Load(); t != nil {
+			t.Stop()
+		}
+		a.Wrote = wrote.Load()
+	}()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(w httptrace.WroteRequestInfo) {
+			if w.Err != nil {
+				return
+			}
+			wrote.Store(true)
+			timer.Store(time.AfterFunc(c.Policy.Timeout, func() { timedOut.Store(true); cancel() }))
+		},
+	})
 	var body io.Reader
 	if r.Method == http.MethodPost {
 		body = strings.NewReader(`{"item":1}`)
@@ -193,7 +220,7 @@ func (c *Client) send(r Request, n int, key, reason string) Attempt {
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		a.Abandoned = errors.Is(err, context.DeadlineExceeded)
+		a.Abandoned = timedOut.Load()
 		return a
 	}
 	_, err = io.Copy(io.Discard, resp.Body)

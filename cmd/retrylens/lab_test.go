@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -351,15 +352,17 @@ func runFront(t *testing.T, fr front, dir string, sc lab.Scenario, u **lab.Upstr
 	// A gateway logs a request once it has answered it: under load the last lines can
 	// come after the client has its answers. Wait for every attempt's.
 	for _, path := range l {
-		waitLines(t, path, (*c).Truth().Requests)
+		waitLines(t, path, *c)
 	}
 	return stop()
 }
 
-// waitLines waits, up to 10 s, until the log at path has n lines.
-func waitLines(t *testing.T, path string, n int) {
+// waitLines waits, up to 10 s, until the log at path has a line for every attempt in
+// c's record, and logs what it has if not: the count, and the attempts the client never
+// wrote whole (a gateway cannot log what it did not read).
+func waitLines(t *testing.T, path string, c *lab.Client) {
 	t.Helper()
-	got := 0
+	n, got := c.Truth().Requests, 0
 	for range 200 {
 		b, err := os.ReadFile(path)
 		if err == nil {
@@ -369,7 +372,13 @@ func waitLines(t *testing.T, path string, n int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("%s: %d lines after 10 s, for %d attempts sent", path, got, n)
+	var unwritten []string
+	for _, a := range c.Attempts() {
+		if !a.Wrote {
+			unwritten = append(unwritten, fmt.Sprintf("%s#%d sent %s, gave up after %s", a.RequestID, a.N, a.Sent.Format("15:04:05.000"), a.Received.Sub(a.Sent)))
+		}
+	}
+	t.Logf("%s: %d lines after 10 s, for %d attempts sent; not written whole: %q", path, got, n, unwritten)
 }
 
 // labRun loads a lab log into a DuckDB file and returns its JSON report; onCluster

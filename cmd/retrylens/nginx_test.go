@@ -123,7 +123,7 @@ func TestNginxLimitReq(t *testing.T) {
 	sc := lab.Scenario{Name: "limit-req", Policy: lab.Naive, Workers: 6, Pace: 20 * time.Millisecond,
 		Requests: append(lab.Requests("ra", 40, http.MethodGet, "/api/throttled-ra/%d"), lab.Requests("bare", 40, http.MethodGet, "/api/throttled/%d")...)}
 	c := sc.Run(n.URL(), u)
-	waitLines(t, n.TextLog, c.Truth().Requests)
+	waitLines(t, n.TextLog, c)
 	if err := n.Stop(); err != nil {
 		t.Fatal(err)
 	}
