@@ -224,7 +224,8 @@ func TestInputs(t *testing.T) {
 }
 
 // A database an older retrylens wrote (here: files without lines_end) is refused with a
-// message that says so, not DuckDB's binder error halfway through a load.
+// message that says so, not DuckDB's binder error halfway through a load; read-only, its
+// missing tables too (columns' fallback).
 func TestOldSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.duckdb")
 	old, err := sql.Open("duckdb", path)
@@ -235,6 +236,10 @@ func TestOldSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	old.Close()
+	_, err = OpenReadOnly(context.Background(), path)
+	if !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), "files.lines_end") || !strings.Contains(err.Error(), "requests.ts") {
+		t.Errorf("OpenReadOnly(old database) = %v; want ErrOldSchema naming files.lines_end and requests.ts", err)
+	}
 	_, err = Open(context.Background(), path)
 	if !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), "files.lines_end") {
 		t.Errorf("Open(old database) = %v; want ErrOldSchema naming files.lines_end", err)

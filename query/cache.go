@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/retrylens/retrylens/internal/duckerr"
 )
 
 // The cache: the count tables (contract.go) of every row with the default linking,
@@ -70,15 +72,11 @@ type cacheState struct {
 // storedState is the stored cache's state; its version is "" when there is none (or one an
 // older retrylens wrote, without the columns).
 func storedState(ctx context.Context, q querier) (cacheState, error) {
+	// Read, not looked up first: a lookup in DuckDB's catalog (information_schema,
+	// duckdb_columns()) makes it build its system views, 25-30 ms of every report.
 	var st cacheState
-	var n int
-	err := q.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns
-		WHERE table_name = '`+cacheName+`_state' AND table_schema = 'main' AND column_name IN ('version', 'watermark', 'rows')`).Scan(&n)
-	if err != nil || n < 3 {
-		return st, err
-	}
-	err = q.QueryRowContext(ctx, "SELECT version, watermark, rows FROM "+cacheName+"_state").Scan(&st.version, &st.watermark, &st.rows)
-	if err == sql.ErrNoRows {
+	err := q.QueryRowContext(ctx, "SELECT version, watermark, rows FROM "+cacheName+"_state").Scan(&st.version, &st.watermark, &st.rows)
+	if err == sql.ErrNoRows || duckerr.Missing(err) {
 		return cacheState{}, nil
 	}
 	return st, err
