@@ -20,6 +20,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/retrylens/retrylens/internal/duckerr"
 	"github.com/retrylens/retrylens/parse"
 )
 
@@ -662,4 +663,36 @@ func firstKey(keys ...string) string {
 		}
 	}
 	return ""
+}
+
+// duckerr.Missing against DuckDB's own errors: a missing table or column, and not
+// another kind.
+func TestMissing(t *testing.T) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE TABLE t (a INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		q    string
+		want bool
+	}{
+		{"SELECT a FROM t", false},
+		{"SELECT a FROM nosuch", true},                    // catalog error
+		{"SELECT b FROM t", true},                         // binder error
+		{"SELECT name FROM pragma_table_info('x')", true}, // catalog error
+		{"SELEC a FROM t", false},                         // parser error
+		{"SELECT 1 / 'x'::INTEGER", false},                // conversion error
+	} {
+		_, err := db.Exec(tc.q)
+		if got := duckerr.Missing(err); got != tc.want {
+			t.Errorf("%s: Missing(%v) = %v, want %v", tc.q, err, got, tc.want)
+		}
+	}
+	if duckerr.Missing(nil) || !duckerr.Missing(fmt.Errorf("load: %w", errors.New("Catalog Error: wrapped"))) {
+		t.Error("Missing(nil), or not of a wrapped error")
+	}
 }
