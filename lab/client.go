@@ -194,8 +194,11 @@ func (c *Client) send(r Request, n int, key, reason string) Attempt {
 			if w.Err != nil {
 				return
 			}
-			wrote.Store(true)
-			timer.Store(time.AfterFunc(c.Policy.Timeout, func() { timedOut.Store(true); cancel() }))
+			// Once: should the transport write the request again on a fresh connection
+			// (the first one closed under it), the timeout still runs from the first write.
+			if !wrote.Swap(true) {
+				timer.Store(time.AfterFunc(c.Policy.Timeout, func() { timedOut.Store(true); cancel() }))
+			}
 		},
 	})
 	var body io.Reader
