@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -154,14 +155,15 @@ var schemaColumns = sync.OnceValue(func() map[string]bool {
 	return out
 })
 
-// schemaTables are the tables of schema.sql, in its order.
+// schemaTables are the tables of schema.sql, sorted: the tables of schemaColumns.
 var schemaTables = sync.OnceValue(func() []string {
 	var out []string
-	for line := range strings.Lines(schema) {
-		if m := createTable.FindStringSubmatch(line); m != nil {
-			out = append(out, m[1])
+	for c := range schemaColumns() {
+		if t, _, _ := strings.Cut(c, "."); !slices.Contains(out, t) {
+			out = append(out, t)
 		}
 	}
+	slices.Sort(out)
 	return out
 })
 
