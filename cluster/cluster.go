@@ -109,9 +109,10 @@ func Materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 	}
 	if _, err := db.ExecContext(ctx, `
 		CREATE TABLE counted_time (ts TIMESTAMP, in_range BOOLEAN, status SMALLINT, attempt INTEGER, inferred BOOLEAN,
-			strong BOOLEAN, linked_by VARCHAR, n BIGINT, proxied BIGINT, tries BIGINT);
+			strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN, n BIGINT, proxied BIGINT, tries BIGINT);
 		CREATE TABLE counted_groups (ts TIMESTAMP, method VARCHAR, route VARCHAR, host VARCHAR, upstream_addr VARCHAR,
-			status SMALLINT, attempt INTEGER, inferred BOOLEAN, strong BOOLEAN, linked_by VARCHAR, n BIGINT, proxied BIGINT, tries BIGINT);
+			status SMALLINT, attempt INTEGER, inferred BOOLEAN, strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN,
+			n BIGINT, proxied BIGINT, tries BIGINT);
 		CREATE TABLE counted_span (first TIMESTAMP, last TIMESTAMP)`); err != nil {
 		return fail(err)
 	}
@@ -138,15 +139,16 @@ func Materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 	}
 	rowsQuery := "SELECT " + strings.Join(cols, ", ") + " FROM " + cl.Table("requests") + " WHERE " + window + " AND " + linked
 
-	// The others, counted on the shards. linked_by as prepare_all names a keyed line's.
+	// The others, counted on the shards. linked_by as prepare_all names a keyed line's; none
+	// is cancelled (only an attempt of a request with a retry can be).
 	rowCounts := "toInt64(count()) AS n, toInt64(count(upstream_tries)) AS proxied, sum(toNullable(toInt64(upstream_tries))) AS tries"
 	linkedBy := `if(attempt IS NULL, NULL, multiIf(idempotency_key IS NOT NULL, 'idempotency_key', invocation_id IS NOT NULL, 'invocation_id', 'request_id'))`
 	timeQuery := fmt.Sprintf(`SELECT intDiv(assumeNotNull(ts_us), 1000000) AS sec, %[1]s AS in_range, status, attempt,
-		toUInt8(0) AS inferred, attempt IS NOT NULL AS strong, %[2]s AS linked_by, %[3]s
+		toUInt8(0) AS inferred, attempt IS NOT NULL AS strong, %[2]s AS linked_by, toUInt8(0) AS cancelled, %[3]s
 		FROM %[4]s WHERE %[5]s AND NOT %[6]s
 		GROUP BY sec, in_range, status, attempt, strong, linked_by`, inRange, linkedBy, rowCounts, cl.Table("requests"), window, linked)
 	groupsQuery := fmt.Sprintf(`SELECT intDiv(assumeNotNull(ts_us), 60000000) * 60 AS minute, method, route, host, upstream_addr, status, attempt,
-		toUInt8(0) AS inferred, attempt IS NOT NULL AS strong, %[1]s AS linked_by, %[2]s
+		toUInt8(0) AS inferred, attempt IS NOT NULL AS strong, %[1]s AS linked_by, toUInt8(0) AS cancelled, %[2]s
 		FROM %[3]s WHERE %[4]s AND %[5]s AND NOT %[6]s
 		GROUP BY minute, method, route, host, upstream_addr, status, attempt, strong, linked_by`, linkedBy, rowCounts, cl.Table("requests"), window, inRange, linked)
 	spanQuery := fmt.Sprintf("SELECT min(ts_us), max(ts_us) FROM %s WHERE %s AND %s", cl.Table("requests"), window, inRange)
@@ -188,7 +190,7 @@ func Materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 		}, &tr.Rows, &tr.RowsTime},
 		{"count the rows on the shards", "counted_time", timeQuery, withLinked, func(v []any) []any {
 			v[0] = time.Unix(v[0].(int64), 0).UTC()
-			counted += v[7].(int64)
+			counted += v[8].(int64)
 			return v
 		}, new(int64), &tr.CountsTime},
 		{"count the rows on the shards", "counted_groups", groupsQuery, withLinked, func(v []any) []any {

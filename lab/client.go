@@ -26,6 +26,10 @@ type Policy struct {
 	Timeout          time.Duration // per attempt, from when the request is written whole
 	IdempotencyKeys  bool          // send Idempotency-Key on writes
 	NoRequestID      bool          // send no X-Request-Id: the gateway's log links attempts by client and URI only
+	// HedgeAfter, when set, makes the client hedge (gRPC's hedging policy): it sends
+	// attempt n+1 when attempt n has not answered within HedgeAfter, or at once when it
+	// failed, up to MaxRetries more; the first 2xx wins and the others are cancelled.
+	HedgeAfter time.Duration
 }
 
 // The lab's two policies (what a good client does, and what a naive one does).
@@ -49,6 +53,9 @@ type Attempt struct {
 	RetryAfter     string // the answer's Retry-After header
 	Sent           time.Time
 	Received       time.Time // when the answer (or the error) came
+	Hedge          bool      // sent while an earlier attempt of its request was in flight
+	Cancelled      bool      // abandoned because another attempt of its request won (hedging)
+	Won            bool      // its 2xx was the request's result
 }
 
 // connectLimit bounds an attempt's connect and write, which Policy.Timeout does not
@@ -71,6 +78,7 @@ type Client struct {
 
 	mu       sync.Mutex
 	attempts []Attempt
+	results  map[string]int // each logical request's result: the status Do returned
 }
 
 // NewClient returns a client of base (http://host:port) with policy p.
@@ -110,8 +118,99 @@ func (c *Client) Run(reqs []Request, workers int, pace time.Duration) {
 	wg.Wait()
 }
 
+// Results returns each logical request's result (the status Do returned), by request id.
+func (c *Client) Results() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.results))
+	for id, s := range c.results {
+		out[id] = s
+	}
+	return out
+}
+
 // Do runs one logical request with its retries and returns its final status.
 func (c *Client) Do(r Request, rng *rand.Rand) int {
+	var status int
+	if c.Policy.HedgeAfter > 0 {
+		status = c.hedge(r)
+	} else {
+		status = c.sequential(r, rng)
+	}
+	c.mu.Lock()
+	if c.results == nil {
+		c.results = map[string]int{}
+	}
+	c.results[r.ID] = status
+	c.mu.Unlock()
+	return status
+}
+
+// hedge runs one logical request under a hedging policy: attempt n+1 goes out when attempt
+// n has not answered within HedgeAfter (or failed), up to MaxRetries hedges; the first 2xx
+// is the result and cancels the attempts still in flight; with none, the last answer.
+func (c *Client) hedge(r Request) int {
+	p := c.Policy
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type answer struct {
+		i int
+		a Attempt
+	}
+	answers := make(chan answer, p.MaxRetries+1)
+	var records []*Attempt
+	sent, pending := 0, 0
+	send := func() {
+		n := sent
+		hedge := pending > 0
+		sent++
+		pending++
+		go func() {
+			a := c.do(ctx, r, n, "", "hedge")
+			a.Hedge = hedge
+			answers <- answer{n, a}
+		}()
+	}
+	send()
+	result, done := 0, false
+	timer := time.NewTimer(p.HedgeAfter)
+	defer timer.Stop()
+	for pending > 0 {
+		select {
+		case <-timer.C:
+			if !done && sent <= p.MaxRetries {
+				send()
+				timer.Reset(p.HedgeAfter)
+			}
+		case ans := <-answers:
+			pending--
+			a := ans.a
+			records = append(records, &a)
+			switch {
+			case done:
+				a.Cancelled = a.Status == 0 // it lost to the winner and was cancelled
+			case ok(a.Status):
+				a.Won, result, done = true, a.Status, true
+				cancel()
+			default:
+				result = a.Status
+				if sent <= p.MaxRetries {
+					send() // a failure sends the next hedge at once
+					timer.Reset(p.HedgeAfter)
+				}
+			}
+		}
+	}
+	c.mu.Lock()
+	for _, a := range records {
+		c.attempts = append(c.attempts, *a)
+	}
+	c.mu.Unlock()
+	return result
+}
+
+// sequential runs one logical request with its retries, one attempt after another.
+func (c *Client) sequential(r Request, rng *rand.Rand) int {
 	p := c.Policy
 	key := ""
 	write := r.Method == http.MethodPost || r.Method == http.MethodPatch
@@ -168,18 +267,23 @@ func (c *Client) shouldRetry(a Attempt, write bool, n int, retries429 *int) bool
 }
 
 func (c *Client) send(r Request, n int, key, reason string) Attempt {
-	a := Attempt{RequestID: r.ID, N: n, Method: r.Method, Path: r.Path, IdempotencyKey: key, Sent: time.Now()}
-	defer func() {
-		a.Received = time.Now()
-		c.mu.Lock()
-		c.attempts = append(c.attempts, a)
-		c.mu.Unlock()
-	}()
+	a := c.do(context.Background(), r, n, key, reason)
+	c.mu.Lock()
+	c.attempts = append(c.attempts, a)
+	c.mu.Unlock()
+	return a
+}
+
+// do makes one attempt, under parent (whose cancelling abandons it), and returns what the
+// client saw of it.
+func (c *Client) do(parent context.Context, r Request, n int, key, reason string) (a Attempt) {
+	a = Attempt{RequestID: r.ID, N: n, Method: r.Method, Path: r.Path, IdempotencyKey: key, Sent: time.Now()}
+	defer func() { a.Received = time.Now() }()
 	// The timeout runs from the moment the request is written whole: an attempt the
 	// client gives up on has reached the gateway, which logs it. Counted from before the
 	// dial, a loaded machine can stall a goroutine past it before the request is out,
 	// and the record then holds an attempt no gateway saw. connectLimit bounds the rest.
-	ctx, cancel := context.WithTimeout(context.Background(), connectLimit)
+	ctx, cancel := context.WithTimeout(parent, connectLimit)
 	defer cancel()
 	var wrote, timedOut atomic.Bool // set on the transport's goroutines
 	var timer atomic.Pointer[time.Timer]
@@ -223,13 +327,13 @@ func (c *Client) send(r Request, n int, key, reason string) Attempt {
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		a.Abandoned = timedOut.Load()
+		a.Abandoned = timedOut.Load() || parent.Err() != nil
 		return a
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		a.Abandoned = true // the answer started but did not finish in time
+		a.Abandoned = true // the answer started but did not finish in time (or lost a hedge)
 		return a
 	}
 	a.Status = resp.StatusCode

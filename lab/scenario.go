@@ -35,6 +35,14 @@ var slowWrites = Faults{Seed: 13, SlowWriteShare: 0.3, SlowWrite: 300 * time.Mil
 // after a failure (502 499 201), for POSTs and PUTs.
 var writeStorm = Faults{Seed: 17, SlowWriteShare: 0.5, SlowWrite: 200 * time.Millisecond, SlowEvery: true, WriteFail: 0.2}
 
+// tail is a long tail: three in ten attempts take 200 ms, past the hedging client's
+// 60 ms hedge delay, and 2 % fail at once (502), which sends the next hedge at once.
+var tail = Faults{Seed: 19, BaselineFail: 0.02, SlowShare: 0.3, Slow: 200 * time.Millisecond}
+
+// Hedged is a hedging client (gRPC's hedging policy, Envoy's hedge_on_per_try_timeout):
+// up to two hedges, 60 ms apart; the first 2xx wins and cancels the rest.
+var Hedged = Policy{Name: "hedged", MaxRetries: 2, HedgeAfter: 60 * time.Millisecond, Timeout: 5 * time.Second}
+
 // Scenarios returns the lab's scenarios.
 func Scenarios() []Scenario {
 	items := Requests("item", 300, http.MethodGet, "/api/items/%d")
@@ -58,6 +66,7 @@ func Scenarios() []Scenario {
 		{Name: "slow-writes-naive", Policy: Naive, Faults: slowWrites, Requests: orders, Workers: 4, Pace: 30 * time.Millisecond},
 		{Name: "concurrent-unkeyed", Policy: unkeyed, Faults: incident, Requests: shared, Workers: 90, Pace: 500 * time.Millisecond},
 		{Name: "write-storm-naive", Policy: Naive, Faults: writeStorm, Requests: storm, Workers: 4, Pace: 30 * time.Millisecond},
+		{Name: "hedged", Policy: Hedged, Faults: tail, Requests: Requests("hedge", 300, http.MethodGet, "/api/items/%d"), Workers: 30, Pace: 200 * time.Millisecond},
 	}
 }
 

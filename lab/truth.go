@@ -20,7 +20,7 @@ type Truth struct {
 	Recovered        int     // first attempt not 2xx, a later one 2xx
 	Exhausted        int     // retried, never 2xx
 	Logical          int     // logical requests
-	EffectiveSuccess float64 // the 2xx share of their final attempts
+	EffectiveSuccess float64 // the 2xx share of their results
 	FalseSuccess     int     // unkeyed writes whose first attempt was abandoned, then a retry got 2xx
 	Status5xxFirst   int
 	Status5xxRetry   int
@@ -32,7 +32,11 @@ type Truth struct {
 	WriteRequests    int // logical requests with such retries
 	Loops429         int // logical requests with two or more consecutive 429s
 	MaxLoop429       int
-	Abandoned        int // attempts the client gave up on (timeout)
+	Abandoned        int // attempts the client gave up on (timeout, or a hedge that lost)
+	HedgedRequests   int // logical requests with an attempt sent while another was in flight
+	Hedges           int // such attempts
+	HedgeWins        int // hedges whose 2xx was the request's result
+	Cancelled        int // attempts cancelled because another attempt of the request won
 }
 
 func ok(s int) bool { return s >= 200 && s < 300 }
@@ -48,18 +52,32 @@ func (c *Client) TruthThrottled(throttle ...int) Truth {
 	for _, a := range c.Attempts() {
 		byID[a.RequestID] = append(byID[a.RequestID], a)
 	}
-	second, retriesOK, finalOK := 0, 0, 0
-	for _, as := range byID {
+	second, retriesOK, finalOK, cancelledRetries := 0, 0, 0, 0
+	results := c.Results()
+	for id, as := range byID {
 		t.Logical++
-		if ok(as[len(as)-1].Status) {
+		if ok(results[id]) {
 			finalOK++
 		}
 		sort.Slice(as, func(i, j int) bool { return as[i].N < as[j].N })
-		anyOK, run, wrote := false, 0, false
+		anyOK, run, wrote, hedged := false, 0, false, false
 		for i, a := range as {
 			t.Requests++
 			if a.Abandoned {
 				t.Abandoned++
+			}
+			if a.Cancelled {
+				t.Cancelled++
+				if a.N > 0 {
+					cancelledRetries++
+				}
+			}
+			if a.Hedge {
+				t.Hedges++
+				hedged = true
+				if a.Won {
+					t.HedgeWins++
+				}
 			}
 			is5xx := a.Status >= 500 && a.Status < 600
 			if a.N == 0 {
@@ -85,10 +103,11 @@ func (c *Client) TruthThrottled(throttle ...int) Truth {
 					t.Status429Retry++
 				}
 				prev := as[i-1]
-				if secs, err := strconv.Atoi(prev.RetryAfter); err == nil && a.Sent.Sub(prev.Received) < time.Duration(secs)*time.Second {
+				// a hedge, sent before the previous answer, decided nothing on it
+				if secs, err := strconv.Atoi(prev.RetryAfter); !a.Hedge && err == nil && a.Sent.Sub(prev.Received) < time.Duration(secs)*time.Second {
 					t.PrematureRetries++
 				}
-				if slices.Contains(throttle, prev.Status) && prev.RetryAfter == "" {
+				if !a.Hedge && slices.Contains(throttle, prev.Status) && prev.RetryAfter == "" {
 					t.BlindRetries++
 				}
 				if (a.Method == "POST" || a.Method == "PATCH") && a.IdempotencyKey == "" {
@@ -108,6 +127,9 @@ func (c *Client) TruthThrottled(throttle ...int) Truth {
 		}
 		if wrote {
 			t.WriteRequests++
+		}
+		if hedged {
+			t.HedgedRequests++
 		}
 		if hasLoop(as, throttle) {
 			t.Loops429++
@@ -133,8 +155,9 @@ func (c *Client) TruthThrottled(throttle ...int) Truth {
 	if t.Logical > 0 {
 		t.EffectiveSuccess = float64(finalOK) / float64(t.Logical)
 	}
-	if t.Retries > 0 {
-		t.RetrySuccessRate = float64(retriesOK) / float64(t.Retries)
+	if d := t.Retries - cancelledRetries; d > 0 {
+		// a hedge cancelled because another attempt won is no failed retry
+		t.RetrySuccessRate = float64(retriesOK) / float64(d)
 	}
 	return t
 }

@@ -25,14 +25,19 @@ func TestTruth(t *testing.T) {
 		{RequestID: "w", N: 1, Method: "POST", Status: 201, Sent: at(120), Received: at(130)},
 		// k: first attempt 200.
 		{RequestID: "k", N: 0, Method: "GET", Status: 200, Sent: at(0), Received: at(1)},
-	}}
+		// h: hedged at 60 ms; the hedge wins at 69 ms and the first attempt is cancelled:
+		// recovered, and not a failed retry.
+		{RequestID: "h", N: 1, Method: "GET", Status: 200, Hedge: true, Won: true, Sent: at(60), Received: at(69)},
+		{RequestID: "h", N: 0, Method: "GET", Abandoned: true, Cancelled: true, Sent: at(0), Received: at(70)},
+	}, results: map[string]int{"a": 200, "b": 429, "w": 201, "k": 200, "h": 200}}
 	want := Truth{
-		Requests: 8, FirstAttempts: 4, Retries: 4,
-		Amplification: 8.0 / 4, RetryRate: 3.0 / 4, RetrySuccessRate: 2.0 / 4,
-		Recovered: 2, Exhausted: 1, Logical: 4, EffectiveSuccess: 3.0 / 4, FalseSuccess: 1, // b ends 429; w is the false success
+		Requests: 10, FirstAttempts: 5, Retries: 5,
+		Amplification: 10.0 / 5, RetryRate: 4.0 / 5, RetrySuccessRate: 3.0 / 5,
+		Recovered: 3, Exhausted: 1, Logical: 5, EffectiveSuccess: 4.0 / 5, FalseSuccess: 1, // b ends 429; w is the false success
 		Status5xxFirst: 1, Status429First: 1, Status429Retry: 2,
 		PrematureRetries: 1, BlindRetries: 1, RetriedWrites: 1, WriteRequests: 1,
-		Loops429: 1, MaxLoop429: 3, Abandoned: 1,
+		Loops429: 1, MaxLoop429: 3, Abandoned: 2,
+		HedgedRequests: 1, Hedges: 1, HedgeWins: 1, Cancelled: 1,
 	}
 	if diff := cmp.Diff(want, c.Truth()); diff != "" {
 		t.Errorf("Truth (-want +got):\n%s", diff)

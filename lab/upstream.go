@@ -19,6 +19,8 @@ type Faults struct {
 	IncidentTo    time.Duration
 	IncidentFail  float64       // share answered 502 during the incident
 	IncidentDelay time.Duration // added to every /api/items answer during the incident (a GC pause)
+	SlowShare     float64       // share of /api/items attempts that take Slow (a long tail: what hedging is for)
+	Slow          time.Duration
 
 	LimitPerSec int // /api/limited: requests allowed per second; the rest get 429
 
@@ -124,9 +126,18 @@ func (u *Upstream) items(w http.ResponseWriter, r *http.Request) {
 		fail = f.IncidentFail
 	}
 	x := u.draw("items", r)
+	slow := f.SlowShare > 0 && u.draw("slow", r) < f.SlowShare
 	u.mu.Unlock()
 	if incident && f.IncidentDelay > 0 {
 		time.Sleep(f.IncidentDelay)
+	}
+	if slow {
+		// Cut short when the client goes: a hedge that lost leaves no handler running.
+		select {
+		case <-time.After(f.Slow):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	if x < fail {
 		http.Error(w, "upstream failure", http.StatusBadGateway)

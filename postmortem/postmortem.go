@@ -61,6 +61,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*report.Report, error) {
 		func() (err error) { r.Findings, err = set.Findings(ctx, o.MaxAttempts); return },
 		func() (err error) { r.Linking, err = set.Linking(ctx); return },
 		func() (err error) { r.Backoff, err = set.Backoff(ctx, o.PolicyBase, o.PolicyMaxRetries); return },
+		func() (err error) { r.Hedging, err = set.Hedging(ctx); return },
 	}
 	switch o.By {
 	case "":
@@ -88,7 +89,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*report.Report, error) {
 	if r.Alerts, err = set.Alerts(ctx); err != nil {
 		return nil, err
 	}
-	for i, span := range query.Incidents(minutes) {
+	for i, span := range query.Incidents(minutes, rules) {
 		if i == MaxIncidents {
 			break
 		}

@@ -52,7 +52,16 @@ func (r Rule) alert() bool { return r.Severity != "" }
 
 // enough reports whether m has the least evidence the rule looks at.
 func (r Rule) enough(m Metrics) bool {
-	return m.FirstAttempts >= r.MinFirstAttempts && m.Retries >= r.MinRetries
+	return m.FirstAttempts >= r.MinFirstAttempts && r.retries(m) >= r.MinRetries
+}
+
+// retries are the retries the rule's ratio counts: retry success leaves out those the
+// client cancelled because another attempt won (its denominator, Metrics.RetrySuccessRate).
+func (r Rule) retries(m Metrics) int64 {
+	if r.Name == "retries_not_helping" {
+		return m.Retries - m.Cancelled.Retry
+	}
+	return m.Retries
 }
 
 // The states of a rule's condition in a minute or a slice (see judge).
@@ -90,7 +99,7 @@ func (r Rule) judge(m Metrics) (int, float64) {
 	if !r.enough(m) {
 		return thin, v
 	}
-	first, retries, c := float64(m.FirstAttempts), float64(m.Retries), r.Confidence
+	first, retries, c := float64(m.FirstAttempts), float64(r.retries(m)), r.Confidence
 	sure := true
 	switch {
 	case c <= 0.5: // the figures as they are

@@ -4,9 +4,9 @@
 -- base delay in ms (0: none); within counts gaps in [base·2^(n−1), base·2^(n−1) + base],
 -- the good policy's delay with jitter.
 WITH g AS (
-    SELECT attempt, (epoch_us(started) - epoch_us(prev_end)) / 1000.0 AS gap_ms
+    SELECT attempt, {{template "gap_ms"}} AS gap_ms
     FROM {{.Table}}_attempts
-    WHERE attempt >= 1 AND prev_end IS NOT NULL
+    WHERE {{template "waited"}}
 ),
 m AS (
     SELECT attempt, median(gap_ms) AS med FROM g GROUP BY attempt

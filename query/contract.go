@@ -23,15 +23,16 @@ import (
 // stored cache; see Set.Windows for finer buckets) with one status, attempt number and
 // way of linking. The summary, the windows, the alerts' minutes and incidents read it.
 type TimeCount struct {
-	Start    time.Time `col:"ts"`        // the bucket's start; NULL for rows without a time
-	Status   *int16    `col:"status"`    // NULL when the line had none
-	Attempt  *int32    `col:"attempt"`   // logged or inferred; NULL when untagged
-	Inferred bool      `col:"inferred"`  // the attempt number was inferred (--infer-attempts)
-	Strong   bool      `col:"strong"`    // linked by a key the client sent
-	LinkedBy *string   `col:"linked_by"` // idempotency_key, invocation_id, request_id, heuristic, inferred
-	N        int64     `col:"n,sum"`     // rows
-	Proxied  int64     `col:"proxied,sum"`
-	Tries    int64     `col:"tries,sum"` // the gateway's own upstream tries of the proxied rows
+	Start     time.Time `col:"ts"`        // the bucket's start; NULL for rows without a time
+	Status    *int16    `col:"status"`    // NULL when the line had none
+	Attempt   *int32    `col:"attempt"`   // logged or inferred; NULL when untagged
+	Inferred  bool      `col:"inferred"`  // the attempt number was inferred (--infer-attempts)
+	Strong    bool      `col:"strong"`    // linked by a key the client sent
+	LinkedBy  *string   `col:"linked_by"` // idempotency_key, invocation_id, request_id, heuristic, inferred
+	Cancelled bool      `col:"cancelled"` // abandoned because another attempt of its request won (docs/metrics.md)
+	N         int64     `col:"n,sum"`     // rows
+	Proxied   int64     `col:"proxied,sum"`
+	Tries     int64     `col:"tries,sum"` // the gateway's own upstream tries of the proxied rows
 }
 
 // The edges table has the time table's rows (TimeCount), per minute, for the context
@@ -43,13 +44,14 @@ type TimeCount struct {
 // --by grouping's columns. The groups' figures add up its minutes; their verdicts come
 // from the alerts on each group's minutes.
 type GroupCount struct {
-	Bucket           // the minute and the grouping columns
-	Inferred bool    `col:"inferred"`
-	Strong   bool    `col:"strong"`
-	LinkedBy *string `col:"linked_by"`
-	N        int64   `col:"n,sum"`
-	Proxied  int64   `col:"proxied,sum"`
-	Tries    int64   `col:"tries,sum"`
+	Bucket            // the minute and the grouping columns
+	Inferred  bool    `col:"inferred"`
+	Strong    bool    `col:"strong"`
+	LinkedBy  *string `col:"linked_by"`
+	Cancelled bool    `col:"cancelled"`
+	N         int64   `col:"n,sum"`
+	Proxied   int64   `col:"proxied,sum"`
+	Tries     int64   `col:"tries,sum"`
 }
 
 // Bucket is a time bucket and the grouping columns of an attempt: what the groups table
@@ -111,8 +113,12 @@ type AttemptRow struct {
 	LinkedBy            string     `col:"linked_by"`
 	ReusedKey           bool       `col:"reused_key"`  // its key was reused across requests: linked as if it had none
 	Renumbered          bool       `col:"renumbered"`  // its attempt number is its place in the request, not the one logged (which repeated)
+	Hedge               bool       `col:"hedge"`       // started while an earlier attempt was in flight (docs/metrics.md)
+	Won                 bool       `col:"won"`         // the request's first 2xx by end time: its outcome
+	Cancelled           bool       `col:"cancelled"`   // abandoned because another attempt won
 	PrevStatus          *int16     `col:"prev_status"` // the previous attempt's, by attempt number
 	PrevEnd             *time.Time `col:"prev_end"`
+	PrevStarted         *time.Time `col:"prev_started"`
 	PrevRetryAfter      *string    `col:"prev_retry_after"`
 	PrevRetrySecs       *float64   `col:"prev_retry_secs"` // its Retry-After in seconds
 	FirstStatus         *int16     `col:"first_status"`

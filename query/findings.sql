@@ -3,9 +3,9 @@
 -- $1 is the policy cap on attempts (--max-attempts): attempt numbers >= $1 are over it;
 -- $2 how many rows of each kind the examples are chosen from (below).
 WITH g AS MATERIALIZED (
-    SELECT lkey, example, attempt, (epoch_us(started) - epoch_us(prev_end)) / 1000.0 AS gap_ms
+    SELECT lkey, example, attempt, {{template "gap_ms"}} AS gap_ms
     FROM {{.Table}}_attempts
-    WHERE attempt >= 1 AND prev_end IS NOT NULL
+    WHERE {{template "waited"}}
 ),
 gs AS (
     SELECT attempt, median(gap_ms) AS med, count(*) AS n FROM g GROUP BY attempt
@@ -37,8 +37,9 @@ f AS (
     WHERE attempt >= 1 AND prev_status IN (0, 499) AND idempotency_key IS NULL
       AND upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE')
     UNION ALL
+    -- (a hedge sent before the 404 came back decided nothing on it)
     SELECT 'non_retryable_retry', lkey, example FROM {{.Table}}_attempts
-    WHERE attempt >= 1 AND prev_status IN (400, 401, 403, 404, 422)
+    WHERE attempt >= 1 AND NOT hedge AND prev_status IN (400, 401, 403, 404, 422)
     UNION ALL
     SELECT 'over_cap', lkey, example FROM {{.Table}}_attempts
     WHERE attempt >= $1

@@ -3,9 +3,9 @@
 -- the bucket edges in ms, ascending; bucket i holds gaps in [edge i-1, edge i), the last
 -- one the gaps from the last edge on.
 WITH g AS (
-    SELECT attempt, (epoch_us(started) - epoch_us(prev_end)) / 1000.0 AS gap_ms
+    SELECT attempt, {{template "gap_ms"}} AS gap_ms
     FROM {{.Table}}_attempts
-    WHERE attempt >= 1 AND prev_end IS NOT NULL
+    WHERE {{template "waited"}}
 )
 SELECT attempt, len(list_filter($1::DOUBLE[], lambda e: e <= gap_ms)) AS bucket, count(*)
 FROM g

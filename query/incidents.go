@@ -15,9 +15,11 @@ type Span struct {
 // retry rate or the share of failed lines (5xx, 429, abandoned) rose well above the range's baseline,
 // its median minute: amplification above max(1.2, baseline + 0.3), or a rate above
 // max(5 %, 3 × baseline), with at least 3 retries or 3 failed lines in the minute: the
-// detector's minimum sample (one retry in a quiet minute is no incident). Hot minutes at most one quiet minute apart make
-// one incident.
-func Incidents(minutes []Window) []Span {
+// detector's minimum sample (one retry in a quiet minute is no incident), and the evidence
+// an alert needs: at least the alert rules' least minimum of first attempts (one request
+// tried three times is no incident). Hot minutes at most one quiet minute apart make one
+// incident.
+func Incidents(minutes []Window, rules []Rule) []Span {
 	if len(minutes) == 0 {
 		return nil
 	}
@@ -30,10 +32,16 @@ func Incidents(minutes []Window) []Span {
 	ampLimit := max(1.2, median(amps)+0.3)
 	rateLimit := max(0.05, 3*median(rates))
 	failLimit := max(0.05, 3*median(fails))
+	var minFirst int64 = -1
+	for _, r := range rules {
+		if r.alert() {
+			minFirst = least(minFirst, r.MinFirstAttempts)
+		}
+	}
 	var out []Span
 	for _, m := range minutes {
 		hot := val(m.Amplification) > ampLimit || val(m.RetryRate) > rateLimit || failShare(m.Metrics) > failLimit
-		if !hot || m.Retries < 3 && failed(m.Metrics) < 3 {
+		if !hot || m.Retries < 3 && failed(m.Metrics) < 3 || m.FirstAttempts < minFirst {
 			continue
 		}
 		end := m.Start.Add(time.Minute)
@@ -46,9 +54,10 @@ func Incidents(minutes []Window) []Span {
 	return out
 }
 
-// failed is the lines answered 5xx or 429, or abandoned by the client.
+// failed is the lines answered 5xx or 429, or abandoned by the client, but for those it
+// cancelled because another attempt won.
 func failed(m Metrics) int64 {
-	return m.Status5xx.Total() + m.Status429.Total() + m.Abandoned.Total()
+	return m.Status5xx.Total() + m.Status429.Total() + m.Abandoned.Total() - m.Cancelled.Total()
 }
 
 // failShare is the share of lines that failed.

@@ -11,7 +11,7 @@ func TestIncidents(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
 	f := func(x float64) *float64 { return &x }
 	calm := func(i int) Window {
-		return Window{Start: t0.Add(time.Duration(i) * time.Minute), Metrics: Metrics{Requests: 10, Amplification: f(1), RetryRate: f(0)}}
+		return Window{Start: t0.Add(time.Duration(i) * time.Minute), Metrics: Metrics{Requests: 10, FirstAttempts: 10, Amplification: f(1), RetryRate: f(0)}}
 	}
 	var ms []Window
 	for i := range 30 {
@@ -23,11 +23,14 @@ func TestIncidents(t *testing.T) {
 	ms[20].Amplification, ms[20].RetryRate = f(1.25), f(0.04)
 	ms[25].Status429 = Split{First: 2, Retry: 1}   // hot: 3/10 > 0.05, alone
 	ms[28].Amplification, ms[28].Retries = f(2), 1 // above the limits, but one retry: no incident
+	// one request tried three times, every attempt a 502: above every limit, but one first
+	// attempt is not the evidence an alert needs (3)
+	ms[15].Requests, ms[15].FirstAttempts, ms[15].Retries, ms[15].Amplification, ms[15].Status5xx = 3, 1, 2, f(3), Split{First: 1, Retry: 2}
 	want := []Span{
 		{Start: t0.Add(5 * time.Minute), End: t0.Add(9 * time.Minute)},
 		{Start: t0.Add(25 * time.Minute), End: t0.Add(26 * time.Minute)},
 	}
-	if diff := cmp.Diff(want, Incidents(ms)); diff != "" {
+	if diff := cmp.Diff(want, Incidents(ms, DefaultRules())); diff != "" {
 		t.Errorf("Incidents (-want +got):\n%s", diff)
 	}
 }

@@ -221,3 +221,29 @@ func (s *Set) AttemptCounts(ctx context.Context) ([]AttemptCount, error) {
 	})
 	return out, err
 }
+
+// Hedging sums up the attempts sent while another attempt of the same request was in
+// flight (docs/metrics.md, "Overlapping attempts").
+type Hedging struct {
+	Requests  int64    // logical requests with a hedge
+	Hedges    int64    // attempts started before an earlier attempt of their request ended
+	Wins      int64    // hedges that were their request's first 2xx
+	Cancelled int64    // attempts abandoned because another attempt of their request won
+	P10, P50  *float64 // the hedge delay in ms: from the previous attempt's start to the hedge's
+	P90       *float64
+}
+
+// Hedging returns the hedging figures of the Set's logical requests.
+func (s *Set) Hedging(ctx context.Context) (Hedging, error) {
+	var h Hedging
+	q, err := s.statement("hedging.sql", "", "time", minuteGrain)
+	if err != nil {
+		return h, err
+	}
+	var p10, p50, p90 sql.NullFloat64
+	if err := s.conn.QueryRowContext(ctx, q).Scan(&h.Requests, &h.Hedges, &h.Wins, &h.Cancelled, &p10, &p50, &p90); err != nil {
+		return h, fmt.Errorf("hedging.sql: %w", err)
+	}
+	h.P10, h.P50, h.P90 = ptr(p10), ptr(p50), ptr(p90)
+	return h, nil
+}

@@ -19,10 +19,11 @@ runs AS (
 SELECT
     (SELECT count(DISTINCT lkey) FROM runs)    AS loops,
     (SELECT coalesce(max(len), 0) FROM runs)   AS max_length,
-    count(*) FILTER (attempt >= 1 AND prev_retry_secs IS NOT NULL
+    -- (a hedge was sent before the answer it would have waited on)
+    count(*) FILTER (attempt >= 1 AND NOT hedge AND prev_retry_secs IS NOT NULL
                      AND started < prev_end + to_microseconds(CAST(prev_retry_secs * 1000000 AS BIGINT))) AS premature_retries,
-    count(*) FILTER (attempt >= 1 AND prev_status IN ({{.Throttle}}) AND prev_retry_after IS NULL)     AS blind_retries,
-    count(*) FILTER (attempt >= 1 AND prev_retry_after IS NOT NULL AND prev_retry_secs IS NULL)        AS unparsable_retry_after,
+    count(*) FILTER (attempt >= 1 AND NOT hedge AND prev_status IN ({{.Throttle}}) AND prev_retry_after IS NULL) AS blind_retries,
+    count(*) FILTER (attempt >= 1 AND NOT hedge AND prev_retry_after IS NOT NULL AND prev_retry_secs IS NULL)  AS unparsable_retry_after,
     (SELECT coalesce(sum(n) FILTER (attempt >= 1 AND status IN ({{.Throttle}})), 0)::DOUBLE
           / nullif(sum(n) FILTER (attempt IS NOT NULL AND status IN ({{.Throttle}})), 0)
      FROM {{.Table}}_time) AS retry_429_share,

@@ -22,11 +22,16 @@ type Metrics struct {
 	Status429        Split
 	Status499        Split
 	Abandoned        Split // answers the client did not wait for: 499, or 0 (Caddy, Envoy)
+	Cancelled        Split // of those, attempts abandoned because another attempt of the request won
 	// ProxyAmplification is upstream tries per line, over lines that record them (nginx's
 	// $upstream_status list): the gateway's own retries, kept apart from the client's.
 	ProxyAmplification *float64
-	Verdict            string   // see Verdict
-	Fired              []string // the alert rules that fired in the slice's own minutes: why it is fuelling
+	// UpstreamLoad is the tries the upstream saw per logical request across both layers:
+	// the client's attempts per first attempt times the gateway's tries per line, when the
+	// lines record the gateway's tries (nil otherwise).
+	UpstreamLoad *float64
+	Verdict      string   // see Verdict
+	Fired        []string // the alert rules that fired in the slice's own minutes: why it is fuelling
 }
 
 // Split is a count split between first attempts and retries.
@@ -45,7 +50,7 @@ type counts struct {
 	second                       int64 // attempts numbered 1: the first attempts retried
 	retriesOK, taggedOK          int64 // answered 2xx
 	s5xx, s429, s499             Split
-	abandoned                    Split
+	abandoned, cancelled         Split
 	proxied, tries               int64 // lines that record the proxy's tries, and those tries
 	strongFirsts, strongFirstsOK int64 // strong-keyed first attempts over all rows
 	recovered, exhausted         int64
@@ -71,6 +76,8 @@ func (c *counts) add(d counts) {
 	c.s499.Retry += d.s499.Retry
 	c.abandoned.First += d.abandoned.First
 	c.abandoned.Retry += d.abandoned.Retry
+	c.cancelled.First += d.cancelled.First
+	c.cancelled.Retry += d.cancelled.Retry
 	c.proxied += d.proxied
 	c.tries += d.tries
 	c.strongFirsts += d.strongFirsts
@@ -102,7 +109,7 @@ func (c counts) metrics(rules []Rule) Metrics {
 		Retries:            c.retries,
 		Amplification:      ratio(c.tagged, c.first),
 		RetryRate:          ratio(c.second, c.first),
-		RetrySuccessRate:   ratio(c.retriesOK, c.retries),
+		RetrySuccessRate:   ratio(c.retriesOK, c.decided()),
 		ExtraLoad:          ratio(c.retries, c.tagged),
 		ActualSuccess:      ratio(c.taggedOK, c.tagged),
 		Recovered:          c.recovered,
@@ -112,11 +119,20 @@ func (c counts) metrics(rules []Rule) Metrics {
 		Status429:          c.s429,
 		Status499:          c.s499,
 		Abandoned:          c.abandoned,
+		Cancelled:          c.cancelled,
 		ProxyAmplification: ratio(c.tries, c.proxied),
+	}
+	if m.Amplification != nil && m.ProxyAmplification != nil {
+		load := *m.Amplification * *m.ProxyAmplification
+		m.UpstreamLoad = &load
 	}
 	m.Verdict = Verdict(m, rules)
 	return m
 }
+
+// decided is the retries that got an answer of their own: all but those the client
+// cancelled because another attempt won (a hedge that lost is no failed retry).
+func (c counts) decided() int64 { return c.retries - c.cancelled.Retry }
 
 // effective is the 2xx share of final attempts: single-attempt strong requests (their
 // first attempt is their final one) plus the requests with retries.
@@ -133,5 +149,6 @@ func (c counts) effective() *float64 {
 func scanCounts(rows *sql.Rows, key any, c *counts) error {
 	return rows.Scan(key, &c.requests, &c.untagged, &c.inferred, &c.tagged, &c.first, &c.retries, &c.second,
 		&c.retriesOK, &c.taggedOK, &c.s5xx.First, &c.s5xx.Retry, &c.s429.First, &c.s429.Retry,
-		&c.s499.First, &c.s499.Retry, &c.abandoned.First, &c.abandoned.Retry, &c.proxied, &c.tries, &c.strongFirsts, &c.strongFirstsOK)
+		&c.s499.First, &c.s499.Retry, &c.abandoned.First, &c.abandoned.Retry, &c.proxied, &c.tries, &c.strongFirsts, &c.strongFirstsOK,
+		&c.cancelled.First, &c.cancelled.Retry)
 }

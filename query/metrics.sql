@@ -5,7 +5,7 @@
 WITH g AS (
     -- counts per group, attempt class (NULL, 0, 1, 2 for two and more), status and flags:
     -- the metrics below read these few thousand rows
-    SELECT {{.Key}} AS k, CASE WHEN attempt >= 2 THEN 2 ELSE attempt END AS attempt, status, inferred, strong,
+    SELECT {{.Key}} AS k, CASE WHEN attempt >= 2 THEN 2 ELSE attempt END AS attempt, status, inferred, strong, cancelled,
            sum(n) AS n, sum(proxied) AS proxied, sum(tries) AS tries
     FROM {{.Counts}}
     GROUP BY ALL
@@ -36,7 +36,10 @@ WITH g AS (
         coalesce(sum(tries), 0)                                     AS upstream_tries,
         -- for logical.sql: first attempts linked by a strong key, and those answered 2xx
         coalesce(sum(n) FILTER (attempt = 0 AND strong), 0)         AS strong_firsts,
-        coalesce(sum(n) FILTER (attempt = 0 AND strong AND status BETWEEN 200 AND 299), 0) AS strong_firsts_ok
+        coalesce(sum(n) FILTER (attempt = 0 AND strong AND status BETWEEN 200 AND 299), 0) AS strong_firsts_ok,
+        -- abandoned because another attempt of the request won (prepare_multi): not failures
+        coalesce(sum(n) FILTER (attempt = 0 AND cancelled), 0)      AS cancelled_first,
+        coalesce(sum(n) FILTER (attempt >= 1 AND cancelled), 0)     AS cancelled_retry
     FROM g
     GROUP BY k
 )

@@ -165,46 +165,47 @@ WHERE attempt = 0
 
 {{define "hlink_level"}}
 -- Retry {{.Level}} joins the most recent open chain of its client, method and URI: one
--- whose attempt {{.Level}} - 1 was not answered 2xx, ended before this one did and that no
--- other retry {{.Level}} took; and it must have ended at most max_gap before this one
--- started. (Before it started, in real traffic; logs timed to the second, or generated
--- ones, can disagree.) That is a stack per client, method and URI: an open chain pushes,
--- a retry pops the top. A retry whose top is older than max_gap, or that finds the stack
--- empty, is an orphan: it starts a chain of its own (so does every attempt past the last
--- level the program runs).
+-- whose attempt {{.Level}} - 1 was not answered 2xx, ended before this one started and
+-- that no other retry {{.Level}} took; and it must have ended at most max_gap before this
+-- one started. "Before" within the log's clock resolution (slack): a line timed to the
+-- second may show its retry starting up to a second before the attempt it follows ended.
+-- That is a stack per client, method and URI: an open chain pushes (when it ends), a retry
+-- pops the top (when it starts). A retry whose top is older than max_gap, or that finds
+-- the stack empty, is an orphan: it starts a chain of its own (so does every attempt past
+-- the last level the program runs).
 --
--- In one statement: in time order (chains before retries at the same time), the stack's
--- depth after each event is the running sum of +1 (chain) and -1 (retry) clamped at 0,
--- which is the sum less the lowest sum so far when that is below 0. A chain lies at the
--- depth after it; a retry pops the depth before it, i.e. the latest chain before it at
--- that depth (ASOF).
+-- In one statement: in time order (moment: a chain's end, a retry's start; chains before
+-- retries at the same time), the stack's depth after each event is the running sum of +1
+-- (chain) and -1 (retry) clamped at 0, which is the sum less the lowest sum so far when
+-- that is below 0. A chain lies at the depth after it; a retry pops the depth before it,
+-- i.e. the latest chain before it at that depth (ASOF).
 CREATE TEMP TABLE {{.Table}}_hopen AS
 SELECT hk, ts, chain FROM {{.Table}}_hlink
 WHERE attempt = {{.Level}} - 1 AND NOT coalesce(status BETWEEN 200 AND 299, false);
 CREATE TEMP TABLE {{.Table}}_hevents AS
 WITH e AS (
-    SELECT hk, ts, 0 AS kind, chain, 1 AS x FROM {{.Table}}_hopen
+    SELECT hk, ts, ts AS moment, 0 AS kind, chain, 1 AS x FROM {{.Table}}_hopen
     UNION ALL BY NAME
-    SELECT file_id, line, hk, attempt, ts, started, status, 1 AS kind, -1 AS x
+    SELECT file_id, line, hk, attempt, ts, started, started + {{template "slack"}} AS moment, status, 1 AS kind, -1 AS x
     FROM {{.Table}}_hrows WHERE attempt {{if .Last}}>={{else}}={{end}} {{.Level}}
 ),
 s AS (
     SELECT *, sum(x) OVER byTime AS total FROM e
-    WINDOW byTime AS (PARTITION BY hk ORDER BY ts, kind, chain, file_id, line ROWS UNBOUNDED PRECEDING)
+    WINDOW byTime AS (PARTITION BY hk ORDER BY moment, kind, chain, file_id, line ROWS UNBOUNDED PRECEDING)
 ),
 d AS (
     SELECT *, total - least(0, min(total) OVER byTime) AS depth FROM s
-    WINDOW byTime AS (PARTITION BY hk ORDER BY ts, kind, chain, file_id, line ROWS UNBOUNDED PRECEDING)
+    WINDOW byTime AS (PARTITION BY hk ORDER BY moment, kind, chain, file_id, line ROWS UNBOUNDED PRECEDING)
 )
 SELECT *, CASE WHEN kind = 0 THEN depth
-               ELSE coalesce(lag(depth) OVER (PARTITION BY hk ORDER BY ts, kind, chain, file_id, line), 0) END AS level
+               ELSE coalesce(lag(depth) OVER (PARTITION BY hk ORDER BY moment, kind, chain, file_id, line), 0) END AS level
 FROM d;
 INSERT INTO {{.Table}}_hlink
 SELECT r.file_id, r.line, r.hk, r.attempt, r.ts, r.status,
     coalesce(CASE WHEN r.level > 0 AND epoch(r.started) - epoch(c.ts) <= {{.MaxGap}} THEN c.chain END, r.file_id || ':' || r.line)
 FROM (SELECT * FROM {{.Table}}_hevents WHERE kind = 1) r
-ASOF LEFT JOIN (SELECT hk, level, ts, chain FROM {{.Table}}_hevents WHERE kind = 0) c
-    ON r.hk = c.hk AND r.level = c.level AND r.ts >= c.ts;
+ASOF LEFT JOIN (SELECT hk, level, moment, ts, chain FROM {{.Table}}_hevents WHERE kind = 0) c
+    ON r.hk = c.hk AND r.level = c.level AND r.moment >= c.moment;
 DROP TABLE {{.Table}}_hevents;
 DROP TABLE {{.Table}}_hopen;
 {{end}}
@@ -270,7 +271,7 @@ CREATE {{.Kind}} {{.Table}}_time{{.Suffix}} AS
 WHERE in_range
 GROUP BY ALL;
 {{- else}}
-SELECT ts, status, attempt, inferred, strong, linked_by,
+SELECT ts, status, attempt, inferred, strong, linked_by, cancelled,
        sum(n)::BIGINT AS n, sum(proxied)::BIGINT AS proxied, sum(tries)::BIGINT AS tries
 FROM {{.Table}}_groups
 GROUP BY ALL;
@@ -285,19 +286,27 @@ GROUP BY ALL
 
 {{define "time_counts"}}
 SELECT time_bucket(to_seconds({{.Grain}}), ts, TIMESTAMP '1970-01-01') AS ts,
-       status, attempt, inferred, strong, linked_by,
+       status, attempt, inferred, strong, linked_by, cancelled,
        {{template "row_counts"}}
-FROM {{.Table}}
+FROM {{template "flagged_rows" .}}
 {{end}}
+
+{{- /* Every row with whether it was cancelled (prepare_multi, or the cache's attempts):
+the few cancelled rows joined to every row by their place in the logs. */}}
+{{define "flagged_rows"}}(
+    SELECT r.*, c.line IS NOT NULL AS cancelled
+    FROM {{.Table}} r
+    LEFT JOIN {{.Table}}_cancelled c ON c.file_id = r.file_id AND c.line = r.line
+){{end}}
 
 {{define "prepare_groups"}}
 -- The groups table: the rows counted by minute and the columns of every --by grouping, for
 -- the groups' figures and the alerts on each group's own minutes.
 CREATE {{.Kind}} {{.Table}}_groups AS
 SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
-       method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by,
+       method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by, cancelled,
        {{template "row_counts"}}
-FROM {{.Table}}
+FROM {{template "flagged_rows" .}}
 WHERE in_range
 GROUP BY ALL
 {{end}}
@@ -310,9 +319,10 @@ WITH l AS (
     -- first and final attempt in attempt_order; the first is kept as its place in the logs
     -- and joined back (keeping its columns per request ran out of memory at 128 MB on 833K
     -- requests)
+    -- (the outcome is the first 2xx by end time, else the last answered attempt: final_ok
+    -- when any attempt got a 2xx, hedged or not)
     SELECT lkey,
         min({{template "attempt_order"}})               AS first,
-        arg_max(status, {{template "attempt_order"}})   AS final_status,
         max(attempt)                                    AS last_n,
         coalesce(bool_or(status BETWEEN 200 AND 299), false) AS any_ok
     FROM {{.Table}}_attempts
@@ -321,14 +331,14 @@ WITH l AS (
 f AS (
     SELECT time_bucket(to_seconds({{.Grain}}), m.ts, TIMESTAMP '1970-01-01') AS ts, m.method, m.route, m.host,
         m.upstream_addr, m.status, m.attempt, m.status AS first_status, m.attempt AS first_n,
-        l.final_status, l.last_n, l.any_ok
+        l.last_n, l.any_ok
     FROM l JOIN {{.Table}}_attempts m ON m.file_id = l.first.f AND m.line = l.first.l
 )
 SELECT ts, method, route, host, upstream_addr, status, attempt,
     count(*) FILTER (first_n = 0 AND NOT coalesce(first_status BETWEEN 200 AND 299, false) AND any_ok) AS recovered,
     count(*) FILTER (last_n >= 1 AND NOT any_ok)                                                      AS exhausted,
     count(*)                                                                                          AS logical,
-    count(*) FILTER (final_status BETWEEN 200 AND 299)                                                AS final_ok
+    count(*) FILTER (any_ok)                                                                          AS final_ok
 FROM f
 GROUP BY ALL
 {{end}}
@@ -350,9 +360,26 @@ GROUP BY ALL
 the logs (a request can log the same attempt number twice). */}}
 {{define "attempt_order"}}{'a': attempt, 't': ts, 'f': file_id, 'l': line}{{end}}
 
-{{define "prepare_attempts"}}
-CREATE {{.Kind}} {{.Table}}_attempts AS
-WITH m AS MATERIALIZED (
+{{- /* How far apart two times must be for the log to tell their order: a line timed to
+the second ($time_local without $msec) can be up to a second off, one timed to the
+millisecond (and its request time) a millisecond or two. */}}
+{{define "slack"}}CASE WHEN epoch_us(ts) % 1000000 = 0 THEN INTERVAL 1 SECOND ELSE INTERVAL 2 MILLISECOND END{{end}}
+
+{{define "prepare_multi"}}
+-- The rows of every logical request that has a retry (or was linked by the heuristic or
+-- inference), over the whole context, with what the attempts before them got and how
+-- they overlap (docs/metrics.md, "Overlapping attempts"):
+--   hedge      it started before an earlier attempt of its request had ended (by more
+--              than the log's clock can blur), or ended before one did: a hedged or
+--              parallel attempt, sent while another was still in flight, not after the
+--              previous one failed
+--   won        it is the request's outcome: its first attempt answered 2xx, by end time
+--   cancelled  the client abandoned it (499, 0) because another attempt won: that one
+--              answered 2xx while this one was in flight. Wasted work, not a failure
+-- The row count tables read cancelled (a retry the client cancelled is left out of
+-- retry success), the attempts table the rest.
+CREATE TEMP TABLE {{.Table}}_multi AS
+WITH m AS (
     -- the columns the logical metrics, loops, findings and backoff read
     SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
         idempotency_key, invocation_id, request_id, retry_after, key_text,
@@ -370,17 +397,37 @@ WITH m AS MATERIALIZED (
 -- its sort); the rest joins back by (file_id, line), unique per row.
 nw AS (
     SELECT file_id, line,
-        lag({'status': status, 'ts': ts, 'retry_after': retry_after}) OVER w AS prev,
-        first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt, 'ts': ts, 'in_range': in_range}) OVER w AS first
-    FROM (SELECT file_id, line, lkey, attempt, ts, status, retry_after, upstream_status, in_range FROM m)
+        lag({'status': status, 'ts': ts, 'started': started, 'retry_after': retry_after}) OVER w AS prev,
+        first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt, 'ts': ts, 'in_range': in_range}) OVER w AS first,
+        -- when the attempts before this one had all ended, and whether the last to end was
+        -- abandoned
+        max({'t': ts, 'abandoned': status IN (0, 499)})
+            OVER (PARTITION BY lkey ORDER BY attempt, ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS busy,
+        -- the request's first 2xx by end time
+        min({'t': ts, 'f': file_id, 'l': line}) FILTER (status BETWEEN 200 AND 299) OVER (PARTITION BY lkey) AS ok
+    FROM (SELECT file_id, line, lkey, attempt, ts, started, status, retry_after, upstream_status, in_range FROM m)
     WINDOW w AS (PARTITION BY lkey ORDER BY attempt, ts)
-),
-w AS (
-    SELECT * FROM m JOIN nw USING (file_id, line)
 )
+SELECT m.*, nw.prev, nw.first,
+    -- where the log can tell, beyond the slack (which heuristic linking allows too): it
+    -- started before one of them ended, or ended before (a retry sent after them ends
+    -- after them); or it ended within the slack of one the client abandoned: dropped when
+    -- this one answered (a retry after a timeout that took no longer than the clock's
+    -- resolution reads the same)
+    coalesce(m.started < nw.busy.t - {{template "slack"}} OR m.ts < nw.busy.t - {{template "slack"}}
+             OR (nw.busy.abandoned AND nw.busy.t >= m.ts - {{template "slack"}}), false) AS hedge,
+    coalesce(nw.ok = {'t': m.ts, 'f': m.file_id, 'l': m.line}, false) AS won,
+    coalesce(m.status IN (0, 499) AND nw.ok.t <= m.ts + {{template "slack"}} AND m.started < nw.ok.t, false) AS cancelled
+FROM m JOIN nw USING (file_id, line);
+CREATE TEMP VIEW {{.Table}}_cancelled AS SELECT file_id, line FROM {{.Table}}_multi WHERE cancelled
+{{end}}
+
+{{define "prepare_attempts"}}
+CREATE {{.Kind}} {{.Table}}_attempts AS
 SELECT * EXCLUDE (prev, first, in_range),
     prev.status      AS prev_status,
     prev.ts          AS prev_end,
+    prev.started     AS prev_started,
     prev.retry_after AS prev_retry_after,
     -- Retry-After is seconds or an HTTP-date in any of the three forms HTTP allows (RFC 9110
     -- 5.6.7: IMF-fixdate, RFC 850, asctime with its space-padded day); NULL when unparsable.
@@ -396,7 +443,7 @@ SELECT * EXCLUDE (prev, first, in_range),
     coalesce(key_text || ' (', '') ||
         coalesce(method, '-') || ' ' || coalesce(route, uri, '-') || ' at ' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') ||
         CASE WHEN key_text IS NOT NULL THEN ')' ELSE '' END AS example
-FROM w
+FROM {{.Table}}_multi
 WHERE first.in_range -- a logical request belongs to the range of its first attempt
 {{end}}
 
@@ -416,6 +463,8 @@ SELECT * FROM cache_chain
 {{end}}
 
 {{define "cached_tables"}}
+-- the rows cancelled, for the time table at a finer grain (flagged_rows)
+CREATE TEMP VIEW {{.Table}}_cancelled AS SELECT file_id, line FROM cache_attempts WHERE cancelled;
 {{- if .Bounded}}
 -- the requests whose first attempt is in the range, with all their attempts: a table, as
 -- every stage-two statement reads it

@@ -118,7 +118,7 @@ var setID atomic.Int64
 
 // linkSteps are the statements of prepare.sql that select and link a Set's rows; the
 // count tables (CountTables) follow.
-var linkSteps = []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all"}
+var linkSteps = []string{"prepare_params", "prepare_rows", "prepare_chain", "prepare_all", "prepare_multi"}
 
 // minuteGrain is the time tables' grain in seconds, the stored cache's.
 const minuteGrain = 60

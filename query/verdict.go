@@ -9,20 +9,20 @@ const (
 	NoAttemptData = "no attempt data"   // no line carries an attempt number
 )
 
-// Verdict says whether retries fuelled or rescued a slice of rows (a range, window, route,
+// Verdict says whether retries fuelled or rescued a slice of rows (a window, route,
 // group), from its counts and the rules (those of --rules, or DefaultRules: one model of
 // thresholds for alerts and verdicts): no attempt data when nothing is tagged; fuelling
 // when an alert rule fires on the slice's figures (see Rule.judge); insufficient data when
-// a rule's threshold is crossed without the evidence to say so, or there are fewer first
-// attempts than the alert rules look at; rescuing when the rescuing rule holds (retries at
-// 1 % of first attempts or more recovered requests); quiet otherwise. Slices in which an
-// alert fired are fuelling too (MarkFuelling, Set.Groups): the same alerts on the rows of
-// each slice.
+// a rule's threshold is crossed without the evidence to say so (no evidence, no alarm);
+// rescuing when the rescuing rule holds (retries at 1 % of first attempts or more
+// recovered requests); quiet otherwise, however few the rows: nothing crossed a threshold.
+// Slices in which an alert fired are fuelling too (MarkFuelling, Set.Groups): the same
+// alerts on the rows of each slice. A range's verdict is the worst of its windows' (Worst).
 func Verdict(m Metrics, rules []Rule) string {
 	if m.FirstAttempts+m.Retries == 0 {
 		return NoAttemptData
 	}
-	rescued, unsure, few := false, false, true
+	rescued, unsure := false, false
 	for _, r := range rules {
 		if !r.alert() {
 			ok, _ := r.holds(m)
@@ -35,10 +35,9 @@ func Verdict(m Metrics, rules []Rule) string {
 		case thin:
 			unsure = true
 		}
-		few = few && m.FirstAttempts < r.MinFirstAttempts
 	}
 	switch {
-	case unsure || few:
+	case unsure:
 		return Insufficient
 	case rescued:
 		return Rescuing
@@ -53,12 +52,17 @@ func val(p *float64) float64 {
 	return *p
 }
 
-// Worst returns the most alarming verdict of a range's summary and its windows: a range
-// in which one hour fuelled an incident fuelled it, however calm the rest.
+// Worst returns a range's verdict: the most alarming of its windows' (after MarkFuelling),
+// so that a range in which one hour fuelled an incident fuelled it, however calm the
+// rest, and a range reads no more than its windows show (pooled, windows that each lack
+// the evidence could cross a threshold together). With no window, the summary's own.
 func Worst(summary Metrics, windows []Window) string {
+	if len(windows) == 0 {
+		return summary.Verdict
+	}
 	rank := map[string]int{NoAttemptData: -2, Insufficient: -1, Quiet: 0, Rescuing: 1, Fuelling: 2}
-	v := summary.Verdict
-	for _, w := range windows {
+	v := windows[0].Verdict
+	for _, w := range windows[1:] {
 		if rank[w.Verdict] > rank[v] {
 			v = w.Verdict
 		}

@@ -27,6 +27,7 @@ type jsonReport struct {
 	Linking     jsonLinking    `json:"linking"`
 	Alerts      []jsonAlert    `json:"alerts"`
 	Backoff     []jsonBackoff  `json:"backoff"`
+	Hedging     jsonHedging    `json:"hedging"`
 	Incidents   []jsonIncident `json:"incidents"`
 }
 
@@ -49,6 +50,17 @@ type jsonBackoff struct {
 	PolicyMinMS  *float64 `json:"policy_min_ms"`
 	PolicyMaxMS  *float64 `json:"policy_max_ms"`
 	BeyondPolicy bool     `json:"beyond_policy_retries"`
+}
+
+// jsonHedging is query.Hedging (docs/json.md).
+type jsonHedging struct {
+	Requests  int64    `json:"requests"`
+	Hedges    int64    `json:"hedges"`
+	Wins      int64    `json:"wins"`
+	Cancelled int64    `json:"cancelled"`
+	P10ms     *float64 `json:"delay_p10_ms"`
+	P50ms     *float64 `json:"delay_p50_ms"`
+	P90ms     *float64 `json:"delay_p90_ms"`
 }
 
 type jsonAlert struct {
@@ -122,6 +134,8 @@ func JSON(w io.Writer, r *Report) error {
 		Alerts:    toJSONAlerts(r.Alerts),
 		Backoff:   make([]jsonBackoff, 0, len(r.Backoff)),
 		Incidents: make([]jsonIncident, 0, len(r.Incidents)),
+		Hedging: jsonHedging{Requests: r.Hedging.Requests, Hedges: r.Hedging.Hedges, Wins: r.Hedging.Wins, Cancelled: r.Hedging.Cancelled,
+			P10ms: r.Hedging.P10, P50ms: r.Hedging.P50, P90ms: r.Hedging.P90},
 		Linking: jsonLinking{Strong: r.Linking.Strong(), IdempotencyKey: r.Linking.IdempotencyKey, InvocationID: r.Linking.InvocationID,
 			RequestID: r.Linking.RequestID, Heuristic: r.Linking.Heuristic, Inferred: r.Linking.Inferred,
 			Retries: r.Linking.Retries, HeuristicRetries: r.Linking.HeuristicRetries, Orphans: r.Linking.Orphans,

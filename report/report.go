@@ -29,6 +29,7 @@ type Report struct {
 	Linking     query.Linking
 	Alerts      []query.Alert
 	Backoff     []query.Backoff
+	Hedging     query.Hedging
 	Incidents   []query.Incident
 	// For html: the timeline's buckets (see ChartWidth), logical requests per number of
 	// attempts and the gap histograms.

@@ -219,6 +219,10 @@ func (r *Report) parts(esc func(string) string) parts {
 	l := r.Linking
 	p.summary = append(p.summary, fmt.Sprintf("verdict: %s. What the business saw: %d logical requests, effective success %s. What the gateway carried: %d requests, actual success %s, amplification %s, extra load %s.",
 		m.Verdict, l.Strong()+l.Heuristic+l.Inferred, pct(m.EffectiveSuccess), m.Requests, pct(m.ActualSuccess), ratio(m.Amplification), pct(m.ExtraLoad)))
+	if m.UpstreamLoad != nil && *m.ProxyAmplification > 1 { // the gateway retried too
+		p.summary = append(p.summary, fmt.Sprintf("What the upstream carried: %s tries per logical request (the client's attempts × the gateway's own tries, proxy amplification %s).",
+			ratio(m.UpstreamLoad), ratio(m.ProxyAmplification)))
+	}
 	for _, in := range r.Incidents {
 		b, d, a := in.Before, in.During, in.After
 		p.incidents = append(p.incidents, fmt.Sprintf("incident %s, before → during → after: amplification %s → %s → %s, retry rate %s → %s → %s, retry success %s → %s → %s, effective success %s → %s → %s",
@@ -254,6 +258,14 @@ func (r *Report) parts(esc func(string) string) parts {
 		}
 		p.findings = append(p.findings, fmt.Sprintf("finding %s: %s, %s (%s), e.g. %s",
 			f.Kind, plural(f.Count, "request"), plural(f.Attempts, "attempt"), findingText[f.Kind], strings.Join(ex, ", ")))
+	}
+	if h := r.Hedging; h.Hedges > 0 || h.Cancelled > 0 {
+		line := fmt.Sprintf("hedged: %s (%s sent while another attempt was in flight, %d of them won), %s cancelled because another attempt won",
+			plural(h.Requests, "request"), plural(h.Hedges, "attempt"), h.Wins, plural(h.Cancelled, "attempt"))
+		if h.P50 != nil {
+			line += fmt.Sprintf("; hedge delay p10/p50/p90 %.0f/%.0f/%.0f ms", *h.P10, *h.P50, *h.P90)
+		}
+		p.backoff = append(p.backoff, line)
 	}
 	for _, b := range r.Backoff {
 		line := fmt.Sprintf("backoff before attempt %d: %s, p10/p50/p90 %.0f/%.0f/%.0f ms, %d within 3 ms of the median",

@@ -30,7 +30,10 @@ type labReport struct {
 		BlindRetries     int64 `json:"blind_retries"`
 	} `json:"loops_429"`
 	Findings []findingCount `json:"findings"`
-	Linking  struct {
+	Hedging  struct {
+		Requests, Hedges, Wins, Cancelled int64
+	} `json:"hedging"`
+	Linking struct {
 		Strong    int64 `json:"strong"`
 		Heuristic int64 `json:"heuristic"`
 		Inferred  int64 `json:"inferred"`
@@ -60,6 +63,8 @@ type labFigures struct {
 	Loops429, MaxLoop429                       int64
 	PrematureRetries, BlindRetries             int64
 	RetriedWrites, RetriedWriteRequests        int64 // duplicate_write_risk attempts and requests
+	HedgedRequests, Hedges, HedgeWins          int64 // attempts sent while another was in flight
+	Cancelled                                  int64 // attempts cancelled because another won
 }
 
 func truthFigures(t lab.Truth) labFigures {
@@ -71,6 +76,7 @@ func truthFigures(t lab.Truth) labFigures {
 		Abandoned: int64(t.Abandoned), Loops429: int64(t.Loops429), MaxLoop429: int64(t.MaxLoop429),
 		PrematureRetries: int64(t.PrematureRetries), BlindRetries: int64(t.BlindRetries),
 		RetriedWrites: int64(t.RetriedWrites), RetriedWriteRequests: int64(t.WriteRequests),
+		HedgedRequests: int64(t.HedgedRequests), Hedges: int64(t.Hedges), HedgeWins: int64(t.HedgeWins), Cancelled: int64(t.Cancelled),
 	}
 }
 
@@ -82,6 +88,7 @@ func reportFigures(r labReport) labFigures {
 		Logical:  r.Linking.Strong + r.Linking.Heuristic + r.Linking.Inferred,
 		Loops429: r.Loops429.Loops, MaxLoop429: r.Loops429.MaxLength,
 		PrematureRetries: r.Loops429.PrematureRetries, BlindRetries: r.Loops429.BlindRetries,
+		HedgedRequests: r.Hedging.Requests, Hedges: r.Hedging.Hedges, HedgeWins: r.Hedging.Wins, Cancelled: r.Hedging.Cancelled,
 	}
 	for _, p := range []struct {
 		dst *float64
@@ -134,7 +141,7 @@ var fronts = []front{
 			return "", nil, nil, err
 		}
 		return h.URL(), h.Stop, map[string]string{"haproxy": h.Log}, nil
-	}, map[string]string{"incident-naive": haproxyBlind, "slow-writes-naive": haproxyBlind, "write-storm-naive": haproxyBlind}},
+	}, map[string]string{"incident-naive": haproxyBlind, "slow-writes-naive": haproxyBlind, "write-storm-naive": haproxyBlind, "hedged": haproxyBlind}},
 }
 
 // TestLab runs every lab scenario through real nginx, Caddy and HAProxy and checks that
