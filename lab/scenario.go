@@ -35,6 +35,11 @@ var slowWrites = Faults{Seed: 13, SlowWriteShare: 0.3, SlowWrite: 300 * time.Mil
 // after a failure (502 499 201), for POSTs and PUTs.
 var writeStorm = Faults{Seed: 17, SlowWriteShare: 0.5, SlowWrite: 200 * time.Millisecond, SlowEvery: true, WriteFail: 0.2}
 
+// throttledWrites makes three in ten first write attempts slow (the write is done, the
+// naive client gives up on the answer) and refuses writes over 25 a second with 429 before
+// writing: an abandoned write followed only by 429s was written once.
+var throttledWrites = Faults{Seed: 23, SlowWriteShare: 0.3, SlowWrite: 300 * time.Millisecond, WriteLimit: 25}
+
 // tail is a long tail: three in ten attempts take 200 ms, past the hedging client's
 // 60 ms hedge delay, and 2 % fail at once (502), which sends the next hedge at once.
 var tail = Faults{Seed: 19, BaselineFail: 0.02, SlowShare: 0.3, Slow: 200 * time.Millisecond}
@@ -66,6 +71,7 @@ func Scenarios() []Scenario {
 		{Name: "slow-writes-naive", Policy: Naive, Faults: slowWrites, Requests: orders, Workers: 4, Pace: 30 * time.Millisecond},
 		{Name: "concurrent-unkeyed", Policy: unkeyed, Faults: incident, Requests: shared, Workers: 90, Pace: 500 * time.Millisecond},
 		{Name: "write-storm-naive", Policy: Naive, Faults: writeStorm, Requests: storm, Workers: 4, Pace: 30 * time.Millisecond},
+		{Name: "throttled-writes-naive", Policy: Naive, Faults: throttledWrites, Requests: Requests("tw", 80, http.MethodPost, "/api/orders"), Workers: 8, Pace: 30 * time.Millisecond},
 		{Name: "hedged", Policy: Hedged, Faults: tail, Requests: Requests("hedge", 300, http.MethodGet, "/api/items/%d"), Workers: 30, Pace: 200 * time.Millisecond},
 	}
 }

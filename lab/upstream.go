@@ -28,6 +28,7 @@ type Faults struct {
 	SlowWrite      time.Duration // longer than the naive client's timeout: the write happens, the answer is late
 	SlowEvery      bool          // SlowWriteShare applies to every attempt, not only the first
 	WriteFail      float64       // share of writes answered 502 without writing
+	WriteLimit     int           // writes allowed per second; the rest get 429 before any handler runs (no write)
 }
 
 // Upstream is the origin behind the gateways:
@@ -36,7 +37,8 @@ type Faults struct {
 //	GET  /api/limited    429 over LimitPerSec, with Retry-After: 1 on three in four of them
 //	POST /api/orders, PUT /api/orders/ID
 //	                     performs the write at once, answers 201 (late, for slow writes),
-//	                     or 502 without writing (WriteFail)
+//	                     or 502 without writing (WriteFail), or 429 over WriteLimit a
+//	                     second, without writing
 //	any  ?status=S       answers S; ?fail=K answers 502 to attempts 0..K-1, then 200
 //
 // It counts the writes it performed per request (X-Lab-Id, which the lab's client sends
@@ -51,6 +53,9 @@ type Upstream struct {
 	writes map[string]int
 	window int64 // current second of the rate limiter
 	used   int
+	// the write limiter's
+	writeWindow int64
+	writeUsed   int
 }
 
 // StartUpstream listens on a free loopback port, never one freeAddr handed to a gateway
@@ -70,7 +75,7 @@ func StartUpstream() (*Upstream, error) {
 func (u *Upstream) Reset(f Faults) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.faults, u.start, u.writes, u.window, u.used = f, time.Now(), map[string]int{}, 0, 0
+	u.faults, u.start, u.writes, u.window, u.used, u.writeWindow, u.writeUsed = f, time.Now(), map[string]int{}, 0, 0, 0, 0
 }
 
 // draw returns a number in [0, 1) fixed by the seed, a salt, the request id and attempt.
@@ -168,6 +173,15 @@ func (u *Upstream) limited(w http.ResponseWriter, r *http.Request) {
 
 func (u *Upstream) write(w http.ResponseWriter, r *http.Request, attempt int) {
 	u.mu.Lock()
+	if sec := int64(time.Since(u.start) / time.Second); sec != u.writeWindow {
+		u.writeWindow, u.writeUsed = sec, 0
+	}
+	u.writeUsed++
+	if u.faults.WriteLimit > 0 && u.writeUsed > u.faults.WriteLimit {
+		u.mu.Unlock()
+		http.Error(w, "slow down", http.StatusTooManyRequests) // refused before writing
+		return
+	}
 	if u.draw("writefail", r) < u.faults.WriteFail {
 		u.mu.Unlock()
 		http.Error(w, "write failed", http.StatusBadGateway)

@@ -13,6 +13,26 @@ gs AS (
 gn AS (
     SELECT attempt, count(*) AS near FROM g JOIN gs USING (attempt) WHERE abs(gap_ms - med) <= 3 GROUP BY attempt
 ),
+-- Writes (docs/metrics.md, "Writes that may have gone through twice"): per attempt of a
+-- write, whether an earlier attempt of its request may have written without the client
+-- knowing (abandoned: 499, 0; or a 504, the gateway's timeout while the upstream may still
+-- work), and whether this one may have reached the handler (any answer but a throttling
+-- one: a 429 is refused before it). A request is protected only when every attempt that
+-- may have reached the handler carried one and the same idempotency key.
+w AS (
+    SELECT lkey, example, attempt, status,
+        coalesce(bool_or(status IN (0, 499, 504)) OVER (PARTITION BY lkey ORDER BY attempt, ts
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS unknown_before,
+        coalesce(status NOT IN ({{.Throttle}}), true) AS reached,
+        idempotency_key
+    FROM {{.Table}}_attempts
+    WHERE upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE')
+),
+unprotected AS (
+    SELECT lkey FROM w WHERE reached
+    GROUP BY lkey
+    HAVING count(*) > count(idempotency_key) OR count(DISTINCT idempotency_key) > 1
+),
 f AS (
     -- retried POST/PATCH without an idempotency key
     SELECT 'duplicate_write_risk' AS kind, lkey, example FROM {{.Table}}_attempts
@@ -31,11 +51,11 @@ f AS (
     SELECT 'retried_idempotent_write', lkey, example FROM {{.Table}}_attempts
     WHERE attempt >= 1 AND upper(method) IN ('PUT', 'DELETE') AND idempotency_key IS NULL
     UNION ALL
-    -- an unkeyed write with an abandoned attempt (499, Caddy's 0), at any attempt number,
-    -- followed by another: the abandoned attempt may have been performed, then the next one
-    SELECT 'possible_duplicate_write', lkey, example FROM {{.Table}}_attempts
-    WHERE attempt >= 1 AND prev_status IN (0, 499) AND idempotency_key IS NULL
-      AND upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE')
+    -- a write not protected by one key, with an attempt that may have written without the
+    -- client knowing, followed by one that may have reached the handler: both may have
+    -- been performed
+    SELECT 'possible_duplicate_write', lkey, example FROM w
+    WHERE attempt >= 1 AND unknown_before AND reached AND lkey IN (SELECT lkey FROM unprotected)
     UNION ALL
     -- (a hedge sent before the 404 came back decided nothing on it)
     SELECT 'non_retryable_retry', lkey, example FROM {{.Table}}_attempts

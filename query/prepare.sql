@@ -399,26 +399,36 @@ nw AS (
     SELECT file_id, line,
         lag({'status': status, 'ts': ts, 'started': started, 'retry_after': retry_after}) OVER w AS prev,
         first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt, 'ts': ts, 'in_range': in_range}) OVER w AS first,
-        -- when the attempts before this one had all ended, and whether the last to end was
-        -- abandoned
-        max({'t': ts, 'abandoned': status IN (0, 499)})
-            OVER (PARTITION BY lkey ORDER BY attempt, ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS busy,
+        -- when the attempts before this one that were answered had all ended, and those
+        -- the client abandoned (the gateway logs an abandoned attempt when it notices, which
+        -- can be well after the client gave up and retried)
+        max(ts) FILTER (NOT coalesce(status IN (0, 499), false))
+            OVER (PARTITION BY lkey ORDER BY attempt, ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS answered_until,
+        max(ts) FILTER (status IN (0, 499))
+            OVER (PARTITION BY lkey ORDER BY attempt, ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS abandoned_until,
         -- the request's first 2xx by end time
         min({'t': ts, 'f': file_id, 'l': line}) FILTER (status BETWEEN 200 AND 299) OVER (PARTITION BY lkey) AS ok
     FROM (SELECT file_id, line, lkey, attempt, ts, started, status, retry_after, upstream_status, in_range FROM m)
     WINDOW w AS (PARTITION BY lkey ORDER BY attempt, ts)
+),
+f AS (
+    SELECT m.*, nw.prev, nw.first, nw.ok,
+        -- a hedge where the log can tell, beyond the slack (which heuristic linking allows
+        -- too): it started before an answered one ended, or ended before (a retry sent after
+        -- them ends after them); or one the client abandoned was logged no earlier than the
+        -- slack before this one ended: dropped when this one answered (a retry after a
+        -- timeout that the gateway noticed late, after the retry had ended, reads the same)
+        coalesce(m.started < nw.answered_until - {{template "slack"}} OR m.ts < nw.answered_until - {{template "slack"}}
+                 OR nw.abandoned_until >= m.ts - {{template "slack"}}, false) AS hedge,
+        coalesce(nw.ok = {'t': m.ts, 'f': m.file_id, 'l': m.line}, false) AS won
+    FROM m JOIN nw USING (file_id, line)
 )
-SELECT m.*, nw.prev, nw.first,
-    -- where the log can tell, beyond the slack (which heuristic linking allows too): it
-    -- started before one of them ended, or ended before (a retry sent after them ends
-    -- after them); or it ended within the slack of one the client abandoned: dropped when
-    -- this one answered (a retry after a timeout that took no longer than the clock's
-    -- resolution reads the same)
-    coalesce(m.started < nw.busy.t - {{template "slack"}} OR m.ts < nw.busy.t - {{template "slack"}}
-             OR (nw.busy.abandoned AND nw.busy.t >= m.ts - {{template "slack"}}), false) AS hedge,
-    coalesce(nw.ok = {'t': m.ts, 'f': m.file_id, 'l': m.line}, false) AS won,
-    coalesce(m.status IN (0, 499) AND nw.ok.t <= m.ts + {{template "slack"}} AND m.started < nw.ok.t, false) AS cancelled
-FROM m JOIN nw USING (file_id, line);
+-- cancelled: abandoned while the winner was in flight, the winner or it a hedge (a gateway
+-- can log an abandoned attempt after the client's retry, sent once it gave up, has won)
+SELECT * EXCLUDE (ok),
+    coalesce(status IN (0, 499) AND ok.t <= ts + {{template "slack"}} AND started < ok.t
+             AND (hedge OR bool_or(won AND hedge) OVER (PARTITION BY lkey)), false) AS cancelled
+FROM f;
 CREATE TEMP VIEW {{.Table}}_cancelled AS SELECT file_id, line FROM {{.Table}}_multi WHERE cancelled
 {{end}}
 
