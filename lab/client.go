@@ -153,11 +153,7 @@ func (c *Client) hedge(r Request) int {
 	p := c.Policy
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	type answer struct {
-		i int
-		a Attempt
-	}
-	answers := make(chan answer, p.MaxRetries+1)
+	answers := make(chan Attempt, p.MaxRetries+1)
 	var records []*Attempt
 	sent, pending := 0, 0
 	send := func() {
@@ -165,10 +161,14 @@ func (c *Client) hedge(r Request) int {
 		hedge := pending > 0
 		sent++
 		pending++
+		reason := ""
+		if n > 0 {
+			reason = "hedge"
+		}
 		go func() {
-			a := c.do(ctx, r, n, "", "hedge")
+			a := c.do(ctx, r, n, "", reason)
 			a.Hedge = hedge
-			answers <- answer{n, a}
+			answers <- a
 		}()
 	}
 	send()
@@ -182,9 +182,8 @@ func (c *Client) hedge(r Request) int {
 				send()
 				timer.Reset(p.HedgeAfter)
 			}
-		case ans := <-answers:
+		case a := <-answers:
 			pending--
-			a := ans.a
 			records = append(records, &a)
 			switch {
 			case done:
