@@ -40,9 +40,10 @@ f AS (
     UNION ALL
     -- a write whose first attempt the client abandoned (499, Caddy's 0, or a 504 the
     -- upstream answered 2xx), then a retry that succeeded: the write may have happened
-    -- twice. An idempotency key is what lets the server tell, so keyed writes are left out.
+    -- twice. An idempotency key is what lets the server tell, so writes it protects (w)
+    -- are left out.
     SELECT 'false_success', lkey, example FROM {{.Table}}_attempts
-    WHERE attempt >= 1 AND status BETWEEN 200 AND 299 AND first_n = 0 AND idempotency_key IS NULL
+    WHERE attempt >= 1 AND status BETWEEN 200 AND 299 AND first_n = 0 AND lkey IN (SELECT lkey FROM unprotected)
       AND upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE')
       AND (first_status IN (0, 499) OR (first_status = 504 AND first_upstream_status LIKE '2%'))
     UNION ALL

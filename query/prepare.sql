@@ -316,11 +316,10 @@ GROUP BY ALL
 -- time bucket and columns (a logical request belongs where its first attempt is).
 CREATE {{.Kind}} {{.Table}}_logical{{.Suffix}} AS
 WITH l AS (
-    -- first and final attempt in attempt_order; the first is kept as its place in the logs
-    -- and joined back (keeping its columns per request ran out of memory at 128 MB on 833K
-    -- requests)
-    -- (the outcome is the first 2xx by end time, else the last answered attempt: final_ok
-    -- when any attempt got a 2xx, hedged or not)
+    -- the first attempt in attempt_order, kept as its place in the logs and joined back
+    -- (keeping its columns per request ran out of memory at 128 MB on 833K requests); the
+    -- outcome is the first 2xx by end time, else the last answered attempt: final_ok when
+    -- any attempt got a 2xx, hedged or not
     SELECT lkey,
         min({{template "attempt_order"}})               AS first,
         max(attempt)                                    AS last_n,
@@ -363,19 +362,20 @@ the logs (a request can log the same attempt number twice). */}}
 {{- /* How far apart two times must be for the log to tell their order: a line timed to
 the second ($time_local without $msec) can be up to a second off, one timed to the
 millisecond (and its request time) a millisecond or two. */}}
-{{define "slack"}}CASE WHEN epoch_us(ts) % 1000000 = 0 THEN INTERVAL 1 SECOND ELSE INTERVAL 2 MILLISECOND END{{end}}
+{{define "slack"}}CASE WHEN {{template "whole_second"}} THEN INTERVAL 1 SECOND ELSE INTERVAL 2 MILLISECOND END{{end}}
+{{define "whole_second"}}epoch_us(ts) % 1000000 = 0{{end}}
 
 {{define "prepare_multi"}}
 -- The rows of every logical request that has a retry (or was linked by the heuristic or
 -- inference), over the whole context, with what the attempts before them got and how
 -- they overlap (docs/metrics.md, "Overlapping attempts"):
---   hedge      it started before an earlier attempt of its request had ended (by more
---              than the log's clock can blur), or ended before one did: a hedged or
---              parallel attempt, sent while another was still in flight, not after the
---              previous one failed
+--   hedge      it was sent while an earlier attempt of its request was still in flight,
+--              as far as the log can tell (below): a hedged or parallel attempt, not one
+--              sent after the previous one failed
 --   won        it is the request's outcome: its first attempt answered 2xx, by end time
 --   cancelled  the client abandoned it (499, 0) because another attempt won: that one
---              answered 2xx while this one was in flight. Wasted work, not a failure
+--              answered 2xx while this one was in flight, and it or the winner is a
+--              hedge. Wasted work, not a failure
 -- The row count tables read cancelled (a retry the client cancelled is left out of
 -- retry success), the attempts table the rest.
 CREATE TEMP TABLE {{.Table}}_multi AS
@@ -415,11 +415,12 @@ f AS (
     SELECT m.*, nw.prev, nw.first, nw.ok,
         -- a hedge where the log can tell, beyond the slack (which heuristic linking allows
         -- too): it started before an answered one ended, or ended before (a retry sent after
-        -- them ends after them); or one the client abandoned was logged no earlier than the
-        -- slack before this one ended: dropped when this one answered (a retry after a
-        -- timeout that the gateway noticed late, after the retry had ended, reads the same)
+        -- them ends after them); or, in a log timed finer than the second, one the client
+        -- abandoned was logged no earlier than the slack before this one ended: dropped when
+        -- this one answered (a retry after a timeout that the gateway noticed late, after the
+        -- retry had ended, reads the same; to the second, any retry within the second would)
         coalesce(m.started < nw.answered_until - {{template "slack"}} OR m.ts < nw.answered_until - {{template "slack"}}
-                 OR nw.abandoned_until >= m.ts - {{template "slack"}}, false) AS hedge,
+                 OR (NOT {{template "whole_second"}} AND nw.abandoned_until >= m.ts - {{template "slack"}}), false) AS hedge,
         coalesce(nw.ok = {'t': m.ts, 'f': m.file_id, 'l': m.line}, false) AS won
     FROM m JOIN nw USING (file_id, line)
 )

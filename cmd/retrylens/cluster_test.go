@@ -170,13 +170,13 @@ func reportCommands(s logFacts, all bool) [][]string {
 // TestClusterSameReports runs the sample logs, each split over two gateways, through a
 // DuckDB file and a two-shard ClickHouse cluster: keys whose lines lie (an X-Request-Id
 // that takes another line's Idempotency-Key is on the other shard), untagged first
-// attempts, an incident hour, a quiet one.
+// attempts, an incident hour, a quiet one, hedged and cancelled attempts.
 func TestClusterSameReports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a ClickHouse cluster")
 	}
 	t.Parallel()
-	for _, name := range []string{"incident-hour", "quiet-hour", "keys-that-lie", "untagged-firsts"} {
+	for _, name := range []string{"incident-hour", "quiet-hour", "keys-that-lie", "untagged-firsts", "overlapping-attempts"} {
 		t.Run(name, func(t *testing.T) {
 			sameOnCluster(t, splitGateways(t, scenario(name)), nil, func(duck string) [][]string {
 				return reportCommands(factsOf(t, duck), name == "incident-hour")

@@ -58,6 +58,8 @@ type metrics struct {
 	Status429First   int64    `json:"status_429_first"`
 	Status429Retry   int64    `json:"status_429_retry"`
 	Abandoned        int64    `json:"abandoned"`
+	CancelledFirst   int64    `json:"cancelled_first"`
+	CancelledRetry   int64    `json:"cancelled_retry"`
 	Verdict          string   `json:"verdict"`
 }
 

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// overlapReport is the part of the JSON report the overlapping-attempts test checks.
+type overlapReport struct {
+	Summary metrics `json:"summary"`
+	Hedging struct {
+		Requests, Hedges, Wins, Cancelled int64
+		P10                               *float64 `json:"delay_p10_ms"`
+		P50                               *float64 `json:"delay_p50_ms"`
+		P90                               *float64 `json:"delay_p90_ms"`
+	} `json:"hedging"`
+	Backoff  []backoffRow   `json:"backoff"`
+	Findings []findingCount `json:"findings"`
+	Loops429 struct {
+		Loops        int64 `json:"loops"`
+		MaxLength    int64 `json:"max_length"`
+		BlindRetries int64 `json:"blind_retries"`
+	} `json:"loops_429"`
+}
+
+// backoffRow is one attempt number of the backoff profile.
+type backoffRow struct {
+	Attempt int     `json:"attempt"`
+	Count   int64   `json:"count"`
+	P10     float64 `json:"p10_ms"`
+	P50     float64 `json:"p50_ms"`
+	P90     float64 `json:"p90_ms"`
+}
+
+// Hedged, cancelled, sequential and throttled attempts
+// (testdata/overlapping-attempts/EXPECTED.md, worked out by hand), on the log as written
+// (timed to the millisecond) and on the same lines timed to the second, where overlaps
+// shorter than a second cannot show.
+func TestOverlappingAttempts(t *testing.T) {
+	t.Parallel()
+	log := scenario("overlapping-attempts")
+	summary := metrics{
+		Requests: 22, FirstAttempts: 9, Retries: 13,
+		Amplification: f(22.0 / 9), RetryRate: f(1), RetrySuccessRate: f(5.0 / 12),
+		ExtraLoad: f(13.0 / 22), ActualSuccess: f(6.0 / 22),
+		Recovered: 5, Exhausted: 3, EffectiveSuccess: f(6.0 / 9),
+		Status5xxRetry: 2, Status429Retry: 3, Abandoned: 7, CancelledFirst: 2, CancelledRetry: 1,
+	}
+	var want overlapReport
+	want.Summary = summary
+	want.Hedging.Requests, want.Hedging.Hedges, want.Hedging.Wins, want.Hedging.Cancelled = 4, 5, 2, 3
+	want.Hedging.P10, want.Hedging.P50, want.Hedging.P90 = f(25.2), f(60), f(60)
+	want.Backoff = []backoffRow{{1, 5, 8, 20, 20}, {2, 3, 19, 19, 19.8}}
+	want.Findings = []findingCount{{"duplicate_write_risk", 2, 4}, {"false_success", 2, 2}, {"non_retryable_retry", 1, 1}, {"possible_duplicate_write", 2, 2}}
+	want.Loops429.Loops, want.Loops429.MaxLength, want.Loops429.BlindRetries = 1, 2, 2
+
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seconds := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(seconds, regexp.MustCompile(`msec=[0-9.]+`).ReplaceAll(b, []byte("msec=-")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantSeconds := want
+	wantSeconds.Summary.RetrySuccessRate = f(5.0 / 13)
+	wantSeconds.Summary.CancelledFirst, wantSeconds.Summary.CancelledRetry = 0, 0
+	wantSeconds.Hedging.Requests, wantSeconds.Hedging.Hedges, wantSeconds.Hedging.Wins, wantSeconds.Hedging.Cancelled = 0, 0, 0, 0
+	wantSeconds.Hedging.P10, wantSeconds.Hedging.P50, wantSeconds.Hedging.P90 = nil, nil, nil
+	wantSeconds.Backoff = nil // gaps within the second: not compared
+	wantSeconds.Findings = []findingCount{{"duplicate_write_risk", 2, 4}, {"false_success", 2, 2}, {"non_retryable_retry", 2, 2}, {"possible_duplicate_write", 2, 2}}
+
+	for _, tc := range []struct {
+		name, path string
+		want       overlapReport
+	}{{"milliseconds", log, want}, {"seconds", seconds, wantSeconds}} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", tc.path)
+			if code != 0 {
+				t.Fatalf("report: exit %d: %s", code, stderr)
+			}
+			var got overlapReport
+			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+				t.Fatal(err)
+			}
+			got.Summary.Verdict = ""
+			if tc.want.Backoff == nil {
+				got.Backoff = nil
+			}
+			if diff := cmp.Diff(tc.want, got, approx, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
