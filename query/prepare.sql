@@ -365,22 +365,10 @@ millisecond (and its request time) a millisecond or two. */}}
 {{define "slack"}}CASE WHEN {{template "whole_second"}} THEN INTERVAL 1 SECOND ELSE INTERVAL 2 MILLISECOND END{{end}}
 {{define "whole_second"}}epoch_us(ts) % 1000000 = 0{{end}}
 
-{{define "prepare_multi"}}
--- The rows of every logical request that has a retry (or was linked by the heuristic or
--- inference), over the whole context, with what the attempts before them got and how
--- they overlap (docs/metrics.md, "Overlapping attempts"):
---   hedge      it was sent while an earlier attempt of its request was still in flight,
---              as far as the log can tell (below): a hedged or parallel attempt, not one
---              sent after the previous one failed
---   won        it is the request's outcome: its first attempt answered 2xx, by end time
---   cancelled  the client abandoned it (499, 0) because another attempt won: that one
---              answered 2xx while this one was in flight, and it or the winner is a
---              hedge. Wasted work, not a failure
--- The row count tables read cancelled (a retry the client cancelled is left out of
--- retry success), the attempts table the rest.
-CREATE TEMP TABLE {{.Table}}_multi AS
-WITH m AS (
-    -- the columns the logical metrics, loops, findings and backoff read
+{{- /* The rows of every logical request that has a retry (or was linked by the heuristic
+or inference), over the whole context, with the columns the logical metrics, loops,
+findings and backoff read. */}}
+{{define "multi_rows"}}
     SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
         idempotency_key, invocation_id, request_id, retry_after, key_text,
         logged_attempt AS attempt, keyed_first AS inferred, true AS strong, CAST(skey AS VARCHAR) AS lkey, skind AS linked_by,
@@ -392,11 +380,29 @@ WITH m AS (
         idempotency_key, invocation_id, request_id, retry_after, key_text,
         attempt, inferred, strong, lkey, linked_by, reused_key, renumbered
     FROM {{.Table}}_chain
+{{end}}
+
+{{define "prepare_multi"}}
+-- For each of multi_rows, over the whole context: what the attempts before it got, its
+-- request's first attempt, and how the attempts overlap (docs/metrics.md, "Overlapping attempts"):
+--   hedge      it was sent while an earlier attempt of its request was still in flight,
+--              as far as the log can tell (below): a hedged or parallel attempt, not one
+--              sent after the previous one failed
+--   won        it is the request's outcome: its first attempt answered 2xx, by end time
+--   cancelled  the client abandoned it (499, 0) because another attempt won: that one
+--              answered 2xx while this one was in flight, and it or the winner is a
+--              hedge. Wasted work, not a failure
+-- The row count tables read cancelled (a retry the client cancelled is left out of
+-- retry success), the attempts table the rest.
+CREATE TEMP TABLE {{.Table}}_multi AS
+WITH m AS (
+    -- only the columns the windows read: the attempts table joins the rest back (a wide
+    -- copy of every retried request's rows cost a fifth of the cache's build)
+    SELECT file_id, line, lkey, attempt, ts, started, status, retry_after, upstream_status, in_range
+    FROM ({{template "multi_rows" .}})
 ),
--- The window sorts only the columns it needs (it carries every column it is given through
--- its sort); the rest joins back by (file_id, line), unique per row.
 nw AS (
-    SELECT file_id, line,
+    SELECT file_id, line, lkey, ts, started, status,
         lag({'status': status, 'ts': ts, 'started': started, 'retry_after': retry_after}) OVER w AS prev,
         first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt, 'ts': ts, 'in_range': in_range}) OVER w AS first,
         -- when the attempts before this one that were answered had all ended, and those
@@ -408,33 +414,42 @@ nw AS (
             OVER (PARTITION BY lkey ORDER BY attempt, ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS abandoned_until,
         -- the request's first 2xx by end time
         min({'t': ts, 'f': file_id, 'l': line}) FILTER (status BETWEEN 200 AND 299) OVER (PARTITION BY lkey) AS ok
-    FROM (SELECT file_id, line, lkey, attempt, ts, started, status, retry_after, upstream_status, in_range FROM m)
+    FROM m
     WINDOW w AS (PARTITION BY lkey ORDER BY attempt, ts)
 ),
 f AS (
-    SELECT m.*, nw.prev, nw.first, nw.ok,
+    SELECT file_id, line, lkey, prev, first,
         -- a hedge where the log can tell, beyond the slack (which heuristic linking allows
         -- too): it started before an answered one ended, or ended before (a retry sent after
         -- them ends after them); or, in a log timed finer than the second, one the client
         -- abandoned was logged no earlier than the slack before this one ended: dropped when
         -- this one answered (a retry after a timeout that the gateway noticed late, after the
         -- retry had ended, reads the same; to the second, any retry within the second would)
-        coalesce(m.started < nw.answered_until - {{template "slack"}} OR m.ts < nw.answered_until - {{template "slack"}}
-                 OR (NOT {{template "whole_second"}} AND nw.abandoned_until >= m.ts - {{template "slack"}}), false) AS hedge,
-        coalesce(nw.ok = {'t': m.ts, 'f': m.file_id, 'l': m.line}, false) AS won
-    FROM m JOIN nw USING (file_id, line)
+        coalesce(started < answered_until - {{template "slack"}} OR ts < answered_until - {{template "slack"}}
+                 OR (NOT {{template "whole_second"}} AND abandoned_until >= ts - {{template "slack"}}), false) AS hedge,
+        coalesce(ok = {'t': ts, 'f': file_id, 'l': line}, false) AS won,
+        -- abandoned while a 2xx of its request was answered
+        coalesce(status IN (0, 499) AND ok.t <= ts + {{template "slack"}} AND started < ok.t, false) AS lost
+    FROM nw
+),
+-- cancelled: lost, and it or the winner a hedge (a gateway can log an abandoned attempt
+-- after the client's retry, sent once it gave up, has won). On the narrow rows, as nw.
+fc AS (
+    SELECT file_id, line, prev, first, hedge, won,
+        lost AND (hedge OR bool_or(won AND hedge) OVER (PARTITION BY lkey)) AS cancelled
+    FROM f
 )
--- cancelled: abandoned while the winner was in flight, the winner or it a hedge (a gateway
--- can log an abandoned attempt after the client's retry, sent once it gave up, has won)
-SELECT * EXCLUDE (ok),
-    coalesce(status IN (0, 499) AND ok.t <= ts + {{template "slack"}} AND started < ok.t
-             AND (hedge OR bool_or(won AND hedge) OVER (PARTITION BY lkey)), false) AS cancelled
-FROM f;
+SELECT * FROM fc;
 CREATE TEMP VIEW {{.Table}}_cancelled AS SELECT file_id, line FROM {{.Table}}_multi WHERE cancelled
 {{end}}
 
 {{define "prepare_attempts"}}
+-- The window sorts only the columns it needs (prepare_multi: it carries every column it is
+-- given through its sort); the rest joins back here by (file_id, line), unique per row.
 CREATE {{.Kind}} {{.Table}}_attempts AS
+WITH w AS (
+    SELECT * FROM ({{template "multi_rows" .}}) m JOIN {{.Table}}_multi USING (file_id, line)
+)
 SELECT * EXCLUDE (prev, first, in_range),
     prev.status      AS prev_status,
     prev.ts          AS prev_end,
@@ -454,7 +469,7 @@ SELECT * EXCLUDE (prev, first, in_range),
     coalesce(key_text || ' (', '') ||
         coalesce(method, '-') || ' ' || coalesce(route, uri, '-') || ' at ' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') ||
         CASE WHEN key_text IS NOT NULL THEN ')' ELSE '' END AS example
-FROM {{.Table}}_multi
+FROM w
 WHERE first.in_range -- a logical request belongs to the range of its first attempt
 {{end}}
 
