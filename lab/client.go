@@ -71,10 +71,13 @@ type Request struct {
 
 // Client sends requests under a Policy and records every attempt: the ground truth.
 type Client struct {
-	Base   string
-	Policy Policy
-	HTTP   *http.Client
-	Seed   uint64
+	Base string
+	// Alternate, when set, sends attempt n through gateway Alternate[n % len] instead of
+	// Base: a client whose retries land on another gateway than its first attempt.
+	Alternate []string
+	Policy    Policy
+	HTTP      *http.Client
+	Seed      uint64
 
 	mu       sync.Mutex
 	attempts []Attempt
@@ -308,7 +311,11 @@ func (c *Client) do(parent context.Context, r Request, n int, key, reason string
 	if r.Method == http.MethodPost {
 		body = strings.NewReader(`{"item":1}`)
 	}
-	req, err := http.NewRequestWithContext(ctx, r.Method, c.Base+r.Path, body)
+	base := c.Base
+	if len(c.Alternate) > 0 {
+		base = c.Alternate[n%len(c.Alternate)]
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, base+r.Path, body)
 	if err != nil {
 		return a
 	}

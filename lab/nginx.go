@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"text/template"
@@ -51,7 +52,9 @@ http {
     log_format retry_json escape=json '{{.JSON}}';
     limit_req_zone $binary_remote_addr zone=lab:1m rate=10r/s;
     upstream backend {
-        server {{.Upstream}};
+        {{- range .Upstreams}}
+        server {{.}} max_fails=0;
+        {{- end}}
         keepalive 32;
     }
     server {
@@ -62,7 +65,12 @@ http {
             proxy_pass http://backend;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+            {{- if .NextUpstream}}
+            proxy_next_upstream error timeout http_502 http_503;
+            proxy_next_upstream_tries 2;
+            {{- else}}
             proxy_next_upstream off;
+            {{- end}}
             proxy_read_timeout 30s;
         }
         # limit_req's own throttling: 503 past 10 requests a second, with Retry-After
@@ -83,6 +91,26 @@ http {
 // StartNginx starts nginx in dir, proxying to upstream (host:port), and waits until it
 // accepts connections. Stop it with Stop, which also flushes its logs.
 func StartNginx(dir, upstream string) (*Nginx, error) {
+	return StartNginxWith(dir, NginxOptions{Upstreams: []string{upstream}})
+}
+
+// NginxOptions are how the lab's nginx proxies.
+type NginxOptions struct {
+	Upstreams []string // host:port each, taken in turn
+	// NextUpstream makes nginx retry a request on the next upstream after an error, a
+	// timeout, a 502 or a 503 (proxy_next_upstream, two tries at most): the gateway's own
+	// retries, logged in $upstream_status as "502, 200".
+	NextUpstream bool
+	// TZ is nginx's time zone (its $time_local), and SecondsOnly logs the time to the
+	// second: the retry format with "msec=-" where $msec was, as a log_format without
+	// $msec writes it.
+	TZ          string
+	SecondsOnly bool
+}
+
+// StartNginxWith starts nginx in dir as o says, and waits until it accepts connections.
+// Stop it with Stop, which also flushes its logs.
+func StartNginxWith(dir string, o NginxOptions) (*Nginx, error) {
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
@@ -104,9 +132,13 @@ func StartNginx(dir, upstream string) (*Nginx, error) {
 		JSONLog: filepath.Join(dir, "access.json"),
 	}
 	var conf bytes.Buffer
-	err = confTmpl.Execute(&conf, map[string]string{
-		"Dir": dir, "Addr": addr, "Upstream": upstream, "TextLog": n.TextLog, "JSONLog": n.JSONLog,
-		"Retry": parse.Retry, "JSON": JSONFormat,
+	format := parse.Retry
+	if o.SecondsOnly {
+		format = strings.Replace(format, "msec=$msec", "msec=-", 1)
+	}
+	err = confTmpl.Execute(&conf, map[string]any{
+		"Dir": dir, "Addr": addr, "Upstreams": o.Upstreams, "NextUpstream": o.NextUpstream, "TextLog": n.TextLog, "JSONLog": n.JSONLog,
+		"Retry": format, "JSON": JSONFormat,
 	})
 	if err != nil {
 		return nil, err
@@ -116,6 +148,9 @@ func StartNginx(dir, upstream string) (*Nginx, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log"))
+	if o.TZ != "" {
+		cmd.Env = append(os.Environ(), "TZ="+o.TZ) // nginx keeps TZ from its environment
+	}
 	// SIGQUIT: nginx's graceful shutdown.
 	if n.server, err = startServer("nginx", cmd, addr, syscall.SIGQUIT); err != nil {
 		return nil, err

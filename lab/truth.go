@@ -47,13 +47,19 @@ func (c *Client) Truth() Truth { return c.TruthThrottled(http.StatusTooManyReque
 // TruthThrottled is Truth with the given statuses taken as throttling, for 429 loops and
 // blind retries (retrylens report --throttle-status).
 func (c *Client) TruthThrottled(throttle ...int) Truth {
+	return TruthOf(c.Attempts(), c.Results(), throttle...)
+}
+
+// TruthOf computes the metrics from a record of attempts and each request's result (the
+// status Do returned, by request id), with the given statuses taken as throttling: a
+// client's own record, or one a test has matched to a gateway's log.
+func TruthOf(attempts []Attempt, results map[string]int, throttle ...int) Truth {
 	var t Truth
 	byID := map[string][]Attempt{}
-	for _, a := range c.Attempts() {
+	for _, a := range attempts {
 		byID[a.RequestID] = append(byID[a.RequestID], a)
 	}
 	second, retriesOK, finalOK, cancelledRetries := 0, 0, 0, 0
-	results := c.Results()
 	for id, as := range byID {
 		t.Logical++
 		if ok(results[id]) {

@@ -51,6 +51,7 @@ type Upstream struct {
 	faults Faults
 	start  time.Time
 	writes map[string]int
+	served int   // requests handled since Reset
 	window int64 // current second of the rate limiter
 	used   int
 	// the write limiter's
@@ -75,7 +76,7 @@ func StartUpstream() (*Upstream, error) {
 func (u *Upstream) Reset(f Faults) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.faults, u.start, u.writes, u.window, u.used, u.writeWindow, u.writeUsed = f, time.Now(), map[string]int{}, 0, 0, 0, 0
+	u.faults, u.start, u.writes, u.window, u.used, u.writeWindow, u.writeUsed, u.served = f, time.Now(), map[string]int{}, 0, 0, 0, 0, 0
 }
 
 // draw returns a number in [0, 1) fixed by the seed, a salt, the request id and attempt.
@@ -96,6 +97,9 @@ func mix(x uint64) uint64 {
 }
 
 func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	u.served++
+	u.mu.Unlock()
 	q := r.URL.Query()
 	if s, err := strconv.Atoi(q.Get("status")); err == nil && s >= 100 && s <= 599 {
 		w.WriteHeader(s)
@@ -196,6 +200,13 @@ func (u *Upstream) write(w http.ResponseWriter, r *http.Request, attempt int) {
 	}
 	w.WriteHeader(http.StatusCreated)
 	w.Write([]byte(`{"order":"created"}` + "\n"))
+}
+
+// Served returns how many requests the upstream handled since Reset: the load it saw.
+func (u *Upstream) Served() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.served
 }
 
 // Writes returns how many writes the upstream performed for request id id.

@@ -113,6 +113,7 @@ type AttemptRow struct {
 	LinkedBy            string     `col:"linked_by"`
 	ReusedKey           bool       `col:"reused_key"`  // its key was reused across requests: linked as if it had none
 	Renumbered          bool       `col:"renumbered"`  // its attempt number is its place in the request, not the one logged (which repeated)
+	After2xx            bool       `col:"after_2xx"`   // linked by the heuristic to a chain whose previous attempt was logged 2xx (a timeout race)
 	Hedge               bool       `col:"hedge"`       // started while an earlier attempt was in flight (docs/metrics.md)
 	Won                 bool       `col:"won"`         // the request's first 2xx by end time: its outcome
 	Cancelled           bool       `col:"cancelled"`   // abandoned because another attempt won

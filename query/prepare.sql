@@ -158,7 +158,7 @@ WHERE logged_attempt IS NOT NULL AND NOT has_skey
 {{define "prepare_hlink"}}
 -- First attempts start chains, named after their place in the logs.
 CREATE TEMP TABLE {{.Table}}_hlink AS
-SELECT file_id, line, hk, attempt, ts, status, file_id || ':' || line AS chain
+SELECT file_id, line, hk, attempt, ts, status, file_id || ':' || line AS chain, false AS after_2xx
 FROM {{.Table}}_hrows
 WHERE attempt = 0
 {{end}}
@@ -169,25 +169,48 @@ WHERE attempt = 0
 -- that no other retry {{.Level}} took; and it must have ended at most max_gap before this
 -- one started. "Before" within the log's clock resolution (slack): a line timed to the
 -- second may show its retry starting up to a second before the attempt it follows ended.
--- That is a stack per client, method and URI: an open chain pushes (when it ends), a retry
--- pops the top (when it starts). A retry whose top is older than max_gap, or that finds
--- the stack empty, is an orphan: it starts a chain of its own (so does every attempt past
--- the last level the program runs).
---
--- In one statement: in time order (moment: a chain's end, a retry's start; chains before
--- retries at the same time), the stack's depth after each event is the running sum of +1
--- (chain) and -1 (retry) clamped at 0, which is the sum less the lowest sum so far when
--- that is below 0. A chain lies at the depth after it; a retry pops the depth before it,
--- i.e. the latest chain before it at that depth (ASOF).
-CREATE TEMP TABLE {{.Table}}_hopen AS
+-- That is a stack per client, method and URI (hstack). A retry with no such chain then
+-- joins, the same way, a chain whose attempt {{.Level}} - 1 was answered 2xx (after_2xx): a
+-- timeout race, the gateway logging an answer the client had already given up on. One with
+-- neither is an orphan: it starts a chain of its own (so does every attempt past the last
+-- level the program runs).
+CREATE TEMP TABLE {{.Table}}_hpush AS
 SELECT hk, ts, chain FROM {{.Table}}_hlink
 WHERE attempt = {{.Level}} - 1 AND NOT coalesce(status BETWEEN 200 AND 299, false);
-CREATE TEMP TABLE {{.Table}}_hevents AS
+CREATE TEMP TABLE {{.Table}}_hpop AS
+SELECT file_id, line, hk, attempt, ts, started, status
+FROM {{.Table}}_hrows WHERE attempt {{if .Last}}>={{else}}={{end}} {{.Level}};
+{{template "hstack" .}}
+INSERT INTO {{.Table}}_hlink
+SELECT p.file_id, p.line, p.hk, p.attempt, p.ts, p.status, coalesce(m.chain, p.file_id || ':' || p.line), false
+FROM {{.Table}}_hpop p LEFT JOIN {{.Table}}_hmatch m USING (file_id, line);
+CREATE OR REPLACE TEMP TABLE {{.Table}}_hpush AS
+SELECT hk, ts, chain FROM {{.Table}}_hlink
+WHERE attempt = {{.Level}} - 1 AND coalesce(status BETWEEN 200 AND 299, false);
+CREATE OR REPLACE TEMP TABLE {{.Table}}_hpop AS
+SELECT * FROM {{.Table}}_hpop p ANTI JOIN {{.Table}}_hmatch m USING (file_id, line);
+{{template "hstack" .}}
+UPDATE {{.Table}}_hlink l SET chain = m.chain, after_2xx = true
+FROM {{.Table}}_hmatch m WHERE l.file_id = m.file_id AND l.line = m.line;
+DROP TABLE {{.Table}}_hmatch;
+DROP TABLE {{.Table}}_hpop;
+DROP TABLE {{.Table}}_hpush;
+{{end}}
+
+{{- /* The heuristic's stack, per client, method and URI: the chains of _hpush push when
+they end, the retries of _hpop pop the top when they start (+ slack); _hmatch holds the
+retries that popped a chain ended at most max_gap before they started. In one statement:
+in time order (chains before retries at the same moment), the stack's depth after each
+event is the running sum of +1 (chain) and -1 (retry) clamped at 0, which is the sum less
+the lowest sum so far when that is below 0. A chain lies at the depth after it; a retry
+pops the depth before it, i.e. the latest chain before it at that depth (ASOF). */}}
+{{define "hstack"}}
+CREATE OR REPLACE TEMP TABLE {{.Table}}_hevents AS
 WITH e AS (
-    SELECT hk, ts, ts AS moment, 0 AS kind, chain, 1 AS x FROM {{.Table}}_hopen
+    SELECT hk, ts, ts AS moment, 0 AS kind, chain, 1 AS x FROM {{.Table}}_hpush
     UNION ALL BY NAME
-    SELECT file_id, line, hk, attempt, ts, started, started + {{template "slack"}} AS moment, status, 1 AS kind, -1 AS x
-    FROM {{.Table}}_hrows WHERE attempt {{if .Last}}>={{else}}={{end}} {{.Level}}
+    SELECT file_id, line, hk, ts, started, started + {{template "slack"}} AS moment, 1 AS kind, -1 AS x
+    FROM {{.Table}}_hpop
 ),
 s AS (
     SELECT *, sum(x) OVER byTime AS total FROM e
@@ -200,20 +223,19 @@ d AS (
 SELECT *, CASE WHEN kind = 0 THEN depth
                ELSE coalesce(lag(depth) OVER (PARTITION BY hk ORDER BY moment, kind, chain, file_id, line), 0) END AS level
 FROM d;
-INSERT INTO {{.Table}}_hlink
-SELECT r.file_id, r.line, r.hk, r.attempt, r.ts, r.status,
-    coalesce(CASE WHEN r.level > 0 AND epoch(r.started) - epoch(c.ts) <= {{.MaxGap}} THEN c.chain END, r.file_id || ':' || r.line)
+CREATE OR REPLACE TEMP TABLE {{.Table}}_hmatch AS
+SELECT r.file_id, r.line, c.chain
 FROM (SELECT * FROM {{.Table}}_hevents WHERE kind = 1) r
-ASOF LEFT JOIN (SELECT hk, level, moment, ts, chain FROM {{.Table}}_hevents WHERE kind = 0) c
-    ON r.hk = c.hk AND r.level = c.level AND r.moment >= c.moment;
+ASOF JOIN (SELECT hk, level, moment, ts, chain FROM {{.Table}}_hevents WHERE kind = 0) c
+    ON r.hk = c.hk AND r.level = c.level AND r.moment >= c.moment
+WHERE r.level > 0 AND epoch(r.started) - epoch(c.ts) <= {{.MaxGap}};
 DROP TABLE {{.Table}}_hevents;
-DROP TABLE {{.Table}}_hopen;
 {{end}}
 
 {{define "prepare_chain"}}
 CREATE {{.Kind}} {{.Table}}_chain AS
 WITH hc AS (
-    SELECT r.*, r.logged_attempt AS attempt, false AS inferred, 'heuristic' AS linked_by, l.chain
+    SELECT r.*, r.logged_attempt AS attempt, false AS inferred, 'heuristic' AS linked_by, l.chain, l.after_2xx
     FROM {{.Table}}_rows r JOIN {{.Table}}_hlink l USING (file_id, line)
 ),
 u AS (
@@ -235,7 +257,7 @@ uc AS (
 ui AS (
     SELECT *,
         CAST(row_number() OVER (PARTITION BY remote_addr, user_agent, method, uri, chain ORDER BY ts, line) - 1 AS INTEGER) AS attempt,
-        true AS inferred, 'inferred' AS linked_by
+        true AS inferred, 'inferred' AS linked_by, false AS after_2xx
     FROM uc
 )
 SELECT * EXCLUDE (chain, skey, skind, logged_attempt, has_skey, keyed_first),
@@ -372,13 +394,13 @@ findings and backoff read. */}}
     SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
         idempotency_key, invocation_id, request_id, retry_after, key_text,
         logged_attempt AS attempt, keyed_first AS inferred, true AS strong, CAST(skey AS VARCHAR) AS lkey, skind AS linked_by,
-        reused_key, renumbered
+        reused_key, renumbered, false AS after_2xx
     FROM {{.Table}}_rows
     WHERE logged_attempt IS NOT NULL AND has_skey AND skey IN (SELECT h FROM {{.Table}}_retried)
     UNION ALL BY NAME
     SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
         idempotency_key, invocation_id, request_id, retry_after, key_text,
-        attempt, inferred, strong, lkey, linked_by, reused_key, renumbered
+        attempt, inferred, strong, lkey, linked_by, reused_key, renumbered, after_2xx
     FROM {{.Table}}_chain
 {{end}}
 

@@ -767,6 +767,9 @@ type Linking struct {
 	// UntaggedFirsts is the first attempts logged without the attempt header, numbered 0
 	// because a tagged retry carries their key.
 	UntaggedFirsts int64
+	// After2xx is the retries the heuristic linked to an attempt logged 2xx: the client had
+	// given up on an answer the gateway logged (a timeout race).
+	After2xx int64
 }
 
 // HeuristicShare is the share of retries the heuristic linked; above a tenth the logical
@@ -795,10 +798,11 @@ func (s *Set) Linking(ctx context.Context) (Linking, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var by string
-		var n, retries, orphans, untaggedFirsts int64
-		if err := rows.Scan(&by, &n, &retries, &orphans, &untaggedFirsts); err != nil {
+		var n, retries, orphans, untaggedFirsts, after2xx int64
+		if err := rows.Scan(&by, &n, &retries, &orphans, &untaggedFirsts, &after2xx); err != nil {
 			return l, err
 		}
+		l.After2xx += after2xx
 		l.Retries += retries
 		l.Orphans += orphans
 		l.UntaggedFirsts += untaggedFirsts

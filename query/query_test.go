@@ -452,7 +452,8 @@ func TestRetryAfterForms(t *testing.T) {
 // Two requests from one client to one URI at once, without keys (#15's first case): A's
 // first attempt fails, B's succeeds in between, A's retry follows. The retry joins the
 // open chain (A's, not answered 2xx), not the line just before it (B's 200): 2 logical
-// requests, A recovered, both ending 2xx. A retry after only 2xx answers is an orphan.
+// requests, A recovered, both ending 2xx. A retry after only a 2xx answer joins it (a
+// timeout race, after_2xx: TestHeuristicAfter2xx): C's.
 func TestHeuristicOpenChain(t *testing.T) {
 	ctx := context.Background()
 	db := memDB(t)
@@ -461,7 +462,7 @@ func TestHeuristicOpenChain(t *testing.T) {
 		{"2026-11-29 10:00:00.1", "10.0.0.1", "GET", "/a", 0, 200, nil}, // B0
 		{"2026-11-29 10:00:00.5", "10.0.0.1", "GET", "/a", 1, 200, nil}, // A1
 		{"2026-11-29 10:01:00", "10.0.0.2", "GET", "/b", 0, 200, nil},   // C0
-		{"2026-11-29 10:01:01", "10.0.0.2", "GET", "/b", 1, 200, nil},   // a retry of nothing open: an orphan
+		{"2026-11-29 10:01:01", "10.0.0.2", "GET", "/b", 1, 200, nil},   // a retry of nothing open: after C0's 2xx
 	})
 	set := openSet(t, db, query.Options{})
 	m, err := set.Summary(ctx)
@@ -472,8 +473,39 @@ func TestHeuristicOpenChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Recovered != 1 || m.Exhausted != 0 || l.Heuristic != 4 || l.Orphans != 1 {
-		t.Errorf("recovered %d, exhausted %d, %+v; want 1 recovered, 0 exhausted, 4 logical requests (A, B, C, the orphan), 1 orphan", m.Recovered, m.Exhausted, l)
+	if m.Recovered != 1 || m.Exhausted != 0 || l.Heuristic != 3 || l.Orphans != 0 || l.After2xx != 1 {
+		t.Errorf("recovered %d, exhausted %d, %+v; want 1 recovered, 0 exhausted, 3 logical requests (A, B, C), no orphan, 1 after a 2xx", m.Recovered, m.Exhausted, l)
+	}
+}
+
+// A timeout race without keys (docs/metrics.md): the gateway logged 2xx for A's first
+// attempt, which the client had given up on, and its retry follows. With no open chain the
+// retry joins A's (after_2xx) rather than start a request of its own; B's retry still takes
+// B's open chain, not C's 2xx in between; D's retry, two minutes after D's 2xx (over
+// --max-gap), stays an orphan. 5 logical requests (A, B, C, D, the orphan), 1 recovered (B).
+func TestHeuristicAfter2xx(t *testing.T) {
+	ctx := context.Background()
+	db := memDB(t)
+	insert(t, db, [][]any{
+		{"2026-11-29 10:00:00.1", "10.0.0.1", "GET", "/a", 0, 200, nil},  // A0
+		{"2026-11-29 10:00:00.3", "10.0.0.1", "GET", "/a", 1, 200, nil},  // A1
+		{"2026-11-29 10:01:00", "10.0.0.2", "GET", "/b", 0, 502, nil},    // B0
+		{"2026-11-29 10:01:00.05", "10.0.0.2", "GET", "/b", 0, 200, nil}, // C0
+		{"2026-11-29 10:01:00.5", "10.0.0.2", "GET", "/b", 1, 200, nil},  // B1
+		{"2026-11-29 10:02:00", "10.0.0.3", "GET", "/c", 0, 200, nil},    // D0
+		{"2026-11-29 10:04:00", "10.0.0.3", "GET", "/c", 1, 200, nil},    // an orphan
+	})
+	set := openSet(t, db, query.Options{})
+	m, err := set.Summary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := set.Linking(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Recovered != 1 || l.Heuristic != 5 || l.Orphans != 1 || l.After2xx != 1 {
+		t.Errorf("recovered %d, %+v; want 1 recovered, 5 logical requests, 1 orphan, 1 after a 2xx", m.Recovered, l)
 	}
 }
 

@@ -92,6 +92,7 @@ type jsonLinking struct {
 	HeuristicRetries int64 `json:"heuristic_retries"`
 	Orphans          int64 `json:"orphans"`
 	UntaggedFirsts   int64 `json:"untagged_firsts"` // first attempts without the header, numbered by their key's tagged retries
+	After2xx         int64 `json:"after_2xx"`       // retries the heuristic linked after an attempt logged 2xx (a timeout race)
 }
 
 type jsonLoops struct {
@@ -139,7 +140,7 @@ func JSON(w io.Writer, r *Report) error {
 		Linking: jsonLinking{Strong: r.Linking.Strong(), IdempotencyKey: r.Linking.IdempotencyKey, InvocationID: r.Linking.InvocationID,
 			RequestID: r.Linking.RequestID, Heuristic: r.Linking.Heuristic, Inferred: r.Linking.Inferred,
 			Retries: r.Linking.Retries, HeuristicRetries: r.Linking.HeuristicRetries, Orphans: r.Linking.Orphans,
-			UntaggedFirsts: r.Linking.UntaggedFirsts},
+			UntaggedFirsts: r.Linking.UntaggedFirsts, After2xx: r.Linking.After2xx},
 	}
 	if r.Endpoint != "" {
 		out.Endpoint = &r.Endpoint

@@ -287,6 +287,13 @@ func (r *Report) parts(esc func(string) string) parts {
 		if l.UntaggedFirsts > 0 {
 			line += fmt.Sprintf("; %s logged without the attempt header, numbered 0 by their key's retries", plural(l.UntaggedFirsts, "first attempt"))
 		}
+		if l.After2xx > 0 {
+			retries := "retries"
+			if l.After2xx == 1 {
+				retries = "retry"
+			}
+			line += fmt.Sprintf("; %d %s linked after an attempt logged 2xx (the client gave up on that answer: a timeout race)", l.After2xx, retries)
+		}
 		if l.Orphans > 0 {
 			retries := "retries"
 			if l.Orphans == 1 {

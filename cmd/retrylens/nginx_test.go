@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"regexp"
+	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -156,4 +160,198 @@ func TestNginxLimitReq(t *testing.T) {
 			t.Errorf("the run made no loop, premature or blind retry to compare: %+v", want)
 		}
 	}
+}
+
+// Two layers of retries (docs/metrics.md, "Proxy tries"): nginx retries a 502 on the next
+// of two upstreams (proxy_next_upstream), and the good client retries what still fails.
+// The load the upstreams saw per logical request, counted by the upstreams themselves,
+// must equal the report's upstream_load, and the client's attempts per request its
+// amplification.
+func TestNginxTwoLayers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a run through a real nginx and two upstreams; TestRealNginx is the short suite's")
+	}
+	t.Parallel()
+	var ups []*lab.Upstream
+	for range 2 {
+		u, err := lab.StartUpstream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { u.Close() })
+		ups = append(ups, u)
+	}
+	n, err := lab.StartNginxWith(t.TempDir(), lab.NginxOptions{Upstreams: []string{ups[0].Addr, ups[1].Addr}, NextUpstream: true})
+	if errors.Is(err, lab.ErrNoNginx) && os.Getenv("CI") == "" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop() })
+	// Each upstream answers 502 to three requests in ten, drawn apart (its own seed).
+	ups[0].Reset(lab.Faults{Seed: 31, BaselineFail: 0.3})
+	ups[1].Reset(lab.Faults{Seed: 37, BaselineFail: 0.3})
+	const logical = 300
+	c := lab.NewClient(n.URL(), lab.Good, 5)
+	c.Run(lab.Requests("two", logical, http.MethodGet, "/api/items/%d"), 6, 0)
+	waitLines(t, n.TextLog, c)
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	truth := c.Truth()
+	served := ups[0].Served() + ups[1].Served()
+	t.Logf("client: %d attempts for %d requests; upstreams: %d requests served", truth.Requests, truth.Logical, served)
+	if truth.Logical != logical || served <= truth.Requests || truth.Retries == 0 {
+		t.Fatalf("the run shows no retry of one layer or the other: %+v, %d served", truth, served)
+	}
+	stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--log-format", "retry", n.TextLog)
+	var r struct {
+		Summary struct {
+			Amplification      float64 `json:"amplification"`
+			ProxyAmplification float64 `json:"proxy_amplification"`
+			UpstreamLoad       float64 `json:"upstream_load"`
+		} `json:"summary"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	want := struct{ Amplification, ProxyAmplification, UpstreamLoad float64 }{
+		truth.Amplification, float64(served) / float64(truth.Requests), float64(served) / logical}
+	got := struct{ Amplification, ProxyAmplification, UpstreamLoad float64 }{
+		r.Summary.Amplification, r.Summary.ProxyAmplification, r.Summary.UpstreamLoad}
+	t.Logf("client and upstreams %+v, retrylens %+v", want, got)
+	if diff := cmp.Diff(want, got, approx); diff != "" {
+		t.Errorf("(-client and upstreams +retrylens):\n%s", diff)
+	}
+}
+
+// A client without request ids whose attempts alternate between two nginx: one logs to the
+// millisecond in UTC, the other $time_local alone (to the second) in UTC+05:30. The
+// naive client gives up after 100 ms and three attempts in ten take 100 ms upstream, so
+// some answers race its timeout: the gateway logs a 2xx the client never read, and the
+// client retries (docs/metrics.md, after_2xx). Loaded together, the two logs must link
+// into the client's logical requests with no orphan. The expected figures are what the
+// logs can show: the client's attempts with the status the gateway logged for each
+// (matched by URI and attempt number, each request having a URI of its own).
+func TestTwoGateways(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a run through two real nginx; TestRealNginx is the short suite's")
+	}
+	t.Parallel()
+	u, err := lab.StartUpstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	var gws []*lab.Nginx
+	for _, o := range []lab.NginxOptions{{Upstreams: []string{u.Addr}}, {Upstreams: []string{u.Addr}, TZ: "Asia/Kolkata", SecondsOnly: true}} {
+		n, err := lab.StartNginxWith(t.TempDir(), o)
+		if errors.Is(err, lab.ErrNoNginx) && os.Getenv("CI") == "" {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Stop() })
+		gws = append(gws, n)
+	}
+	u.Reset(lab.Faults{Seed: 41, BaselineFail: 0.05, SlowShare: 0.3, Slow: 100 * time.Millisecond})
+	policy := lab.Naive
+	policy.NoRequestID = true
+	c := lab.NewClient(gws[0].URL(), policy, 41)
+	c.Alternate = []string{gws[0].URL(), gws[1].URL()}
+	const logical = 300
+	c.Run(lab.Requests("alt", logical, http.MethodGet, "/api/items/%d"), 10, 50*time.Millisecond)
+	// every attempt is logged by the gateway of its number
+	logged := map[string]int{} // "uri attempt" -> status
+	var paths []string
+	for i, n := range gws {
+		var mine []lab.Attempt
+		for _, a := range c.Attempts() {
+			if a.N%2 == i {
+				mine = append(mine, a)
+			}
+		}
+		waitLinesOf(t, n.TextLog, len(mine))
+		if err := n.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(n.TextLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`"GET (\S+) HTTP/1.1" (\d+) .* ra="(\d+)"`).FindAllStringSubmatch(string(b), -1) {
+			status, _ := strconv.Atoi(m[2])
+			logged[m[1]+" "+m[3]] = status
+		}
+		paths = append(paths, n.TextLog)
+	}
+	// The client's requests as the logs show them.
+	byID := map[string][]lab.Attempt{}
+	for _, a := range c.Attempts() {
+		byID[a.RequestID] = append(byID[a.RequestID], a)
+	}
+	var want struct{ Logical, Recovered, Exhausted, After2xx, Orphans int64 }
+	races := 0
+	for _, as := range byID {
+		sort.Slice(as, func(i, j int) bool { return as[i].N < as[j].N })
+		want.Logical++
+		anyOK := false
+		for i, a := range as {
+			s, ok := logged[a.Path+" "+strconv.Itoa(a.N)]
+			if !ok {
+				t.Fatalf("%s attempt %d: no line", a.RequestID, a.N)
+			}
+			if s >= 200 && s < 300 {
+				anyOK = true
+				if a.Status == 0 {
+					races++ // logged 2xx, never read
+				}
+				if i+1 < len(as) {
+					want.After2xx++
+				}
+			}
+		}
+		first := logged[as[0].Path+" 0"]
+		if !(first >= 200 && first < 300) && anyOK {
+			want.Recovered++
+		}
+		if len(as) > 1 && !anyOK {
+			want.Exhausted++
+		}
+	}
+	stdout, stderr, code := retrylens(t, nil, append([]string{"report", "--format", "json", "--log-format", "retry"}, paths...)...)
+	var r struct {
+		Summary struct{ Recovered, Exhausted int64 } `json:"summary"`
+		Linking struct {
+			Heuristic int64 `json:"heuristic"`
+			Orphans   int64 `json:"orphans"`
+			After2xx  int64 `json:"after_2xx"`
+		} `json:"linking"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	got := struct{ Logical, Recovered, Exhausted, After2xx, Orphans int64 }{
+		r.Linking.Heuristic, r.Summary.Recovered, r.Summary.Exhausted, r.Linking.After2xx, r.Linking.Orphans}
+	t.Logf("%d attempts, %d answers logged 2xx that the client gave up on; the logs %+v, retrylens %+v", len(c.Attempts()), races, want, got)
+	if got != want {
+		t.Errorf("retrylens %+v, the client's requests as logged %+v", got, want)
+	}
+}
+
+// waitLinesOf waits, up to 10 s, until the log at path has n lines.
+func waitLinesOf(t *testing.T, path string, n int) {
+	t.Helper()
+	got := 0
+	for range 200 {
+		if b, err := os.ReadFile(path); err == nil {
+			if got = bytes.Count(b, []byte{'\n'}); got >= n {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%s: %d lines after 10 s, for %d attempts", path, got, n)
 }
