@@ -42,7 +42,7 @@ const minLineBytes = 64
 // stays under a row group, and its default (one per core) otherwise; more < 0 means
 // unknown. A report on a small database runs some 50 statements, each too small to
 // share, and waking a second thread for each cost 14 % of a 125-row report's CPU and 18 %
-// of a 125-line ingest's, for no time saved (bench/README.md, 2026-12-02).
+// of a 125-line ingest's, for no time saved (bench/README.md, "Settings in force").
 func fitThreads(ctx context.Context, db *sql.DB, more int64) error {
 	var rows int64
 	if more >= 0 {

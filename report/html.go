@@ -202,6 +202,9 @@ func HTML(w io.Writer, r *Report) error {
 		{"recovered", strconv.FormatInt(m.Recovered, 10), "failed first, then rescued"},
 		{"exhausted", strconv.FormatInt(m.Exhausted, 10), "retried and never 2xx"},
 	}
+	if gatewayRetried(m) {
+		v.Facts = append(v.Facts, fact{"upstream load", ratio(m.UpstreamLoad), "tries per logical request, client and gateway"})
+	}
 	eps, _ := r.retriedEndpoints()
 	v.Endpoints = groupTable("endpoint", eps)
 	v.EndpointsTitle = "Endpoints with retries, most first" + r.endpointsCut()

@@ -184,6 +184,12 @@ func Shown(s string) string {
 	return string(r[:shownRunes-1]) + "…"
 }
 
+// gatewayRetried reports whether the gateway retried upstream too (proxy amplification
+// above 1): then the upstream's load across both layers is worth showing.
+func gatewayRetried(m query.Metrics) bool {
+	return m.UpstreamLoad != nil && *m.ProxyAmplification > 1
+}
+
 // plural is n and the word, with an s unless n is 1: "1 gap", "2 gaps".
 func plural(n int64, word string) string {
 	if n == 1 {
@@ -219,7 +225,7 @@ func (r *Report) parts(esc func(string) string) parts {
 	l := r.Linking
 	p.summary = append(p.summary, fmt.Sprintf("verdict: %s. What the business saw: %d logical requests, effective success %s. What the gateway carried: %d requests, actual success %s, amplification %s, extra load %s.",
 		m.Verdict, l.Strong()+l.Heuristic+l.Inferred, pct(m.EffectiveSuccess), m.Requests, pct(m.ActualSuccess), ratio(m.Amplification), pct(m.ExtraLoad)))
-	if m.UpstreamLoad != nil && *m.ProxyAmplification > 1 { // the gateway retried too
+	if gatewayRetried(m) {
 		p.summary = append(p.summary, fmt.Sprintf("What the upstream carried: %s tries per logical request (the client's attempts × the gateway's own tries, proxy amplification %s).",
 			ratio(m.UpstreamLoad), ratio(m.ProxyAmplification)))
 	}
