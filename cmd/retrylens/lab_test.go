@@ -289,6 +289,12 @@ func TestLab(t *testing.T) {
 						if precision := float64(both) / float64(max(len(pattern), 1)); len(pattern) >= 20 && precision < 0.95 {
 							t.Errorf("possible_duplicate_write: %d of %d requests written twice: precision %.2f, under 0.95", both, len(pattern), precision)
 						}
+						if refused := refusedAfterAbandon(c.Attempts()); refused > 0 || sc.Name == "throttled-writes-naive" {
+							t.Logf("%s via %s: %d writes abandoned, then only refused with 429 (not to be named)", sc.Name, format, refused)
+							if refused == 0 {
+								t.Errorf("the throttled-writes run made no write abandoned then only refused: it tests nothing")
+							}
+						}
 						if len(pattern) > 0 {
 							t.Logf("%s via %s: possible_duplicate_write %d requests, %d of them written twice (precision %.2f), of %d written twice (recall %.2f)",
 								sc.Name, format, possible, both, float64(both)/float64(len(pattern)), len(twice), float64(both)/float64(max(len(twice), 1)))
@@ -362,6 +368,36 @@ func abandonedThenRetried(as []lab.Attempt) map[string]bool {
 		}
 	}
 	return out
+}
+
+// refusedAfterAbandon counts, from a client's record, the writes with an attempt the client
+// abandoned followed by attempts that were all refused with 429: written once at most,
+// which possible_duplicate_write must not name.
+func refusedAfterAbandon(as []lab.Attempt) int {
+	byID := map[string][]lab.Attempt{}
+	for _, a := range as {
+		if a.Method == "POST" || a.Method == "PUT" || a.Method == "PATCH" || a.Method == "DELETE" {
+			byID[a.RequestID] = append(byID[a.RequestID], a)
+		}
+	}
+	n := 0
+	for _, at := range byID {
+		sort.Slice(at, func(i, j int) bool { return at[i].N < at[j].N })
+		for i, a := range at {
+			if a.Status != 0 || i == len(at)-1 {
+				continue
+			}
+			refused := true
+			for _, b := range at[i+1:] {
+				refused = refused && b.Status == 429
+			}
+			if refused {
+				n++
+			}
+			break
+		}
+	}
+	return n
 }
 
 // loggedTruth is the client's record as the log at path shows it: an attempt the client
