@@ -5,7 +5,7 @@
 WITH g AS MATERIALIZED (
     SELECT lkey, example, attempt, {{template "gap_ms"}} AS gap_ms
     FROM {{.Table}}_attempts
-    WHERE {{template "waited"}}
+    WHERE {{template "waited"}} AND NOT {{template "whole_second"}} -- 3 ms means nothing to a clock of seconds
 ),
 gs AS (
     SELECT attempt, median(gap_ms) AS med, count(*) AS n FROM g GROUP BY attempt

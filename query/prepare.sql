@@ -424,7 +424,7 @@ WITH m AS (
     FROM ({{template "multi_rows" .}})
 ),
 nw AS (
-    SELECT file_id, line, lkey, ts, started, status,
+    SELECT file_id, line, lkey, attempt, ts, started, status,
         lag({'status': status, 'ts': ts, 'started': started, 'retry_after': retry_after}) OVER w AS prev,
         first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt, 'ts': ts, 'in_range': in_range}) OVER w AS first,
         -- when the attempts before this one that were answered had all ended, and those
@@ -440,7 +440,7 @@ nw AS (
     WINDOW w AS (PARTITION BY lkey ORDER BY attempt, ts)
 ),
 f AS (
-    SELECT file_id, line, lkey, prev, first,
+    SELECT file_id, line, lkey, attempt, ts, prev, first,
         -- a hedge where the log can tell, beyond the slack (which heuristic linking allows
         -- too): it started before an answered one ended, or ended before (a retry sent after
         -- them ends after them); or, in a log timed finer than the second, one the client
@@ -454,14 +454,20 @@ f AS (
         coalesce(status IN (0, 499) AND ok.t <= ts + {{template "slack"}} AND started < ok.t, false) AS lost
     FROM nw
 ),
--- cancelled: lost, and it or the winner a hedge (a gateway can log an abandoned attempt
--- after the client's retry, sent once it gave up, has won). On the narrow rows, as nw.
-fc AS (
-    SELECT file_id, line, prev, first, hedge, won,
-        lost AND (hedge OR bool_or(won AND hedge) OVER (PARTITION BY lkey)) AS cancelled
+-- Two attempts both lost were both in flight when the winner answered: the later one was
+-- sent while the earlier was in flight, a hedge, however far apart the gateway logged
+-- their cancelling (finer than the second). Cancelled: lost, and it or the winner a hedge
+-- (a gateway can log an abandoned attempt after the client's retry, sent once it gave up,
+-- has won). On the narrow rows, as nw.
+fh AS (
+    SELECT file_id, line, lkey, prev, first, won, lost,
+        hedge OR coalesce(lost AND NOT {{template "whole_second"}} AND bool_or(lost)
+            OVER (PARTITION BY lkey ORDER BY attempt, ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS hedge
     FROM f
 )
-SELECT * FROM fc;
+SELECT file_id, line, prev, first, hedge, won,
+    lost AND (hedge OR bool_or(won AND hedge) OVER (PARTITION BY lkey)) AS cancelled
+FROM fh;
 CREATE TEMP VIEW {{.Table}}_cancelled AS SELECT file_id, line FROM {{.Table}}_multi WHERE cancelled
 {{end}}
 
