@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -339,19 +338,4 @@ func TestTwoGateways(t *testing.T) {
 	if got != want {
 		t.Errorf("retrylens %+v, the client's requests as logged %+v", got, want)
 	}
-}
-
-// waitLinesOf waits, up to 10 s, until the log at path has n lines.
-func waitLinesOf(t *testing.T, path string, n int) {
-	t.Helper()
-	got := 0
-	for range 200 {
-		if b, err := os.ReadFile(path); err == nil {
-			if got = bytes.Count(b, []byte{'\n'}); got >= n {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Logf("%s: %d lines after 10 s, for %d attempts", path, got, n)
 }
