@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -119,8 +120,8 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 	for name, v := range map[string]float64{"--ratio": o.ratio, "--min-per-sec": o.minPerSec, "--token-ratio": o.tokenRatio,
 		"--envoy-percent": o.envoyPct, "--envoy-min": float64(o.envoyMin), "--aws-quota": o.awsQuota, "--aws-cost": o.awsCost,
 		"--aws-timeout-cost": o.awsTimeout} {
-		if v < 0 {
-			return usagef("%s must not be negative", name)
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return usagef("%s %v: want a number, 0 or more", name, v)
 		}
 	}
 	if o.envoyPct > 1 {

@@ -64,6 +64,7 @@ Like report, check reads the database, or loads FILEs into a temporary one.`,
 }
 
 func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error {
+	o.failOn = strings.ToUpper(o.failOn) // p1 as P1
 	if o.failOn != "P1" && o.failOn != "P2" {
 		return usagef("--fail-on %q: want P1 or P2", o.failOn)
 	}
@@ -112,7 +113,11 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	}
 	if check.Failing > 0 || len(found) > 0 {
 		if check.Failing > 0 {
-			fmt.Fprintf(e.stderr, "retrylens: %d alert(s) at or above %s\n", check.Failing, o.failOn)
+			alerts := "alerts"
+			if check.Failing == 1 {
+				alerts = "alert"
+			}
+			fmt.Fprintf(e.stderr, "retrylens: %d %s at or above %s\n", check.Failing, alerts, o.failOn)
 		}
 		if len(found) > 0 {
 			fmt.Fprintf(e.stderr, "retrylens: findings present: %s\n", strings.Join(found, ", "))

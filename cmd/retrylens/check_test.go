@@ -27,7 +27,7 @@ type checkAlert struct {
 func TestCheck(t *testing.T) {
 	t.Parallel()
 	stdout, stderr, code := retrylens(t, nil, "check", "--format", "json", scenario("incident-hour"))
-	if code != exitAlert || !strings.Contains(stderr, "1 alert(s) at or above P1") {
+	if code != exitAlert || !strings.Contains(stderr, "1 alert at or above P1") {
 		t.Fatalf("exit %d, want %d: %s", code, exitAlert, stderr)
 	}
 	var got struct {
@@ -76,6 +76,29 @@ func TestCheck(t *testing.T) {
 	}
 	if _, stderr, code := retrylens(t, nil, "check", "--fail-on", "P3", scenario("incident-hour")); code != exitUsage || !strings.Contains(stderr, "want P1 or P2") {
 		t.Errorf("--fail-on P3: exit %d: %s", code, stderr)
+	}
+	// p1 is P1; three alerts fired at P2 or above in the incident hour (retry_rate_high,
+	// retries_not_helping, retry_storm), one of them P1
+	for _, tc := range []struct{ failOn, say string }{{"p2", "3 alerts at or above P2"}, {"p1", "1 alert at or above P1"}} {
+		if _, stderr, code := retrylens(t, nil, "check", "--fail-on", tc.failOn, scenario("incident-hour")); code != exitAlert || !strings.Contains(stderr, tc.say) {
+			t.Errorf("--fail-on %s: exit %d: %s", tc.failOn, code, stderr)
+		}
+	}
+}
+
+// retrylens version prints the build as --version does; a command it does not know is a
+// usage error (exit 2), with a hint that names the root's help without a stray space.
+func TestVersionAndUnknownCommands(t *testing.T) {
+	t.Parallel()
+	out, _, code := retrylens(t, nil, "version")
+	flag, _, _ := retrylens(t, nil, "--version")
+	if code != 0 || !strings.HasPrefix(out, "retrylens ") || out != flag {
+		t.Errorf("version: exit %d, %q; --version %q", code, out, flag)
+	}
+	for _, args := range [][]string{{"verison"}, {"version", "extra"}} {
+		if _, stderr, code := retrylens(t, nil, args...); code != exitUsage || strings.Contains(stderr, "retrylens  --help") {
+			t.Errorf("%v: exit %d, want %d: %s", args, code, exitUsage, stderr)
+		}
 	}
 }
 

@@ -103,7 +103,7 @@ func TestBudgetLikeReport(t *testing.T) {
 	if !strings.Contains(out, "│ finagle │              0 │       0 │       0 │      0 │             - │           - │") {
 		t.Errorf("no first attempts: want - as report shows it:\n%s", out)
 	}
-	for _, bad := range [][]string{{"--ratio", "-1"}, {"--envoy-percent", "2"}, {"--window", "0s"}} {
+	for _, bad := range [][]string{{"--ratio", "-1"}, {"--ratio", "NaN"}, {"--min-per-sec", "+Inf"}, {"--envoy-percent", "2"}, {"--window", "0s"}} {
 		if _, _, code := retrylens(t, nil, append([]string{"budget", "--db", db}, bad...)...); code != exitUsage {
 			t.Errorf("budget %v: exit %d, want %d", bad, code, exitUsage)
 		}

@@ -257,7 +257,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"ingest", "--db", filepath.Join(dir, "x.duckdb"), filepath.Join(dir, "missing.log")}, exitError, "no such file"},
 		{[]string{"ingest", "--db", filepath.Join(dir, "x.duckdb"), "--nginx-format", "$status$bytes_sent", "-"}, exitUsage, "no text between"},
 		{[]string{"report", "--log-format", "combined", scenario("quiet-hour")}, exitError, "it looks like --log-format retry"},
-		{[]string{"frobnicate"}, exitError, "unknown command"},
+		{[]string{"frobnicate"}, exitUsage, "unknown command"}, // a bad argument, like a bad flag
 	}
 	for _, tt := range tests {
 		_, stderr, code := retrylens(t, nil, tt.args...)

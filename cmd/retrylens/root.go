@@ -81,8 +81,9 @@ func (e *env) run(args []string) int {
 	}
 	fmt.Fprintf(e.stderr, "retrylens: %v\n", err)
 	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(e.stderr, "Run 'retrylens %s --help' for usage.\n", commandName(root, args))
+	// cobra's own word for a command it does not know, or arguments it refuses: a usage error
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
+		fmt.Fprintf(e.stderr, "Run '%s --help' for usage.\n", strings.TrimSpace("retrylens "+commandName(root, args)))
 		return exitUsage
 	}
 	return exitError
@@ -121,8 +122,21 @@ more lines rejected than --max-reject-ratio allows, 5 (verify) the database is d
 	}
 	root.SetVersionTemplate("retrylens {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(e.ingestCmd(), e.reportCmd(), e.checkCmd(), e.budgetCmd(), e.queryCmd(), e.verifyCmd(), e.formatsCmd())
+	root.AddCommand(e.ingestCmd(), e.reportCmd(), e.checkCmd(), e.budgetCmd(), e.queryCmd(), e.verifyCmd(), e.formatsCmd(), e.versionCmd())
 	return root
+}
+
+// versionCmd prints what --version prints: people type "retrylens version" as often.
+func (e *env) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print retrylens's version, commit and DuckDB driver",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(e.stdout, "retrylens %s\n", version())
+			return err
+		},
+	}
 }
 
 // version is this build's module version, commit and DuckDB driver, from the build info.

@@ -68,10 +68,10 @@ func TestStreams(t *testing.T) {
 		code         int
 		want         string
 	}{
-		{"check on a file", `"$RL" check --fail-on P1 ` + log, exitAlert, "1 alert(s) at or above P1"},
-		{"check <(…)", `"$RL" check --fail-on P1 <(cat ` + log + `)`, exitAlert, "1 alert(s) at or above P1"},
-		{"check <(zcat …)", `gzip -c ` + log + ` > l.gz && "$RL" check --fail-on P1 <(zcat l.gz)`, exitAlert, "1 alert(s) at or above P1"},
-		{"check on stdin", `cat ` + log + ` | "$RL" check --fail-on P1 -`, exitAlert, "1 alert(s) at or above P1"},
+		{"check on a file", `"$RL" check --fail-on P1 ` + log, exitAlert, "1 alert at or above P1"},
+		{"check <(…)", `"$RL" check --fail-on P1 <(cat ` + log + `)`, exitAlert, "1 alert at or above P1"},
+		{"check <(zcat …)", `gzip -c ` + log + ` > l.gz && "$RL" check --fail-on P1 <(zcat l.gz)`, exitAlert, "1 alert at or above P1"},
+		{"check on stdin", `cat ` + log + ` | "$RL" check --fail-on P1 -`, exitAlert, "1 alert at or above P1"},
 		{"report /dev/stdin", `cat ` + log + ` | "$RL" report --format json /dev/stdin`, 0, `"requests": 125`},
 		{"ingest <(…)", `"$RL" ingest --db a.duckdb <(cat ` + log + `)`, 0, fmt.Sprintf("%d lines, %d rows, 1 rejected", incidentLines, incidentRows)},
 		{"ingest <(…) again", `"$RL" ingest --db a.duckdb <(cat ` + log + `)`, 0, "/dev/fd/63: skipped, already loaded"},
@@ -305,7 +305,7 @@ func TestReadOnlyCommands(t *testing.T) {
 		want string
 	}{
 		{"report --format json", 0, `"requests": 125`},
-		{"check --fail-on P1", exitAlert, "1 alert(s) at or above P1"},
+		{"check --fail-on P1", exitAlert, "1 alert at or above P1"},
 		{"budget", 0, "finagle"},
 		{"query 'SELECT count(*) AS n FROM requests'", 0, "125"},
 		{"query 'DELETE FROM files'", exitError, "opened read-only; --write allows changes"},
@@ -359,7 +359,7 @@ func TestReadOnlyAsAnotherUser(t *testing.T) {
 		want string
 	}{
 		{[]string{"report", "--format", "json"}, 0, `"requests": 125`},
-		{[]string{"check", "--fail-on", "P1"}, exitAlert, "1 alert(s) at or above P1"},
+		{[]string{"check", "--fail-on", "P1"}, exitAlert, "1 alert at or above P1"},
 		{[]string{"budget"}, 0, "finagle"},
 		{[]string{"query", "SELECT count(*) AS n FROM requests"}, 0, "125"},
 	} {
