@@ -64,7 +64,11 @@ func WriteSummary(w io.Writer, res *Result) error {
 	if len(res.Hotspots) > 0 {
 		fmt.Fprintf(&b, "warning: %d distinct routes: endpoint tables will be long; these path prefixes make most of them (add --route templates):\n", res.Routes)
 		for _, h := range res.Hotspots {
-			fmt.Fprintf(&b, "  %s: %d routes, e.g. %s\n", sanitize.Text(h.Prefix), h.Routes, sanitize.Text(h.Example))
+			routes := "routes"
+			if h.Routes == 1 {
+				routes = "route"
+			}
+			fmt.Fprintf(&b, "  %s: %d %s, e.g. %s\n", sanitize.Text(h.Prefix), h.Routes, routes, sanitize.Text(h.Example))
 		}
 	}
 	if t.Rejected > 0 {

@@ -258,6 +258,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"ingest", "--db", filepath.Join(dir, "x.duckdb"), "--nginx-format", "$status$bytes_sent", "-"}, exitUsage, "no text between"},
 		{[]string{"report", "--log-format", "combined", scenario("quiet-hour")}, exitError, "it looks like --log-format retry"},
 		{[]string{"frobnicate"}, exitUsage, "unknown command"}, // a bad argument, like a bad flag
+		{[]string{"report", "--format", "csv", "--section", "groups", scenario("quiet-hour")}, exitUsage, "give --by"},
 	}
 	for _, tt := range tests {
 		_, stderr, code := retrylens(t, nil, tt.args...)
@@ -457,7 +458,7 @@ func TestRouteHotspots(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"warning: 31 distinct routes", "  /shop/items: 30 routes, e.g. /shop/items/sku-aa", "  /: 1 routes, e.g. /health"} {
+	for _, want := range []string{"warning: 31 distinct routes", "  /shop/items: 30 routes, e.g. /shop/items/sku-aa", "  /: 1 route, e.g. /health"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("summary lacks %q:\n%s", want, stderr)
 		}

@@ -155,6 +155,9 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	if o.polBase < 0 || o.polMax < 0 {
 		return usagef("--policy-base and --policy-max-retries must not be negative")
 	}
+	if o.section == "groups" && o.by == "" {
+		return usagef("--section groups writes the --by breakdown: give --by (route, method, status, attempt or host)")
+	}
 	if _, err := query.GroupingKey(o.by); o.by != "" && err != nil {
 		return usagef("--by %q: want one or more of %s, joined by commas", o.by, strings.Join(groupings(), ", "))
 	}
