@@ -21,6 +21,7 @@ const exitNoData = 6
 
 type checkOptions struct {
 	rowFlags
+	linkFlags
 	failOn   string
 	findings string // --fail-on-finding
 	maxAtt   int
@@ -60,6 +61,7 @@ Like report, check reads the database, or loads FILEs into a temporary one.`,
 	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for over_cap)")
 	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules")
 	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, json or markdown (a block for a pull request comment); default: table on a terminal, tsv in a pipe")
+	o.linkFlags.register(c)
 	return c
 }
 
@@ -84,6 +86,9 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	if o.maxAtt < 1 {
 		return usagef("--max-attempts must be at least 1")
 	}
+	if err := o.linkFlags.check(); err != nil {
+		return err
+	}
 	rules, err := loadRules(o.rules)
 	if err != nil {
 		return err
@@ -93,6 +98,7 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 		return err
 	}
 	qo.Rules = rules
+	o.linkFlags.apply(&qo)
 	db, done, err := e.open(c, &o.rowFlags, files, &qo)
 	if err != nil {
 		return err
@@ -129,7 +135,7 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 		fmt.Fprintln(e.stderr, "retrylens: no rows in the range: nothing to judge")
 		return exitCode(exitNoData)
 	case m.FirstAttempts+m.Retries == 0:
-		fmt.Fprintf(e.stderr, "retrylens: none of the %d lines carries an attempt number: nothing to judge (log the attempt header, see the README, or try report --infer-attempts)\n", m.Requests)
+		fmt.Fprintf(e.stderr, "retrylens: none of the %d lines carries an attempt number: nothing to judge (log the attempt header, see the README, or try --infer-attempts)\n", m.Requests)
 		return exitCode(exitNoData)
 	}
 	return nil

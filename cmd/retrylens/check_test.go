@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -134,6 +135,21 @@ func TestNoAttemptData(t *testing.T) {
 	_, stderr, code := retrylens(t, nil, "check", "--since", "2027-01-01", scenario("incident-hour"))
 	if code != exitNoData || !strings.Contains(stderr, "no rows in the range") {
 		t.Errorf("check after the last line: exit %d, want %d: %s", code, exitNoData, stderr)
+	}
+	// The incident hour with its attempt headers taken out: nothing to judge, until check
+	// infers them as its message says, and finds the hour's P1 storm (TestCheck's minutes:
+	// each retry repeats its client's failed line a second or so later).
+	src, err := os.ReadFile(scenario("incident-hour"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripped := filepath.Join(t.TempDir(), "access.log")
+	os.WriteFile(stripped, regexp.MustCompile(` ra="\d+"`).ReplaceAll(src, []byte(` ra="-"`)), 0o644)
+	if _, stderr, code := retrylens(t, nil, "check", stripped); code != exitNoData || !strings.Contains(stderr, "try --infer-attempts") {
+		t.Errorf("check without attempt headers: exit %d, want %d: %s", code, exitNoData, stderr)
+	}
+	if _, stderr, code := retrylens(t, nil, "check", "--infer-attempts", stripped); code != exitAlert || !strings.Contains(stderr, "1 alert at or above P1") {
+		t.Errorf("check --infer-attempts: exit %d, want %d: %s", code, exitAlert, stderr)
 	}
 }
 

@@ -30,8 +30,7 @@ type reportOptions struct {
 	output   string
 	maxAtt   int
 	by       string
-	maxGap   time.Duration
-	infer    bool
+	linkFlags
 	rules    string
 	section  string
 	polBase  time.Duration
@@ -96,8 +95,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout")
 	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
 	f.StringVar(&o.by, "by", "", "also break the range down by route, method, status, attempt or host, or several: route,status,attempt")
-	f.DurationVar(&o.maxGap, "max-gap", query.DefaultMaxGap, "most time between two attempts of one request, for heuristic links and --infer-attempts")
-	f.BoolVar(&o.infer, "infer-attempts", false, "infer attempt numbers for lines without an attempt header")
+	o.linkFlags.register(c)
 	f.DurationVar(&o.polBase, "policy-base", 0, "the declared retry policy's base delay (base·2^(n−1) + up to base of jitter before retry n), to compare the backoff profile with")
 	f.IntVar(&o.polMax, "policy-max-retries", 0, "the declared retry policy's number of retries")
 	f.BoolVar(&o.wide, "wide", false, "table format: every column, however wide (by default columns are left out to fit the terminal, or $COLUMNS)")
@@ -149,8 +147,8 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	if o.top < 0 {
 		return usagef("--top must be 0 (all) or more")
 	}
-	if o.maxGap <= 0 {
-		return usagef("--max-gap must be positive")
+	if err := o.linkFlags.check(); err != nil {
+		return err
 	}
 	if o.polBase < 0 || o.polMax < 0 {
 		return usagef("--policy-base and --policy-max-retries must not be negative")
@@ -178,7 +176,8 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 			return usagef("--throttle-status %d: want HTTP statuses such as 429,503", c)
 		}
 	}
-	qo.MaxGap, qo.InferAttempts, qo.Rules, qo.Throttle = o.maxGap, o.infer, rules, o.throttle
+	qo.Rules, qo.Throttle = rules, o.throttle
+	o.linkFlags.apply(&qo)
 	db, done, err := e.open(c, &o.rowFlags, files, &qo)
 	if err != nil {
 		return err

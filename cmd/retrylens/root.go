@@ -15,6 +15,7 @@ import (
 
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/parse"
+	"github.com/retrylens/retrylens/query"
 )
 
 // Exit codes, documented in the root command's help.
@@ -306,3 +307,24 @@ func (f *formatFlags) baseFormat(c *cobra.Command) (*parse.Format, error) {
 	}
 	return pf, nil
 }
+
+// linkFlags are how report and check link attempts into logical requests.
+type linkFlags struct {
+	maxGap time.Duration
+	infer  bool
+}
+
+func (l *linkFlags) register(c *cobra.Command) {
+	f := c.Flags()
+	f.DurationVar(&l.maxGap, "max-gap", query.DefaultMaxGap, "most time between two attempts of one request, for heuristic links and --infer-attempts")
+	f.BoolVar(&l.infer, "infer-attempts", false, "infer attempt numbers for lines without an attempt header")
+}
+
+func (l *linkFlags) check() error {
+	if l.maxGap <= 0 {
+		return usagef("--max-gap must be positive")
+	}
+	return nil
+}
+
+func (l *linkFlags) apply(qo *query.Options) { qo.MaxGap, qo.InferAttempts = l.maxGap, l.infer }
