@@ -25,11 +25,11 @@ import (
 
 type reportOptions struct {
 	rowFlags
-	window   string
-	format   string
-	output   string
-	maxAtt   int
-	by       string
+	window string
+	format string
+	output string
+	maxAtt int
+	by     string
 	linkFlags
 	rules    string
 	section  string
