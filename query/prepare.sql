@@ -382,9 +382,11 @@ the logs (a request can log the same attempt number twice). */}}
 {{define "attempt_order"}}{'a': attempt, 't': ts, 'f': file_id, 'l': line}{{end}}
 
 {{- /* How far apart two times must be for the log to tell their order: a line timed to
-the second ($time_local without $msec) can be up to a second off, one timed to the
-millisecond (and its request time) a millisecond or two. */}}
-{{define "slack"}}CASE WHEN {{template "whole_second"}} THEN INTERVAL 1 SECOND ELSE INTERVAL 2 MILLISECOND END{{end}}
+the second ($time_local without $msec) can be up to a second off; one timed to the
+millisecond a millisecond (its start is its end less its request time, each truncated:
+nginx takes both from one clock, so a retry never starts before the attempt it follows
+ended; two apart by 2 ms overlapped). */}}
+{{define "slack"}}CASE WHEN {{template "whole_second"}} THEN INTERVAL 1 SECOND ELSE INTERVAL 1 MILLISECOND END{{end}}
 {{define "whole_second"}}epoch_us(ts) % 1000000 = 0{{end}}
 
 {{- /* The rows of every logical request that has a retry (or was linked by the heuristic
@@ -434,6 +436,9 @@ nw AS (
             OVER (PARTITION BY lkey ORDER BY attempt, ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS answered_until,
         max(ts) FILTER (status IN (0, 499))
             OVER (PARTITION BY lkey ORDER BY attempt, ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS abandoned_until,
+        -- when the first of them answered 2xx
+        min(ts) FILTER (status BETWEEN 200 AND 299)
+            OVER (PARTITION BY lkey ORDER BY attempt, ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS ok_before,
         -- the request's first 2xx by end time
         min({'t': ts, 'f': file_id, 'l': line}) FILTER (status BETWEEN 200 AND 299) OVER (PARTITION BY lkey) AS ok
     FROM m
@@ -446,12 +451,16 @@ f AS (
         -- them ends after them); or, in a log timed finer than the second, one the client
         -- abandoned was logged no earlier than the slack before this one ended: dropped when
         -- this one answered (a retry after a timeout that the gateway noticed late, after the
-        -- retry had ended, reads the same; to the second, any retry within the second would)
+        -- retry had ended, reads the same; to the second, any retry within the second would);
+        -- or, finer than the second, it was abandoned as an earlier attempt's 2xx answered,
+        -- having started no later: within the slack of both (no client retries after a 2xx)
         coalesce(started < answered_until - {{template "slack"}} OR ts < answered_until - {{template "slack"}}
-                 OR (NOT {{template "whole_second"}} AND abandoned_until >= ts - {{template "slack"}}), false) AS hedge,
+                 OR (NOT {{template "whole_second"}} AND abandoned_until >= ts - {{template "slack"}})
+                 OR (NOT {{template "whole_second"}} AND status IN (0, 499)
+                     AND started <= ok_before + {{template "slack"}} AND ts <= ok_before + {{template "slack"}}), false) AS hedge,
         coalesce(ok = {'t': ts, 'f': file_id, 'l': line}, false) AS won,
-        -- abandoned while a 2xx of its request was answered
-        coalesce(status IN (0, 499) AND ok.t <= ts + {{template "slack"}} AND started < ok.t, false) AS lost
+        -- abandoned while a 2xx of its request was answered (started before it, within the slack)
+        coalesce(status IN (0, 499) AND ok.t <= ts + {{template "slack"}} AND started < ok.t + {{template "slack"}}, false) AS lost
     FROM nw
 ),
 -- Two attempts both lost were both in flight when the winner answered: the later one was

@@ -251,9 +251,28 @@ func TestLab(t *testing.T) {
 						// A gateway can log 2xx for an attempt the client gave up on: the answer
 						// came as it cancelled it (a hedge that lost, a timeout), which no log can
 						// show. The truth is then the client's record as the log shows it.
-						want, races := loggedTruth(t, format, path, c)
+						want, races, hidden := loggedTruth(t, format, path, c)
 						if races > 0 {
 							t.Logf("%s via %s: %d requests with an answer logged 2xx that the client had given up on", sc.Name, format, races)
+						}
+						if hidden.Hedges > 0 {
+							// The log shows these as retries: retrylens may count them either way.
+							t.Logf("%s via %s: %+v hedges read by the gateway after the attempts before them had ended", sc.Name, format, hidden)
+							for _, f := range []struct {
+								name            string
+								got, want, hide *int64
+							}{{"hedged requests", &got.HedgedRequests, &want.HedgedRequests, &hidden.Requests}, {"hedges", &got.Hedges, &want.Hedges, &hidden.Hedges},
+								{"hedge wins", &got.HedgeWins, &want.HedgeWins, &hidden.Wins}, {"cancelled", &got.Cancelled, &want.Cancelled, &hidden.Cancelled}} {
+								if *f.got < *f.want-*f.hide || *f.got > *f.want {
+									t.Errorf("%s %d; the client's %d, of which the log cannot show %d", f.name, *f.got, *f.want, *f.hide)
+								}
+								*f.got = *f.want
+							}
+							// A retry the log shows abandoned, not cancelled, counts in retry success.
+							if d := float64(max(want.Retries-want.Cancelled, 1)); got.RetrySuccessRate < want.RetrySuccessRate*d/(d+float64(hidden.Cancelled)) || got.RetrySuccessRate > want.RetrySuccessRate {
+								t.Errorf("retry success %.4f; the client's %.4f, with %d cancelled attempts the log cannot show", got.RetrySuccessRate, want.RetrySuccessRate, hidden.Cancelled)
+							}
+							got.RetrySuccessRate = want.RetrySuccessRate
 						}
 						if n, attempts := rep.finding("synchronised"); n > 0 {
 							// The naive client sleeps a fixed 20 ms; the good one jitters.
@@ -320,6 +339,9 @@ func TestLab(t *testing.T) {
 						}
 						if diff := cmp.Diff(want, got, approx); diff != "" {
 							t.Errorf("(-truth +retrylens):\n%s", diff)
+						}
+						if dir := os.Getenv("RETRYLENS_LAB_KEEP"); dir != "" && t.Failed() {
+							keepRun(t, dir, sc.Name+"."+format, path, c)
 						}
 					})
 				}
@@ -400,11 +422,14 @@ func refusedAfterAbandon(as []lab.Attempt) int {
 	return n
 }
 
-// loggedTruth is the client's record as the log at path shows it: an attempt the client
+// loggedTruth is the client's record as the log at path shows it. An attempt the client
 // gave up on (status 0 in its record) that the gateway logged 2xx, found by request id and
 // attempt number, is taken as answered, and its request's 2xx as its result, won by its first
-// 2xx by the gateway's end time. It returns the figures and how many requests changed.
-func loggedTruth(t *testing.T, format, path string, c *lab.Client) (labFigures, int) {
+// 2xx by the gateway's end time (then line order). An attempt the client gave up on that the
+// gateway did not log is dropped: no log can show it (closed before the request was written
+// whole, or before a loaded gateway had read it); without request ids, none is. It returns
+// the figures, how many requests changed, and what no log can show of the hedges.
+func loggedTruth(t *testing.T, format, path string, c *lab.Client) (labFigures, int, unseenHedges) {
 	t.Helper()
 	pf, err := parse.Preset(format)
 	if err != nil {
@@ -418,20 +443,34 @@ func loggedTruth(t *testing.T, format, path string, c *lab.Client) (labFigures, 
 		id string
 		n  int
 	}
-	logged := map[key]parse.Record{}
-	for _, line := range bytes.Split(b, []byte{'\n'}) {
-		if rec, err := pf.ParseLine(line); err == nil && rec.RequestID != "" && rec.Attempt >= 0 {
-			logged[key{rec.RequestID, rec.Attempt}] = rec
+	type line struct {
+		parse.Record
+		no int
+	}
+	logged := map[key]line{}
+	for no, l := range bytes.Split(b, []byte{'\n'}) {
+		if rec, err := pf.ParseLine(l); err == nil && rec.RequestID != "" && rec.Attempt >= 0 {
+			logged[key{rec.RequestID, rec.Attempt}] = line{rec, no}
 		}
 	}
 	ok := func(s int) bool { return s >= 200 && s < 300 }
-	as, results := c.Attempts(), c.Results()
+	results := c.Results()
+	var as []lab.Attempt
+	for _, a := range c.Attempts() {
+		if _, found := logged[key{a.RequestID, a.N}]; found || a.Status != 0 || c.Policy.NoRequestID {
+			as = append(as, a)
+		}
+	}
 	raced := map[string]bool{}
 	for i, a := range as {
 		if rec, found := logged[key{a.RequestID, a.N}]; found && a.Status == 0 && ok(rec.Status) {
 			as[i].Status, as[i].Abandoned, as[i].Cancelled = rec.Status, false, false
 			raced[a.RequestID] = true
 		}
+	}
+	earlier := func(id string, i, j int) bool {
+		a, b := logged[key{id, as[i].N}], logged[key{id, as[j].N}]
+		return a.Time.Before(b.Time) || a.Time.Equal(b.Time) && a.no < b.no
 	}
 	for id := range raced {
 		results[id] = http.StatusOK
@@ -441,13 +480,86 @@ func loggedTruth(t *testing.T, format, path string, c *lab.Client) (labFigures, 
 				continue
 			}
 			as[i].Won = false
-			if ok(as[i].Status) && (winner < 0 || logged[key{id, as[i].N}].Time.Before(logged[key{id, as[winner].N}].Time)) {
+			if ok(as[i].Status) && (winner < 0 || earlier(id, i, winner)) {
 				winner = i
 			}
 		}
 		as[winner].Won = true
 	}
-	return truthFigures(lab.TruthOf(as, results, http.StatusTooManyRequests)), len(raced)
+	return truthFigures(lab.TruthOf(as, results, http.StatusTooManyRequests)), len(raced), unseen(as, func(id string, n int) (time.Time, time.Time, int, bool) {
+		l, found := logged[key{id, n}]
+		return l.Time.Add(-time.Duration(l.RequestTime * float64(time.Second))), l.Time, l.Status, found
+	})
+}
+
+// keepRun copies a failed run's log and the client's record into dir, to be read after the
+// test has removed its own (RETRYLENS_LAB_KEEP=dir go test -run TestLab ...).
+func keepRun(t *testing.T, dir, name, path string, c *lab.Client) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, name+".log"), b, 0o644)
+	}
+	if err == nil {
+		b, err = json.MarshalIndent(c.Attempts(), "", " ")
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, name+".attempts.json"), b, 0o644)
+	}
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	t.Logf("kept %s's log and the client's record in %s", name, dir)
+}
+
+// unseenHedges is what no log can show of a hedging client's traffic: hedges the gateway
+// read only after it had ended every earlier attempt of their request (a loaded machine
+// delays the read), which the log shows as retries, and what they change in the figures.
+type unseenHedges struct {
+	Requests, Hedges, Wins, Cancelled int64
+}
+
+// unseen finds the client's hedges that the log (logged: start, end, status, found) shows
+// sent after every earlier attempt of their request had ended: none still in flight at its
+// start, and none abandoned at or after its end (dropped because it answered).
+func unseen(as []lab.Attempt, logged func(id string, n int) (start, end time.Time, status int, found bool)) unseenHedges {
+	byID := map[string][]lab.Attempt{}
+	for _, a := range as {
+		byID[a.RequestID] = append(byID[a.RequestID], a)
+	}
+	var u unseenHedges
+	for id, req := range byID {
+		hidden := 0
+		for _, a := range req {
+			start, end, _, found := logged(id, a.N)
+			if !a.Hedge || !found {
+				continue
+			}
+			shown := false
+			for _, e := range req {
+				_, eEnd, eStatus, ok := logged(id, e.N)
+				if ok && e.N < a.N && (start.Before(eEnd) || (eStatus == 0 || eStatus == 499) && !eEnd.Before(end)) {
+					shown = true
+				}
+			}
+			if !shown {
+				hidden++
+				u.Hedges++
+				if a.Won {
+					u.Wins++
+				}
+			}
+		}
+		if hidden > 0 {
+			u.Requests++
+			for _, a := range req {
+				if a.Cancelled {
+					u.Cancelled++
+				}
+			}
+		}
+	}
+	return u
 }
 
 // runFront starts an upstream and the gateway fr in dir, runs the scenario through them

@@ -46,16 +46,16 @@ func TestOverlappingAttempts(t *testing.T) {
 	t.Parallel()
 	log := scenario("overlapping-attempts")
 	summary := metrics{
-		Requests: 25, FirstAttempts: 10, Retries: 15,
-		Amplification: f(25.0 / 10), RetryRate: f(1), RetrySuccessRate: f(6.0 / 13),
-		ExtraLoad: f(15.0 / 25), ActualSuccess: f(7.0 / 25),
-		Recovered: 6, Exhausted: 3, EffectiveSuccess: f(7.0 / 10),
-		Status5xxRetry: 2, Status429Retry: 3, Abandoned: 9, CancelledFirst: 3, CancelledRetry: 2,
+		Requests: 27, FirstAttempts: 11, Retries: 16,
+		Amplification: f(27.0 / 11), RetryRate: f(1), RetrySuccessRate: f(6.0 / 13),
+		ExtraLoad: f(16.0 / 27), ActualSuccess: f(8.0 / 27),
+		Recovered: 6, Exhausted: 3, EffectiveSuccess: f(8.0 / 11),
+		Status5xxRetry: 2, Status429Retry: 3, Abandoned: 10, CancelledFirst: 3, CancelledRetry: 3,
 	}
 	var want overlapReport
 	want.Summary = summary
-	want.Hedging.Requests, want.Hedging.Hedges, want.Hedging.Wins, want.Hedging.Cancelled = 5, 7, 3, 5
-	want.Hedging.P10, want.Hedging.P50, want.Hedging.P90 = f(36.8), f(60), f(60)
+	want.Hedging.Requests, want.Hedging.Hedges, want.Hedging.Wins, want.Hedging.Cancelled = 6, 8, 3, 6
+	want.Hedging.P10, want.Hedging.P50, want.Hedging.P90 = f(20.9), f(60), f(60)
 	want.Backoff = []backoffRow{{1, 5, 8, 20, 20}, {2, 3, 19, 19, 19.8}}
 	want.Findings = []findingCount{{"duplicate_write_risk", 2, 4}, {"false_success", 2, 2}, {"non_retryable_retry", 1, 1}, {"possible_duplicate_write", 2, 2}}
 	want.Loops429.Loops, want.Loops429.MaxLength, want.Loops429.BlindRetries = 1, 2, 2
@@ -69,7 +69,7 @@ func TestOverlappingAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSeconds := want
-	wantSeconds.Summary.RetrySuccessRate = f(6.0 / 15)
+	wantSeconds.Summary.RetrySuccessRate = f(6.0 / 16)
 	wantSeconds.Summary.CancelledFirst, wantSeconds.Summary.CancelledRetry = 0, 0
 	wantSeconds.Hedging.Requests, wantSeconds.Hedging.Hedges, wantSeconds.Hedging.Wins, wantSeconds.Hedging.Cancelled = 0, 0, 0, 0
 	wantSeconds.Hedging.P10, wantSeconds.Hedging.P50, wantSeconds.Hedging.P90 = nil, nil, nil
