@@ -99,6 +99,8 @@ func StartClickHouse(dir string, shards int) (*ClickHouse, error) {
 		}
 		cmd := exec.Command(bin, "--config-file="+filepath.Join(node, "config.xml"))
 		cmd.Dir = node
+		// No watchdog process between us and the server: the parent-death signal reaches it.
+		cmd.Env = append(os.Environ(), "CLICKHOUSE_WATCHDOG_ENABLE=0")
 		s, err := startServer(fmt.Sprintf("clickhouse shard %d", i+1), cmd, p.tcp, syscall.SIGTERM)
 		if err == nil {
 			err = waitPing("http://" + p.http + "/ping")

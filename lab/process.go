@@ -32,6 +32,7 @@ func startServer(name string, cmd *exec.Cmd, addr string, stop syscall.Signal) (
 		cmd.Stdout = &s.out
 	}
 	cmd.Stderr = &s.out
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
