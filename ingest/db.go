@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,7 +30,10 @@ var ErrLocked = errors.New("database is in use by another process")
 // Open opens the DuckDB database at path, creating it and its tables if needed. An empty
 // path opens a private in-memory database.
 func Open(ctx context.Context, path string) (*sql.DB, error) {
-	db, err := sql.Open("duckdb", path)
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("duckdb", path+"?"+offline)
 	if err != nil {
 		return nil, openError(path, err)
 	}
@@ -49,6 +53,37 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 		removeStaleTemp(path)
 	}
 	return db, nil
+}
+
+// offline keeps DuckDB from fetching extensions: opening a database never reaches the
+// network (DuckDB would otherwise download one to read a file of another kind).
+const offline = "autoinstall_known_extensions=false&autoload_known_extensions=false"
+
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+
+// checkPath refuses what is not a DuckDB database before DuckDB reads it: a URL other
+// than a cluster's (which IsClusterURL routes elsewhere), and an existing file that does
+// not carry DuckDB's header ("DUCK" at byte 8), such as a SQLite database.
+func checkPath(path string) error {
+	if urlScheme.MatchString(path) || strings.Contains(path, "://") {
+		return fmt.Errorf("--db %q: want a DuckDB file's path, or %sHOST:PORT/DATABASE?cluster=NAME", path, ClusterScheme)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // DuckDB creates it, or says why it cannot
+	}
+	defer f.Close()
+	head := make([]byte, 16)
+	n, _ := io.ReadFull(f, head)
+	switch {
+	case n == 0:
+		return nil
+	case n >= 12 && string(head[8:12]) == "DUCK":
+		return nil
+	case strings.HasPrefix(string(head[:n]), "SQLite format 3"):
+		return fmt.Errorf("%s is a SQLite database, not a retrylens (DuckDB) one: give --db another path", path)
+	}
+	return fmt.Errorf("%s is not a DuckDB database (no DuckDB header): give --db another path", path)
 }
 
 // keysAsText reports whether the requests table is one written before the keys were
@@ -107,7 +142,10 @@ func removeStaleTemp(path string) {
 // read do, so that they work on a file the user cannot write (a shared postmortem
 // database, a read-only mount) and can change nothing in it.
 func OpenReadOnly(ctx context.Context, path string) (*sql.DB, error) {
-	db, err := sql.Open("duckdb", path+"?access_mode=read_only")
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("duckdb", path+"?access_mode=read_only&"+offline)
 	if err != nil {
 		return nil, openError(path, err)
 	}
