@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 type budgetOptions struct {
 	rowFlags
+	linkFlags
 	model       string
 	compare     bool
 	format      string
@@ -66,6 +68,7 @@ Models (defaults as published):
 	}
 	f := c.Flags()
 	o.rowFlags.register(c, "")
+	o.linkFlags.register(c)
 	f.StringVar(&o.model, "model", "finagle", "the budget: "+strings.Join(budgetModels, ", "))
 	f.BoolVar(&o.compare, "compare", false, "run every model")
 	f.StringVarP(&o.format, "format", "f", "", "table, tsv or json (default: table on a terminal, tsv in a pipe)")
@@ -134,10 +137,14 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 			return usagef("--window: %v", err)
 		}
 	}
+	if err := o.linkFlags.check(); err != nil {
+		return err
+	}
 	qo, _, err := o.rows()
 	if err != nil {
 		return err
 	}
+	o.linkFlags.apply(&qo)
 	db, done, err := e.open(c, &o.rowFlags, files, &qo)
 	if err != nil {
 		return err
@@ -146,6 +153,11 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 	results, err := postmortem.Budget(c.Context(), db, qo, models, width)
 	if err != nil {
 		return err
+	}
+	if len(results) > 0 && results[0].FirstAttempts+results[0].Retries == 0 {
+		// Nothing to replay: a table of zeros would read as a budget that changed nothing.
+		fmt.Fprintln(e.stderr, "retrylens: no line in the range carries an attempt number: nothing to replay (log the attempt header, see the README, or try --infer-attempts)")
+		return exitCode(exitNoData)
 	}
 	return report.Budget(e.stdout, format, results)
 }

@@ -131,6 +131,11 @@ func TestNoAttemptData(t *testing.T) {
 		if code != exitNoData || !strings.Contains(stderr, "carries an attempt number") {
 			t.Errorf("check on %s: exit %d, want %d: %s", filepath.Base(log), code, exitNoData, stderr)
 		}
+		// budget too: a table of zeros would read as a budget that changed nothing.
+		stdout, stderr, code := retrylens(t, nil, "budget", "--log-format", "combined", log)
+		if code != exitNoData || stdout != "" || !strings.Contains(stderr, "carries an attempt number") {
+			t.Errorf("budget on %s: exit %d, want %d: %s%s", filepath.Base(log), code, exitNoData, stdout, stderr)
+		}
 	}
 	_, stderr, code := retrylens(t, nil, "check", "--since", "2027-01-01", scenario("incident-hour"))
 	if code != exitNoData || !strings.Contains(stderr, "no rows in the range") {
@@ -150,6 +155,9 @@ func TestNoAttemptData(t *testing.T) {
 	}
 	if _, stderr, code := retrylens(t, nil, "check", "--infer-attempts", stripped); code != exitAlert || !strings.Contains(stderr, "1 alert at or above P1") {
 		t.Errorf("check --infer-attempts: exit %d, want %d: %s", code, exitAlert, stderr)
+	}
+	if stdout, stderr, code := retrylens(t, nil, "budget", "--infer-attempts", "--format", "tsv", stripped); code != 0 || !strings.Contains(stdout, "finagle") {
+		t.Errorf("budget --infer-attempts: exit %d: %s%s", code, stdout, stderr)
 	}
 }
 
