@@ -60,7 +60,8 @@ Models (defaults as published):
   cap          at most --max-attempts (3) attempts per request
   retry-after  no retry before the previous answer's Retry-After has passed
 
---compare runs every model on the same traffic, side by side.`,
+--compare runs every model on the same traffic, side by side. Exit 6 when no line in
+the range carries an attempt number: nothing to replay (try --infer-attempts).`,
 		Example: `  retrylens budget --compare
   retrylens budget --model finagle --ratio 0.1 --min-per-sec 5 incident.log
   retrylens budget --model grpc --format json`,
@@ -156,7 +157,7 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 	}
 	if len(results) > 0 && results[0].FirstAttempts+results[0].Retries == 0 {
 		// Nothing to replay: a table of zeros would read as a budget that changed nothing.
-		fmt.Fprintln(e.stderr, "retrylens: no line in the range carries an attempt number: nothing to replay (log the attempt header, see the README, or try --infer-attempts)")
+		fmt.Fprintln(e.stderr, "retrylens: nothing to replay: no line in the range carries an attempt number (log the attempt header, see the README, or try --infer-attempts)")
 		return exitCode(exitNoData)
 	}
 	return report.Budget(e.stdout, format, results)

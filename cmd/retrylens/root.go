@@ -111,7 +111,7 @@ verdicts are coloured unless $NO_COLOR is set.
 Exit codes: 0 success, 1 error (some input could not be read, the database is busy…),
 2 bad flags or arguments, 3 (check) an alert at or above --fail-on fired, 4 (ingest)
 more lines rejected than --max-reject-ratio allows, 5 (verify) the database is damaged,
-6 (check) nothing to judge: no rows, or none with an attempt number.`,
+6 (check, budget) nothing to judge: no rows, or none with an attempt number.`,
 		Example: `  retrylens ingest /var/log/nginx/access.log*
   retrylens report --window 1h
   retrylens report --window 1m --since 2026-11-29T10:00:00Z --until 2026-11-29T11:00:00Z --format json
