@@ -27,6 +27,9 @@ var schema string
 // ErrLocked means another process holds the database.
 var ErrLocked = errors.New("database is in use by another process")
 
+// ErrNotDuckDB means --db names a URL or a file that is not a DuckDB database.
+var ErrNotDuckDB = errors.New("not a DuckDB database")
+
 // Open opens the DuckDB database at path, creating it and its tables if needed. An empty
 // path opens a private in-memory database.
 func Open(ctx context.Context, path string) (*sql.DB, error) {
@@ -66,7 +69,7 @@ var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 // not carry DuckDB's header ("DUCK" at byte 8), such as a SQLite database.
 func checkPath(path string) error {
 	if urlScheme.MatchString(path) || strings.Contains(path, "://") {
-		return fmt.Errorf("--db %q: want a DuckDB file's path, or %sHOST:PORT/DATABASE?cluster=NAME", path, ClusterScheme)
+		return fmt.Errorf("--db %q: %w: want a DuckDB file's path, or %sHOST:PORT/DATABASE?cluster=NAME", path, ErrNotDuckDB, ClusterScheme)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -81,9 +84,9 @@ func checkPath(path string) error {
 	case n >= 12 && string(head[8:12]) == "DUCK":
 		return nil
 	case strings.HasPrefix(string(head[:n]), "SQLite format 3"):
-		return fmt.Errorf("%s is a SQLite database, not a retrylens (DuckDB) one: give --db another path", path)
+		return fmt.Errorf("%s is a SQLite database, %w: give --db another path", path, ErrNotDuckDB)
 	}
-	return fmt.Errorf("%s is not a DuckDB database (no DuckDB header): give --db another path", path)
+	return fmt.Errorf("%s is %w (no DuckDB header): give --db another path", path, ErrNotDuckDB)
 }
 
 // keysAsText reports whether the requests table is one written before the keys were
@@ -267,7 +270,7 @@ func checkSchema(ctx context.Context, db *sql.DB, upgrade bool) error {
 		}
 	}
 	if keysAsText(have) {
-		return fmt.Errorf("%w, which stored the request keys as text: 'retrylens verify --db' on it upgrades it in place, keeping its rows", ErrOldSchema)
+		return fmt.Errorf("%w, which stored the request keys as text: 'retrylens verify --repair --db' on it upgrades it in place, keeping its rows", ErrOldSchema)
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)

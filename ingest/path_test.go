@@ -21,7 +21,7 @@ func TestOpenRefusesOtherDatabases(t *testing.T) {
 		return p
 	}
 	for _, tc := range []struct{ path, want string }{
-		{write("app.sqlite", "SQLite format 3\x00\x10\x00\x01\x01\x00@  "), "is a SQLite database"},
+		{write("app.sqlite", "SQLite format 3\x00\x10\x00\x01\x01\x00@  "), "is a SQLite database, not a DuckDB database"},
 		{write("notes.txt", "retries, retries everywhere\n"), "is not a DuckDB database"},
 		{"clickhouse:/x", "want a DuckDB file's path, or clickhouse://"},
 		{"s3://bucket/retrylens.duckdb", "want a DuckDB file's path"},

@@ -40,7 +40,11 @@ verify prints each problem on a line and exits 5 when there is one. With --repai
 deletes unregistered rows, deletes each damaged load with the later loads of the same
 file (ingest that file again to load those lines, once) and rebuilds the cache.
 
-Exit codes: 0 the database is sound (or was repaired), 1 error, 5 damage found.`,
+Without --repair verify writes nothing: a database written by an older retrylens is
+upgraded by --repair (or any ingest).
+
+Exit codes: 0 the database is sound (or was repaired), 1 error, 5 damage found (a file
+that cannot be read back included).`,
 		Example: `  retrylens verify
   retrylens verify --db incident.duckdb --repair`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -65,9 +69,18 @@ func (e *env) runVerify(c *cobra.Command, o *verifyOptions) error {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no database at %s", path)
 	}
-	db, err := ingest.Open(ctx, path)
+	// Without --repair verify changes nothing, an old database's upgrade included.
+	open := ingest.OpenReadOnly
+	if o.repair {
+		open = ingest.Open
+	}
+	db, err := open(ctx, path)
 	if err != nil {
-		return err
+		if errors.Is(err, ingest.ErrLocked) || errors.Is(err, ingest.ErrOldSchema) || errors.Is(err, ingest.ErrNotDuckDB) {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "retrylens: %s is damaged: %s\n", report.Clean(path), report.Clean(err.Error()))
+		return exitCode(exitDamaged)
 	}
 	defer db.Close()
 	var loads, rows int64
@@ -77,7 +90,8 @@ func (e *env) runVerify(c *cobra.Command, o *verifyOptions) error {
 	// Every block of every table is read back first: a damaged file fails here, whatever
 	// the registry says.
 	if err := ingest.ReadAll(ctx, db); err != nil {
-		return err
+		fmt.Fprintf(e.stderr, "retrylens: %s is damaged: %s\n", report.Clean(path), report.Clean(err.Error()))
+		return exitCode(exitDamaged)
 	}
 	damage, err := ingest.Check(ctx, db, true)
 	if err != nil {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,5 +91,52 @@ func execSQL(t *testing.T, path string, qs ...string) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
+	}
+}
+
+// verify without --repair writes nothing: a database of an older retrylens (its request
+// keys stored as text) is refused with what to run, byte for byte unchanged, and upgraded
+// by --repair. A file whose blocks were overwritten is damage: exit 5, not 1.
+func TestVerifyWritesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "old.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario("quiet-hour")); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	execSQL(t, db, `ALTER TABLE requests DROP COLUMN request_id_hash; ALTER TABLE requests DROP COLUMN idempotency_key_hash;
+		ALTER TABLE requests DROP COLUMN invocation_id_hash; ALTER TABLE requests DROP COLUMN key_text;
+		ALTER TABLE requests ADD COLUMN request_id VARCHAR; ALTER TABLE requests ADD COLUMN idempotency_key VARCHAR;
+		ALTER TABLE requests ADD COLUMN invocation_id VARCHAR`, "CHECKPOINT")
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := retrylens(t, nil, "verify", "--db", db)
+	if code != 1 || !strings.Contains(stderr, "'retrylens verify --repair --db' on it upgrades it in place") {
+		t.Errorf("verify on an old database: exit %d, want 1 and what to run: %s", code, stderr)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+		t.Errorf("verify without --repair changed the database file")
+	}
+	if out, stderr, code := retrylens(t, nil, "verify", "--repair", "--db", db); code != 0 {
+		t.Errorf("verify --repair on an old database: exit %d: %s%s", code, out, stderr)
+	}
+
+	damaged := filepath.Join(dir, "damaged.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", damaged, scenario("incident-hour")); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(damaged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Past DuckDB's two headers (12 KiB), every block after the first data block.
+	for i := 16 << 10; i < len(b); i += 7 {
+		b[i] ^= 0x5a
+	}
+	os.WriteFile(damaged, b, 0o644)
+	if out, stderr, code := retrylens(t, nil, "verify", "--db", damaged); code != exitDamaged || !strings.Contains(stderr, "is damaged") {
+		t.Errorf("verify on a damaged file: exit %d, want %d: %s%s", code, exitDamaged, out, stderr)
 	}
 }
