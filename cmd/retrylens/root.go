@@ -76,8 +76,7 @@ func (e *env) run(args []string) int {
 		return int(code) // the command has said what it had to say
 	}
 	if ingest.Damaged(err) {
-		fmt.Fprintf(e.stderr, "retrylens: the database file is damaged: part of it does not read back as it was written (a disk, copy or filesystem fault).\n"+
-			"Restore it from a copy, or load the logs again into a new --db file; 'retrylens verify' reads every block of one.\n(%v)\n", err)
+		sayDamaged(e.stderr, err)
 		return exitError
 	}
 	fmt.Fprintf(e.stderr, "retrylens: %v\n", err)
@@ -88,6 +87,12 @@ func (e *env) run(args []string) int {
 		return exitUsage
 	}
 	return exitError
+}
+
+// sayDamaged explains an error that ingest.Damaged recognises.
+func sayDamaged(w io.Writer, err error) {
+	fmt.Fprintf(w, "retrylens: the database file is damaged: part of it does not read back as it was written (a disk, copy or filesystem fault).\n"+
+		"Restore it from a copy, or load the logs again into a new --db file; 'retrylens verify' reads every block of one.\n(%v)\n", err)
 }
 
 func commandName(root *cobra.Command, args []string) string {

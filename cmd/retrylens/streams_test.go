@@ -216,8 +216,8 @@ func TestDamagedDatabase(t *testing.T) {
 	f.WriteAt(junk, st.Size()/4) // the middle half of the file
 	f.Close()
 	const want = "the database file is damaged"
-	if out, stderr, code := retrylens(t, nil, "verify", "--db", db); code != exitError || !strings.Contains(stderr, want) {
-		t.Errorf("verify: exit %d, want %d and %q:\n%s%s", code, exitError, want, out, stderr)
+	if out, stderr, code := retrylens(t, nil, "verify", "--db", db); code != exitDamaged || !strings.Contains(stderr, want) {
+		t.Errorf("verify: exit %d, want %d and %q:\n%s%s", code, exitDamaged, want, out, stderr)
 	}
 	if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, scenario("incident-hour")); code != exitError || !strings.Contains(stderr, want) {
 		t.Errorf("ingest: exit %d, want %d and %q:\n%s", code, exitError, want, stderr)

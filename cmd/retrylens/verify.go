@@ -74,13 +74,17 @@ func (e *env) runVerify(c *cobra.Command, o *verifyOptions) error {
 	if o.repair {
 		open = ingest.Open
 	}
+	// A file that does not read back is damage like any other: exit 5.
+	damaged := func(err error) error {
+		if ingest.Damaged(err) {
+			sayDamaged(e.stderr, err)
+			return exitCode(exitDamaged)
+		}
+		return err
+	}
 	db, err := open(ctx, path)
 	if err != nil {
-		if errors.Is(err, ingest.ErrLocked) || errors.Is(err, ingest.ErrOldSchema) || errors.Is(err, ingest.ErrNotDuckDB) {
-			return err
-		}
-		fmt.Fprintf(e.stderr, "retrylens: %s is damaged: %s\n", report.Clean(path), report.Clean(err.Error()))
-		return exitCode(exitDamaged)
+		return damaged(err)
 	}
 	defer db.Close()
 	var loads, rows int64
@@ -90,8 +94,7 @@ func (e *env) runVerify(c *cobra.Command, o *verifyOptions) error {
 	// Every block of every table is read back first: a damaged file fails here, whatever
 	// the registry says.
 	if err := ingest.ReadAll(ctx, db); err != nil {
-		fmt.Fprintf(e.stderr, "retrylens: %s is damaged: %s\n", report.Clean(path), report.Clean(err.Error()))
-		return exitCode(exitDamaged)
+		return damaged(err)
 	}
 	damage, err := ingest.Check(ctx, db, true)
 	if err != nil {

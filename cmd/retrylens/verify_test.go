@@ -96,11 +96,10 @@ func execSQL(t *testing.T, path string, qs ...string) {
 
 // verify without --repair writes nothing: a database of an older retrylens (its request
 // keys stored as text) is refused with what to run, byte for byte unchanged, and upgraded
-// by --repair. A file whose blocks were overwritten is damage: exit 5, not 1.
+// by --repair. (A file that does not read back: TestDamagedDatabase.)
 func TestVerifyWritesNothing(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "old.duckdb")
+	db := filepath.Join(t.TempDir(), "old.duckdb")
 	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario("quiet-hour")); code != 0 {
 		t.Fatalf("ingest: exit %d: %s", code, stderr)
 	}
@@ -121,22 +120,5 @@ func TestVerifyWritesNothing(t *testing.T) {
 	}
 	if out, stderr, code := retrylens(t, nil, "verify", "--repair", "--db", db); code != 0 {
 		t.Errorf("verify --repair on an old database: exit %d: %s%s", code, out, stderr)
-	}
-
-	damaged := filepath.Join(dir, "damaged.duckdb")
-	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", damaged, scenario("incident-hour")); code != 0 {
-		t.Fatalf("ingest: exit %d: %s", code, stderr)
-	}
-	b, err := os.ReadFile(damaged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Past DuckDB's two headers (12 KiB), every block after the first data block.
-	for i := 16 << 10; i < len(b); i += 7 {
-		b[i] ^= 0x5a
-	}
-	os.WriteFile(damaged, b, 0o644)
-	if out, stderr, code := retrylens(t, nil, "verify", "--db", damaged); code != exitDamaged || !strings.Contains(stderr, "is damaged") {
-		t.Errorf("verify on a damaged file: exit %d, want %d: %s%s", code, exitDamaged, out, stderr)
 	}
 }
