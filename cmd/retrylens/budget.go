@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ type budgetOptions struct {
 	rowFlags
 	linkFlags
 	model       string
+	output      string
 	compare     bool
 	format      string
 	ratio       float64
@@ -72,6 +74,7 @@ the range carries an attempt number: nothing to replay (try --infer-attempts).`,
 	o.linkFlags.register(c)
 	f.StringVar(&o.model, "model", "finagle", "the budget: "+strings.Join(budgetModels, ", "))
 	f.BoolVar(&o.compare, "compare", false, "run every model")
+	f.StringVarP(&o.output, "output", "o", "", outputHelp)
 	f.StringVarP(&o.format, "format", "f", "", "table, tsv or json (default: table on a terminal, tsv in a pipe)")
 	f.Float64Var(&o.ratio, "ratio", 0.2, "finagle/linkerd2: retries per request")
 	f.Float64Var(&o.minPerSec, "min-per-sec", 10, "finagle/linkerd2: retries per second allowed beyond the ratio")
@@ -101,7 +104,7 @@ func (o *budgetOptions) models() []budget.Model {
 }
 
 func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) error {
-	format, err := report.ParseFormat(report.OutputFormat(o.format, "", terminal(e.stdout)), report.FormatTable, report.FormatTSV, report.FormatJSON)
+	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, o.output == "" && terminal(e.stdout)), report.FormatTable, report.FormatTSV, report.FormatJSON)
 	if err != nil {
 		return usagef("--format: %v", err)
 	}
@@ -160,5 +163,5 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 		fmt.Fprintln(e.stderr, "retrylens: nothing to replay: no line in the range carries an attempt number (log the attempt header, see the README, or try --infer-attempts)")
 		return exitCode(exitNoData)
 	}
-	return report.Budget(e.stdout, format, results)
+	return e.writeOutput(o.output, func(w io.Writer) error { return report.Budget(w, format, results) })
 }

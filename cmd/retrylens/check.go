@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -27,6 +28,7 @@ type checkOptions struct {
 	maxAtt   int
 	rules    string
 	format   string
+	output   string
 }
 
 func (e *env) checkCmd() *cobra.Command {
@@ -60,6 +62,7 @@ Like report, check reads the database, or loads FILEs into a temporary one.`,
 	f.StringVar(&o.findings, "fail-on-finding", "", "exit 3 when one of these findings is present: "+strings.Join(query.FindingKinds, ", ")+" (comma-separated)")
 	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for over_cap)")
 	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules")
+	f.StringVarP(&o.output, "output", "o", "", outputHelp)
 	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, json or markdown (a block for a pull request comment); default: table on a terminal, tsv in a pipe")
 	o.linkFlags.register(c)
 	return c
@@ -70,7 +73,7 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	if o.failOn != "P1" && o.failOn != "P2" {
 		return usagef("--fail-on %q: want P1 or P2", o.failOn)
 	}
-	format, err := report.ParseFormat(report.OutputFormat(o.format, "", terminal(e.stdout)), report.FormatTable, report.FormatTSV, report.FormatJSON, report.FormatMarkdown)
+	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, o.output == "" && terminal(e.stdout)), report.FormatTable, report.FormatTSV, report.FormatJSON, report.FormatMarkdown)
 	if err != nil {
 		return usagef("--format: %v", err)
 	}
@@ -108,7 +111,9 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	if err != nil {
 		return err
 	}
-	if err := report.Check(e.stdout, format, check.FailOn, check.Failing, check.Alerts, check.Findings, loc); err != nil {
+	if err := e.writeOutput(o.output, func(w io.Writer) error {
+		return report.Check(w, format, check.FailOn, check.Failing, check.Alerts, check.Findings, loc)
+	}); err != nil {
 		return err
 	}
 	var found []string

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -201,5 +202,36 @@ func TestRulesDriveVerdicts(t *testing.T) {
 		if strings.Contains(out, `"fuelling"`) != (tc.want == `"verdict": "fuelling"`) || !strings.Contains(out, tc.want) {
 			t.Errorf("report %v: want %s everywhere it applies:\n%.600s", tc.args, tc.want, out)
 		}
+	}
+}
+
+// -o writes what stdout would get into a file, its extension picking the format, for every
+// command that writes a report of some kind; a format the command does not write is a
+// usage error.
+func TestOutputFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "o.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario("quiet-hour")); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string // in the file, which must be JSON
+	}{
+		{[]string{"report"}, `"requests": 123`},
+		{[]string{"check"}, `"alerts"`},
+		{[]string{"budget"}, `"model": "finagle"`},
+		{[]string{"query", "SELECT count(*) AS n FROM requests"}, `"n": 123`},
+	} {
+		out := filepath.Join(dir, tc.args[0]+".json")
+		stdout, stderr, code := retrylens(t, nil, append(tc.args, "--db", db, "-o", out)...)
+		b, err := os.ReadFile(out)
+		if code != 0 || stdout != "" || err != nil || !json.Valid(b) || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s -o %s: exit %d, stdout %q, %v: %s\n%.300s", tc.args[0], out, code, stdout, err, stderr, b)
+		}
+	}
+	if _, _, code := retrylens(t, nil, "budget", "--db", db, "-o", filepath.Join(dir, "b.html")); code != exitUsage {
+		t.Errorf("budget -o b.html: exit %d, want %d", code, exitUsage)
 	}
 }

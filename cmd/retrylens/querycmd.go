@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -18,6 +19,7 @@ import (
 type queryOptions struct {
 	db     string
 	format string
+	output string
 	write  bool
 }
 
@@ -56,13 +58,14 @@ match (see 'retrylens verify').`,
 		RunE: func(c *cobra.Command, args []string) error { return e.runQuery(c, &o, args[0]) },
 	}
 	c.Flags().StringVar(&o.db, "db", "", dbHelp)
+	c.Flags().StringVarP(&o.output, "output", "o", "", outputHelp)
 	c.Flags().StringVarP(&o.format, "format", "f", "", "table, tsv, csv or json (default: table on a terminal, tsv in a pipe)")
 	c.Flags().BoolVar(&o.write, "write", false, "open the database for writing: allow INSERT, UPDATE, DELETE, CREATE and DROP")
 	return c
 }
 
 func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
-	format, err := report.ParseFormat(report.OutputFormat(o.format, "", terminal(e.stdout)),
+	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, o.output == "" && terminal(e.stdout)),
 		report.FormatTable, report.FormatTSV, report.FormatCSV, report.FormatJSON)
 	if err != nil {
 		return usagef("--format: %v", err)
@@ -80,7 +83,7 @@ func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
 		if err != nil {
 			return fmt.Errorf("query: %w", err)
 		}
-		return report.Result(e.stdout, format, cols, vals)
+		return e.writeOutput(o.output, func(w io.Writer) error { return report.Result(w, format, cols, vals) })
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no database at %s: run 'retrylens ingest FILE…' first", path)
@@ -101,5 +104,5 @@ func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
-	return report.Result(e.stdout, format, cols, vals)
+	return e.writeOutput(o.output, func(w io.Writer) error { return report.Result(w, format, cols, vals) })
 }

@@ -92,7 +92,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.StringVarP(&o.window, "window", "w", "1h", "window width: 1m, 5m, 1h, 1d or any Go duration such as 15m")
 	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, markdown, json, csv or html (default: from -o's extension, else table on a terminal, tsv in a pipe)")
 	f.StringVar(&o.section, "section", "windows", "with --format csv, the table to write: "+strings.Join(report.Sections, ", "))
-	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of stdout")
+	f.StringVarP(&o.output, "output", "o", "", outputHelp)
 	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
 	f.StringVar(&o.by, "by", "", "also break the range down by route, method, status, attempt or host, or several: route,status,attempt")
 	o.linkFlags.register(c)
@@ -374,6 +374,9 @@ func groupings() []string {
 
 // writeOutput writes to path, or stdout when path is "" or "-". A file is written whole
 // or not at all: a failed render leaves no half file behind.
+// outputHelp is -o's help, for every command that writes a report of some kind.
+const outputHelp = "write to this file instead of stdout (its extension picks the format when --format is not given)"
+
 func (e *env) writeOutput(path string, render func(io.Writer) error) error {
 	if path == "" || path == "-" {
 		return render(e.stdout)
