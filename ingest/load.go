@@ -219,6 +219,7 @@ func load(ctx context.Context, st store, paths []string, opt Options) (Result, e
 	}
 	errs := loadAll(ctx, st, paths, opt, &res)
 	if ctx.Err() != nil {
+		res.Elapsed = time.Since(start) // an interrupted load's summary says how long it ran
 		return res, errors.Join(errs...)
 	}
 	// Routes change only with new rows: a run that adds none (ingest again over logs

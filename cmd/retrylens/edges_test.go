@@ -80,6 +80,9 @@ func TestInterruptedIngest(t *testing.T) {
 	if err == nil || committed != first || first >= int64(lines) || !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "resumes") {
 		t.Errorf("exit %v, %d rows, first chunk %d of %d lines; want %q in:\n%s", err, committed, first, lines, want, stderr.String())
 	}
+	if loaded := fmt.Sprintf("loaded %d lines", first); !strings.Contains(stderr.String(), loaded) || strings.Contains(stderr.String(), " (0 lines/s)") {
+		t.Errorf("want %q and the time it took in:\n%s", loaded, stderr.String())
+	}
 }
 
 // budget reads --window as report does (1d too), right-aligns numbers in its table, writes plain numbers into TSV, and refuses a negative budget. The
