@@ -238,3 +238,17 @@ func TestOutputFlag(t *testing.T) {
 		t.Errorf("budget -o b.html: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// A report on a database says how many lines ingest rejected: they are in no figure. The
+// incident sample has one malformed line of 126 (EXPECTED.md).
+func TestReportMentionsRejects(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "r.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario("incident-hour")); code != 0 {
+		t.Fatal(stderr)
+	}
+	const want = "ingest rejected 1 of the 126 lines loaded (0.8%): they are in no figure"
+	if _, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json"); code != 0 || !strings.Contains(stderr, want) {
+		t.Errorf("report: exit %d, want %q in:\n%s", code, want, stderr)
+	}
+}

@@ -322,6 +322,12 @@ func (e *env) openOrLoad(c *cobra.Command, dbFlag string, formats *formatFlags, 
 			fmt.Fprintf(e.stderr, "retrylens: warning: the database's rows do not match its registry (%s): figures may be off; run 'retrylens verify --repair' (or any ingest)\n",
 				d.Found())
 		}
+		// Rejected lines are in no figure: a report on a half-rejected log must say so.
+		var rejected, lines int64
+		if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(rejected), 0), coalesce(sum(lines), 0) FROM files").Scan(&rejected, &lines); err == nil && rejected > 0 {
+			fmt.Fprintf(e.stderr, "retrylens: note: ingest rejected %d of the %d lines loaded (%.1f%%): they are in no figure (retrylens query 'SELECT * FROM rejects')\n",
+				rejected, lines, 100*float64(rejected)/float64(lines))
+		}
 		return db, nil
 	}
 	if c.Flags().Changed("db") {
