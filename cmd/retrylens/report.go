@@ -265,6 +265,10 @@ func (e *env) openCluster(c *cobra.Command, o *rowFlags, url string, qo *query.O
 		fmt.Fprintf(e.stderr, "retrylens: warning: the cluster's rows do not match its registry (%s): figures may be off; the next ingest repairs it\n",
 			d.Found())
 	}
+	var rejected, lines int64
+	if err := cl.Conn.QueryRow(ctx, "SELECT toInt64(sum(rejected)), toInt64(sum(lines)) FROM "+cl.Table("files")).Scan(&rejected, &lines); err == nil {
+		e.noteRejects(rejected, lines)
+	}
 	if qo.Route != "" {
 		routes, err := cluster.Routes(ctx, cl)
 		if err != nil {
@@ -303,6 +307,15 @@ func (e *env) columns(toTerminal bool) int {
 	return max(n, 0)
 }
 
+// noteRejects says how many of the database's lines ingest rejected, if any: they are in
+// no figure, and a report on a half-rejected log must say so.
+func (e *env) noteRejects(rejected, lines int64) {
+	if rejected > 0 && lines > 0 {
+		fmt.Fprintf(e.stderr, "retrylens: note: ingest rejected %d of the %d lines loaded (%.1f%%): they are in no figure (retrylens query 'SELECT * FROM rejects')\n",
+			rejected, lines, 100*float64(rejected)/float64(lines))
+	}
+}
+
 // openOrLoad opens the database, or loads FILEs into a temporary one.
 func (e *env) openOrLoad(c *cobra.Command, dbFlag string, formats *formatFlags, files []string) (*sql.DB, error) {
 	ctx := c.Context()
@@ -322,11 +335,9 @@ func (e *env) openOrLoad(c *cobra.Command, dbFlag string, formats *formatFlags, 
 			fmt.Fprintf(e.stderr, "retrylens: warning: the database's rows do not match its registry (%s): figures may be off; run 'retrylens verify --repair' (or any ingest)\n",
 				d.Found())
 		}
-		// Rejected lines are in no figure: a report on a half-rejected log must say so.
 		var rejected, lines int64
-		if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(rejected), 0), coalesce(sum(lines), 0) FROM files").Scan(&rejected, &lines); err == nil && rejected > 0 {
-			fmt.Fprintf(e.stderr, "retrylens: note: ingest rejected %d of the %d lines loaded (%.1f%%): they are in no figure (retrylens query 'SELECT * FROM rejects')\n",
-				rejected, lines, 100*float64(rejected)/float64(lines))
+		if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(rejected), 0), coalesce(sum(lines), 0) FROM files").Scan(&rejected, &lines); err == nil {
+			e.noteRejects(rejected, lines)
 		}
 		return db, nil
 	}
