@@ -173,7 +173,7 @@ func OpenReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 
 // addedLater are the columns Open adds to the tables of older databases; a read-only
 // open does without them.
-var addedLater = map[string]bool{"files.line_sum": true, "files.duplicates": true}
+var addedLater = map[string]bool{"files.line_sum": true, "files.duplicates": true, "files.repeats": true}
 
 // ErrOldSchema means the database was written by a retrylens whose tables differ.
 var ErrOldSchema = errors.New("written by another version of retrylens")

@@ -585,9 +585,9 @@ func loadChunk(ctx context.Context, db *sql.DB, r io.Reader, h *countingHash, fo
 	opt.step(StepInserted)
 
 	_, err = conn.ExecContext(ctx, `INSERT INTO files (file_id, path, sha256, offset_bytes, bytes, first_line, lines_end,
-			format, lines, rows, rejected, first_ts, last_ts, loaded_at, line_sum, duplicates) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			format, lines, rows, rejected, first_ts, last_ts, loaded_at, line_sum, duplicates, repeats) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		id, path, c.sum, c.offset, c.end, c.line+1, c.line+out.Lines, format.Name, out.Lines, out.Rows, out.Rejected,
-		nullTime(out.First), nullTime(out.Last), opt.Now().UTC(), c.lineSum, dropped(out))
+		nullTime(out.First), nullTime(out.Last), opt.Now().UTC(), c.lineSum, dropped(out), out.Repeats-dropped(out))
 	if err != nil {
 		return nil, err
 	}

@@ -19,11 +19,13 @@ CREATE TABLE IF NOT EXISTS files (
     last_ts      TIMESTAMP,
     loaded_at    TIMESTAMP NOT NULL,
     line_sum     BIGINT,                -- sum of its rows' line numbers (see ingest.Check)
-    duplicates   BIGINT                 -- lines left out as repeats of earlier loads (ingest --dedupe)
+    duplicates   BIGINT,                -- lines left out as repeats of earlier loads (ingest --dedupe)
+    repeats      BIGINT                 -- rows loaded that repeat rows of earlier loads (no --dedupe)
 );
 -- Databases from before these columns: Check fills line_sum in for their loads.
 ALTER TABLE files ADD COLUMN IF NOT EXISTS line_sum BIGINT;
 ALTER TABLE files ADD COLUMN IF NOT EXISTS duplicates BIGINT;
+ALTER TABLE files ADD COLUMN IF NOT EXISTS repeats BIGINT;
 
 -- One row per access-log line: one physical attempt.
 CREATE TABLE IF NOT EXISTS requests (

@@ -339,6 +339,13 @@ func (e *env) openOrLoad(c *cobra.Command, dbFlag string, formats *formatFlags, 
 		if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(rejected), 0), coalesce(sum(lines), 0) FROM files").Scan(&rejected, &lines); err == nil {
 			e.noteRejects(rejected, lines)
 		}
+		// Ingest warned of traffic loaded twice; the report that counts it twice says so
+		// too (a database from before the column has no count: nothing is said).
+		var repeats int64
+		if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(repeats), 0) FROM files").Scan(&repeats); err == nil && repeats > 0 {
+			fmt.Fprintf(e.stderr, "retrylens: warning: %d rows repeat rows of another load (the same traffic logged twice?): every figure counts them twice; "+
+				"load the logs into a new --db with 'retrylens ingest --dedupe'\n", repeats)
+		}
 		return db, nil
 	}
 	if c.Flags().Changed("db") {

@@ -225,8 +225,8 @@ func TestDamagedDatabase(t *testing.T) {
 }
 
 // The same nginx traffic logged twice, as text and as JSON (parse/testdata: one real
-// nginx's two access_logs of the same 5 requests): ingest warns, and with --dedupe leaves
-// the repeats out, so that the report is the one of either log alone.
+// nginx's two access_logs of the same 5 requests): ingest and report warn, and with
+// --dedupe ingest leaves the repeats out, so that the report is the one of either log alone.
 func TestSameTrafficTwice(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -247,10 +247,14 @@ func TestSameTrafficTwice(t *testing.T) {
 	if _, stderr, code := retrylens(t, nil, "ingest", "--db", alone, text); code != 0 {
 		t.Fatal(stderr)
 	}
-	a, _, _ := retrylens(t, nil, "report", "--db", once, "--format", "json")
+	a, stderr, _ := retrylens(t, nil, "report", "--db", once, "--format", "json")
 	b, _, _ := retrylens(t, nil, "report", "--db", alone, "--format", "json")
-	if a != b || !strings.Contains(a, `"requests": 5`) {
-		t.Errorf("report after --dedupe differs from the text log's alone:\n%s\n%s", a, b)
+	if a != b || !strings.Contains(a, `"requests": 5`) || strings.Contains(stderr, "repeat") {
+		t.Errorf("report after --dedupe differs from the text log's alone:\n%s\n%s%s", a, b, stderr)
+	}
+	// The report that counts the traffic twice says so, as ingest did.
+	if _, stderr, _ := retrylens(t, nil, "report", "--db", filepath.Join(dir, "twice.duckdb")); !strings.Contains(stderr, "warning: 5 rows repeat rows of another load") {
+		t.Errorf("report on the traffic loaded twice does not warn:\n%s", stderr)
 	}
 }
 
