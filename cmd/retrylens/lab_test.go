@@ -748,3 +748,34 @@ func TestHealthySparseLog(t *testing.T) {
 		t.Errorf("check: exit %d: %s", code, stderr)
 	}
 }
+
+// unseen on a hand trace: r1's hedge reached the gateway as its first attempt's 200 ended
+// and was cancelled (the log shows a retry after a 2xx); r2's hedge started while its
+// first attempt was in flight; r3's hedge started as its first attempt ended, but that
+// attempt was abandoned after the hedge answered (dropped because it did). Only r1's shows
+// no overlap: 1 request, 1 hedge, no win, 1 cancelled attempt.
+func TestUnseenHedges(t *testing.T) {
+	t.Parallel()
+	ms := func(n int) time.Time { return time.Date(2026, 12, 3, 10, 0, 0, n*int(time.Millisecond), time.UTC) }
+	type line struct {
+		start, end time.Time
+		status     int
+	}
+	log := map[string]line{
+		"r1/0": {ms(0), ms(10), 200}, "r1/1": {ms(10), ms(12), 499},
+		"r2/0": {ms(0), ms(20), 499}, "r2/1": {ms(5), ms(12), 200},
+		"r3/0": {ms(0), ms(15), 499}, "r3/1": {ms(15), ms(15), 200},
+	}
+	as := []lab.Attempt{
+		{RequestID: "r1", N: 0, Status: 200, Won: true}, {RequestID: "r1", N: 1, Hedge: true, Cancelled: true},
+		{RequestID: "r2", N: 0, Cancelled: true}, {RequestID: "r2", N: 1, Status: 200, Hedge: true, Won: true},
+		{RequestID: "r3", N: 0, Cancelled: true}, {RequestID: "r3", N: 1, Status: 200, Hedge: true, Won: true},
+	}
+	got := unseen(as, func(id string, n int) (time.Time, time.Time, int, bool) {
+		l, ok := log[fmt.Sprintf("%s/%d", id, n)]
+		return l.start, l.end, l.status, ok
+	})
+	if want := (unseenHedges{Requests: 1, Hedges: 1, Wins: 0, Cancelled: 1}); got != want {
+		t.Errorf("unseen = %+v, want %+v", got, want)
+	}
+}
