@@ -61,6 +61,20 @@ func openSet(t *testing.T, db *sql.DB, o query.Options) *query.Set {
 	return set
 }
 
+// summaryAndLinking is the set's summary and linking counts.
+func summaryAndLinking(t *testing.T, set *query.Set) (query.Metrics, query.Linking) {
+	t.Helper()
+	m, err := set.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := set.Linking(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, l
+}
+
 // Rows inserted by hand; the expected metrics are counted from this list by hand.
 func TestMetrics(t *testing.T) {
 	ctx := context.Background()
@@ -455,7 +469,6 @@ func TestRetryAfterForms(t *testing.T) {
 // requests, A recovered, both ending 2xx. A retry after only a 2xx answer joins it (a
 // timeout race, after_2xx: TestHeuristicAfter2xx): C's.
 func TestHeuristicOpenChain(t *testing.T) {
-	ctx := context.Background()
 	db := memDB(t)
 	insert(t, db, [][]any{
 		{"2026-11-29 10:00:00", "10.0.0.1", "GET", "/a", 0, 502, nil},   // A0
@@ -464,15 +477,7 @@ func TestHeuristicOpenChain(t *testing.T) {
 		{"2026-11-29 10:01:00", "10.0.0.2", "GET", "/b", 0, 200, nil},   // C0
 		{"2026-11-29 10:01:01", "10.0.0.2", "GET", "/b", 1, 200, nil},   // a retry of nothing open: after C0's 2xx
 	})
-	set := openSet(t, db, query.Options{})
-	m, err := set.Summary(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := set.Linking(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, l := summaryAndLinking(t, openSet(t, db, query.Options{}))
 	if m.Recovered != 1 || m.Exhausted != 0 || l.Heuristic != 3 || l.Orphans != 0 || l.After2xx != 1 {
 		t.Errorf("recovered %d, exhausted %d, %+v; want 1 recovered, 0 exhausted, 3 logical requests (A, B, C), no orphan, 1 after a 2xx", m.Recovered, m.Exhausted, l)
 	}
@@ -484,7 +489,6 @@ func TestHeuristicOpenChain(t *testing.T) {
 // B's open chain, not C's 2xx in between; D's retry, two minutes after D's 2xx (over
 // --max-gap), stays an orphan. 5 logical requests (A, B, C, D, the orphan), 1 recovered (B).
 func TestHeuristicAfter2xx(t *testing.T) {
-	ctx := context.Background()
 	db := memDB(t)
 	insert(t, db, [][]any{
 		{"2026-11-29 10:00:00.1", "10.0.0.1", "GET", "/a", 0, 200, nil},  // A0
@@ -495,15 +499,7 @@ func TestHeuristicAfter2xx(t *testing.T) {
 		{"2026-11-29 10:02:00", "10.0.0.3", "GET", "/c", 0, 200, nil},    // D0
 		{"2026-11-29 10:04:00", "10.0.0.3", "GET", "/c", 1, 200, nil},    // an orphan
 	})
-	set := openSet(t, db, query.Options{})
-	m, err := set.Summary(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := set.Linking(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, l := summaryAndLinking(t, openSet(t, db, query.Options{}))
 	if m.Recovered != 1 || l.Heuristic != 5 || l.Orphans != 1 || l.After2xx != 1 {
 		t.Errorf("recovered %d, %+v; want 1 recovered, 5 logical requests, 1 orphan, 1 after a 2xx", m.Recovered, l)
 	}

@@ -213,11 +213,7 @@ func TestRulesDriveVerdicts(t *testing.T) {
 // usage error.
 func TestOutputFlag(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "o.duckdb")
-	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario("quiet-hour")); code != 0 {
-		t.Fatal(stderr)
-	}
+	dir, db := t.TempDir(), ingested(t, "quiet-hour")
 	for _, tc := range []struct {
 		args []string
 		want string // in the file, which must be JSON
@@ -243,10 +239,7 @@ func TestOutputFlag(t *testing.T) {
 // incident sample has one malformed line of 126 (EXPECTED.md).
 func TestReportMentionsRejects(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "r.duckdb")
-	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario("incident-hour")); code != 0 {
-		t.Fatal(stderr)
-	}
+	db := ingested(t, "incident-hour")
 	const want = "ingest rejected 1 of the 126 lines loaded (0.8%): they are in no figure"
 	if _, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json"); code != 0 || !strings.Contains(stderr, want) {
 		t.Errorf("report: exit %d, want %q in:\n%s", code, want, stderr)

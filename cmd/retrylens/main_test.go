@@ -38,6 +38,21 @@ func retrylens(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr st
 
 func scenario(name string) string { return filepath.Join("..", "..", "testdata", name, "access.log") }
 
+// ingested loads the scenarios' logs into a new database file in a folder of the test's,
+// and returns its path.
+func ingested(t *testing.T, scenarios ...string) string {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "retrylens.duckdb")
+	args := []string{"ingest", "--quiet", "--db", db}
+	for _, s := range scenarios {
+		args = append(args, scenario(s))
+	}
+	if _, stderr, code := retrylens(t, nil, args...); code != 0 {
+		t.Fatalf("ingest %v: exit %d: %s", scenarios, code, stderr)
+	}
+	return db
+}
+
 // metrics is the part of the JSON report the scenario tests check.
 type metrics struct {
 	Start            string   `json:"start"`
