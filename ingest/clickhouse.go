@@ -36,9 +36,6 @@ import (
 // ClusterScheme starts a database URL that names a ClickHouse cluster.
 const ClusterScheme = "clickhouse://"
 
-// IsClusterURL reports whether db names a ClickHouse cluster rather than a DuckDB file.
-func IsClusterURL(db string) bool { return strings.HasPrefix(db, ClusterScheme) }
-
 // Cluster is an open retrylens database on a ClickHouse cluster.
 type Cluster struct {
 	Conn   driver.Conn   // the URL's server: registry, Distributed table, queries

@@ -65,7 +65,7 @@ const offline = "autoinstall_known_extensions=false&autoload_known_extensions=fa
 var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 
 // checkPath refuses what is not a DuckDB database before DuckDB reads it: a URL other
-// than a cluster's (which IsClusterURL routes elsewhere), and an existing file that does
+// than a cluster's (which package backend opens elsewhere), and an existing file that does
 // not carry DuckDB's header ("DUCK" at byte 8), such as a SQLite database.
 func checkPath(path string) error {
 	if urlScheme.MatchString(path) || strings.Contains(path, "://") {

@@ -909,7 +909,31 @@ func (s *Set) Attempts(ctx context.Context) ([]Attempt, error) {
 // Run runs any SQL statement on db (retrylens query) and returns its columns and rows,
 // each value as the driver gives it.
 func Run(ctx context.Context, db *sql.DB, q string) (cols []string, rows [][]any, err error) {
-	rs, err := db.QueryContext(ctx, q)
+	return run(db.QueryContext(ctx, q))
+}
+
+// Counts returns the rows of the Set's count table name (CountTables), summed by its
+// keys and sorted: what every store's stage one must agree on, whichever rows it counted
+// where (backend's conformance test).
+func (s *Set) Counts(ctx context.Context, name string) (cols []string, rows [][]any, err error) {
+	for _, t := range CountTables {
+		if t.Name != name {
+			continue
+		}
+		q := "SELECT * FROM " + s.table + "_" + name + " ORDER BY ALL"
+		if len(t.Keys) > 0 {
+			sums := make([]string, len(t.Sums))
+			for i, c := range t.Sums {
+				sums[i] = fmt.Sprintf("sum(%s)::BIGINT AS %s", c, c)
+			}
+			q = fmt.Sprintf("SELECT %s, %s FROM %s_%s GROUP BY ALL ORDER BY ALL", strings.Join(t.Keys, ", "), strings.Join(sums, ", "), s.table, name)
+		}
+		return run(s.conn.QueryContext(ctx, q))
+	}
+	return nil, nil, fmt.Errorf("no count table %q", name)
+}
+
+func run(rs *sql.Rows, err error) (cols []string, rows [][]any, _ error) {
 	if err != nil {
 		return nil, nil, err
 	}

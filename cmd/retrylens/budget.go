@@ -149,7 +149,7 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 		return err
 	}
 	o.linkFlags.apply(&qo)
-	db, done, err := e.open(c, &o.rowFlags, files, &qo)
+	db, done, err := e.open(c, &o.rowFlags, files, &qo, true)
 	if err != nil {
 		return err
 	}

@@ -102,7 +102,7 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	}
 	qo.Rules = rules
 	o.linkFlags.apply(&qo)
-	db, done, err := e.open(c, &o.rowFlags, files, &qo)
+	db, done, err := e.open(c, &o.rowFlags, files, &qo, false)
 	if err != nil {
 		return err
 	}

@@ -4,65 +4,27 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/retrylens/retrylens/ingest"
-	"github.com/retrylens/retrylens/lab"
+	"github.com/retrylens/retrylens/internal/testmain"
 )
 
 // One two-shard ClickHouse cluster from Debian's package serves every test of the binary
 // (it starts in about half a second; TestMain stops it). Each test takes databases of
 // its own.
-var clickHouse struct {
-	once sync.Once
-	c    *lab.ClickHouse
-	dir  string
-	err  error
-	dbs  atomic.Int64
-}
-
-// clusterURL returns the URL of a new database on the test cluster, starting it the
-// first time. Without clickhouse-server the test is skipped, unless $CI is set.
-func clusterURL(t *testing.T) string {
-	t.Helper()
-	clickHouse.once.Do(func() {
-		if clickHouse.dir, clickHouse.err = os.MkdirTemp("", "retrylens-clickhouse-"); clickHouse.err == nil {
-			clickHouse.c, clickHouse.err = lab.StartClickHouse(clickHouse.dir, 2)
-		}
-	})
-	if errors.Is(clickHouse.err, lab.ErrNoClickHouse) && os.Getenv("CI") == "" {
-		t.Skip(clickHouse.err)
-	}
-	if clickHouse.err != nil {
-		t.Fatal(clickHouse.err)
-	}
-	return clickHouse.c.URL(fmt.Sprintf("t%d", clickHouse.dbs.Add(1)))
-}
-
-func stopClickHouse() {
-	if clickHouse.c != nil {
-		clickHouse.c.Stop()
-	}
-	if clickHouse.dir != "" {
-		os.RemoveAll(clickHouse.dir)
-	}
-}
-
 // sameOnCluster loads files into a DuckDB file and into a database on the cluster and
 // requires each command's output (and exit code) to be the same on both: every figure,
 // alert and finding of reports computed from a DuckDB file's rows alone.
 func sameOnCluster(t *testing.T, files []string, load []string, commands func(duck string) [][]string) {
 	t.Helper()
-	url := clusterURL(t)
+	url := testmain.ClusterURL(t)
 	duck := filepath.Join(t.TempDir(), "same.duckdb")
 	for _, db := range []string{duck, url} {
 		if _, stderr, code := retrylens(t, nil, append(append([]string{"ingest", "--quiet", "--db", db}, load...), files...)...); code != 0 {
@@ -245,7 +207,7 @@ func TestClusterGenerated(t *testing.T) {
 		size = n
 	}
 	path, lines := genLog(t, dir, "retry", size, 5)
-	url := clusterURL(t)
+	url := testmain.ClusterURL(t)
 	// Killed at each step of a chunk: before anything is written, with a batch of rows on
 	// the shards, with every row there, with the rejects, after the registry entry; then
 	// with the next chunk's rows on the shards.
@@ -274,7 +236,7 @@ func TestClusterGenerated(t *testing.T) {
 		t.Fatalf("final ingest: exit %d: %s", code, stderr)
 	}
 	// The last kill left the second chunk's first batch on the shards.
-	if !strings.Contains(stderr, "retrylens: repaired the cluster before loading: 1 unregistered load(s) deleted (") {
+	if !strings.Contains(stderr, "retrylens: repaired the database before loading: 1 unregistered load(s) deleted (") {
 		t.Errorf("final ingest did not say what it repaired: %s", stderr)
 	}
 	if out, stderr, code := retrylens(t, nil, "verify", "--db", url); code != 0 || !strings.Contains(out, ": ok") {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/retrylens/retrylens/ingest"
-	"github.com/retrylens/retrylens/query"
+	"github.com/retrylens/retrylens/backend"
 	"github.com/retrylens/retrylens/report"
 )
 
@@ -110,7 +108,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	if err != nil {
 		return err
 	}
-	files, err := ingest.Inputs(args)
+	files, err := backend.Inputs(args)
 	if err != nil {
 		return err
 	}
@@ -126,32 +124,24 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 	}
 	if o.dryRun > 0 {
 		for _, path := range files {
-			f, samples, err := ingest.DryRun(path, e.stdin, format, o.dryRun)
+			f, samples, err := backend.DryRun(path, e.stdin, format, o.dryRun)
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
-			if err := ingest.WriteDryRun(e.stdout, path, f, samples); err != nil {
+			if err := backend.WriteDryRun(e.stdout, path, f, samples); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	ctx := c.Context()
-	path := e.dbPath(o.db)
 	if o.chunkMiB < 1 {
 		return usagef("--chunk-mib must be at least 1")
 	}
-	cluster := ingest.IsClusterURL(path)
-	if cluster && o.dedupe {
-		return usagef("--dedupe works on a DuckDB database, not yet on a ClickHouse cluster")
-	}
-	spool := path + ".stream-"
-	if cluster {
-		spool = "" // in $TMPDIR
-	}
-	opts := ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router,
-		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20, Step: ingestStep, Spool: spool, Dedupe: o.dedupe}
-	if !o.quiet && terminal(e.stderr) {
+	opts := backend.LoadOptions{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router,
+		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20, Step: ingestStep, Dedupe: o.dedupe}
+	show := !o.quiet && terminal(e.stderr)
+	if show {
 		opts.Progress = func(path string, size int64) io.WriteCloser {
 			name := report.Clean(filepath.Base(path))
 			return &lineRate{name: name, start: time.Now(), bar: progressbar.NewOptions64(size,
@@ -164,76 +154,58 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 			)}
 		}
 	}
-	if cluster {
-		return e.ingestCluster(ctx, path, files, opts, o)
-	}
-	_, statErr := os.Stat(path)
-	fresh := errors.Is(statErr, fs.ErrNotExist)
-	db, err := ingest.Open(ctx, path)
+	st, err := backend.Open(ctx, e.dbPath(o.db), backend.Options{Mode: backend.Create})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	res, loadErr := ingest.LoadTuned(ctx, db, files, opts)
-	if err := e.loadSummary(res, "database", o.quiet); err != nil {
-		return err
-	}
-	if fresh {
-		// A database that nothing went into is not left behind: a later check or report
-		// would read it as a quiet, healthy log.
-		if ingest.RemoveIfEmpty(ctx, db, path) {
-			if loadErr == nil {
-				fmt.Fprintf(e.stderr, "retrylens: nothing loaded, so no database was created at %s\n", report.Clean(path))
-				return nil
+	defer st.Close()
+	var summaryErr error
+	done, err := st.Ingest(ctx, files, opts, backend.Events{
+		Loaded: func(res backend.LoadResult) { summaryErr = e.loadSummary(res, o.quiet) },
+		Caching: func() {
+			if show {
+				fmt.Fprintln(e.stderr, "Updating the report cache…")
 			}
-			return fmt.Errorf("nothing loaded, so no database was created at %s:\n%w", path, loadErr)
-		}
-	}
-	if loadErr != nil && ctx.Err() != nil {
-		return loadErr
-	}
-	// What a whole-database report would link again every time, stored once (see
-	// query.Refresh), for what did load even when some input failed. It sorts and groups
-	// the retried requests: more memory than a load needs, still bounded. A cache that
-	// could not be built costs reports speed, not correctness, so the load stands and
-	// this only warns, unless the database itself is damaged.
-	start := time.Now()
-	if !o.quiet && terminal(e.stderr) && res.Totals().Rows > 0 {
-		fmt.Fprintln(e.stderr, "Updating the report cache…")
-	}
-	how, err := query.RefreshAfterLoad(ctx, db)
+		},
+	})
 	switch {
-	case err != nil && (ingest.Damaged(err) || ctx.Err() != nil):
-		return errors.Join(loadErr, err)
-	case err != nil:
-		fmt.Fprintf(e.stderr, "retrylens: warning: the report cache was not built (reports will link the rows themselves, slower): %v\n", err)
-	case how != query.CacheFresh && !o.quiet:
-		fmt.Fprintf(e.stderr, "Report cache %s in %.1fs.\n", how, time.Since(start).Seconds())
+	case errors.Is(err, backend.ErrUnsupported):
+		return usageError{err}
+	case summaryErr != nil:
+		return summaryErr
+	case done.Removed && err == nil:
+		fmt.Fprintf(e.stderr, "retrylens: nothing loaded, so no database was created at %s\n", report.Clean(st.String()))
+		return nil
 	}
-	if loadErr != nil {
-		return fmt.Errorf("some input was not loaded:\n%w", loadErr)
+	if done.CacheErr != nil {
+		fmt.Fprintf(e.stderr, "retrylens: warning: the report cache was not built (reports will link the rows themselves, slower): %v\n", done.CacheErr)
+	} else if done.Cache != "" && !o.quiet {
+		fmt.Fprintf(e.stderr, "Report cache %s in %.1fs.\n", done.Cache, done.CacheTime.Seconds())
 	}
-	if err := db.Close(); err != nil {
+	if err != nil {
 		return err
 	}
-	return e.rejectRatio(res, o.maxReject)
+	if err := st.Close(); err != nil {
+		return err
+	}
+	return e.rejectRatio(done.Load, o.maxReject)
 }
 
 // loadSummary says what the load repaired first (even with quiet: rows were deleted)
 // and, unless quiet, what it loaded.
-func (e *env) loadSummary(res ingest.Result, what string, quiet bool) error {
+func (e *env) loadSummary(res backend.LoadResult, quiet bool) error {
 	if !res.Repaired.OK() {
-		fmt.Fprintf(e.stderr, "retrylens: repaired the %s before loading: %s (%d rows deleted; see 'retrylens verify')\n",
-			what, res.Repaired.Summary(), res.RepairedRows)
+		fmt.Fprintf(e.stderr, "retrylens: repaired the database before loading: %s (%d rows deleted; see 'retrylens verify')\n",
+			res.Repaired.Summary(), res.RepairedRows)
 	}
 	if quiet {
 		return nil
 	}
-	return ingest.WriteSummary(e.stderr, &res)
+	return backend.WriteSummary(e.stderr, &res)
 }
 
 // rejectRatio is ingest's exit when the rejected share passed --max-reject-ratio.
-func (e *env) rejectRatio(res ingest.Result, maxReject float64) error {
+func (e *env) rejectRatio(res backend.LoadResult, maxReject float64) error {
 	if t := res.Totals(); t.Lines > 0 && float64(t.Rejected)/float64(t.Lines) > maxReject {
 		fmt.Fprintf(e.stderr, "retrylens: %d of %d lines (%.2f%%) rejected, more than --max-reject-ratio %g\n",
 			t.Rejected, t.Lines, 100*float64(t.Rejected)/float64(t.Lines), maxReject)
@@ -242,30 +214,9 @@ func (e *env) rejectRatio(res ingest.Result, maxReject float64) error {
 	return nil
 }
 
-// ingestCluster loads files into a ClickHouse cluster (docs/scale.md). There is no
-// report cache to update: reports count on the shards.
-func (e *env) ingestCluster(ctx context.Context, url string, files []string, opts ingest.Options, o *ingestOptions) error {
-	cl, err := ingest.OpenCluster(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	res, loadErr := ingest.LoadCluster(ctx, cl, files, opts)
-	if err := e.loadSummary(res, "cluster", o.quiet); err != nil {
-		return err
-	}
-	if loadErr != nil {
-		if ctx.Err() != nil {
-			return loadErr
-		}
-		return fmt.Errorf("some input was not loaded:\n%w", loadErr)
-	}
-	return e.rejectRatio(res, o.maxReject)
-}
-
 // ingestStep is called at each step of a chunk's transaction; crash tests set it to kill
 // a load exactly there. Nil in the product.
-var ingestStep func(ingest.Step)
+var ingestStep func(backend.Step)
 
 // exitRejects is ingest's exit code when the rejected share passed --max-reject-ratio.
 const exitRejects = 4

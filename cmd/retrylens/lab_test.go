@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/retrylens/retrylens/internal/testmain"
 	"github.com/retrylens/retrylens/lab"
 	"github.com/retrylens/retrylens/parse"
 )
@@ -631,7 +632,7 @@ func labRun(t *testing.T, format, path string, onCluster bool) labReport {
 		t.Fatalf("report: exit %d: %s", code, stderr)
 	}
 	if onCluster && !testing.Short() { // -short starts no cluster
-		url := clusterURL(t)
+		url := testmain.ClusterURL(t)
 		if _, stderr, code := retrylens(t, nil, "ingest", "--db", url, "--log-format", format, path); code != 0 {
 			t.Fatalf("ingest into the cluster: exit %d: %s", code, stderr)
 		}

@@ -1,18 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/retrylens/retrylens/cluster"
-	"github.com/retrylens/retrylens/ingest"
-	"github.com/retrylens/retrylens/query"
+	"github.com/retrylens/retrylens/backend"
 	"github.com/retrylens/retrylens/report"
 )
 
@@ -70,37 +64,16 @@ func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
 	if err != nil {
 		return usagef("--format: %v", err)
 	}
-	path := e.dbPath(o.db)
-	ctx := c.Context()
-	if ingest.IsClusterURL(path) {
-		// ClickHouse's own SQL, on the server the URL names
-		cl, err := ingest.OpenCluster(ctx, path)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		cols, vals, err := cluster.Run(ctx, cl, q)
-		if err != nil {
-			return fmt.Errorf("query: %w", err)
-		}
-		return e.writeOutput(o.output, func(w io.Writer) error { return report.Result(w, format, cols, vals) })
-	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no database at %s: run 'retrylens ingest FILE…' first", path)
-	}
-	open := ingest.OpenReadOnly
+	mode := backend.ReadOnly
 	if o.write {
-		open = ingest.Open
+		mode = backend.ReadWrite
 	}
-	db, err := open(ctx, path)
+	st, err := backend.Open(c.Context(), e.dbPath(o.db), backend.Options{Mode: mode})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	cols, vals, err := query.Run(ctx, db, q)
-	if err != nil && !o.write && strings.Contains(err.Error(), "read-only mode") {
-		return fmt.Errorf("query: the database is opened read-only; --write allows changes (%w)", err)
-	}
+	defer st.Close()
+	cols, vals, err := st.Run(c.Context(), q)
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}

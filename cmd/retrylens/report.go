@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"sort"
@@ -16,8 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/retrylens/retrylens/cluster"
-	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/backend"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/report"
@@ -178,7 +176,7 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	}
 	qo.Rules, qo.Throttle = rules, o.throttle
 	o.linkFlags.apply(&qo)
-	db, done, err := e.open(c, &o.rowFlags, files, &qo)
+	db, done, err := e.open(c, &o.rowFlags, files, &qo, false)
 	if err != nil {
 		return err
 	}
@@ -225,74 +223,76 @@ func (o *rowFlags) rows() (query.Options, *time.Location, error) {
 	return qo, loc, err
 }
 
-// open opens the database of the command's row flags (or loads FILEs into a temporary
-// one) and resolves qo's endpoint to a method and route; done closes the database.
-func (e *env) open(c *cobra.Command, o *rowFlags, files []string, qo *query.Options) (*sql.DB, func(), error) {
-	if url := e.dbPath(o.db); len(files) == 0 && ingest.IsClusterURL(url) {
-		return e.openCluster(c, o, url, qo, c.Name() == "budget")
-	}
-	db, err := e.openOrLoad(c, o.db, &o.formats, files)
+// open opens the store of the command's row flags (or loads FILEs into a temporary
+// one), says what a report should say beside its figures, and returns the rows qo
+// reads, qo's endpoint resolved; every brings every row (a budget's replay). done
+// closes the store.
+func (e *env) open(c *cobra.Command, o *rowFlags, files []string, qo *query.Options, every bool) (*sql.DB, func(), error) {
+	ctx := c.Context()
+	router, err := o.formats.router()
 	if err != nil {
 		return nil, nil, err
 	}
-	if qo.Route != "" {
-		router, err := o.formats.router()
-		if err == nil {
-			qo.Method, qo.Route, err = query.ResolveEndpoint(c.Context(), db, qo.Route, router.Route)
+	var st backend.Store
+	if len(files) == 0 {
+		var trace io.Writer
+		if e.getenv("RETRYLENS_TRAFFIC") != "" {
+			trace = e.stderr
 		}
-		if err != nil {
-			db.Close()
+		if st, err = backend.Open(ctx, e.dbPath(o.db), backend.Options{Trace: trace}); err != nil {
+			if errors.Is(err, backend.ErrNoDatabase) {
+				err = fmt.Errorf("%w, or give log files to %s", err, c.Name())
+			}
 			return nil, nil, err
 		}
+		e.sayHealth(st.Health(ctx))
+	} else if st, err = e.loadTemp(c, &o.formats, files, router); err != nil {
+		return nil, nil, err
 	}
-	return db, func() { db.Close() }, nil
+	db, err := st.Rows(ctx, qo, router.Route, every)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return db, func() { st.Close() }, nil
 }
 
-// openCluster reads what a report of qo needs from a ClickHouse cluster into an
-// in-memory database (cluster.Materialize) and sets qo to count it; every reads every
-// row (a budget's replay).
-func (e *env) openCluster(c *cobra.Command, o *rowFlags, url string, qo *query.Options, every bool) (*sql.DB, func(), error) {
-	ctx := c.Context()
-	cl, err := ingest.OpenCluster(ctx, url)
+// sayHealth says, on stderr, what a report on the store should say beside its figures.
+func (e *env) sayHealth(h backend.Health) {
+	if h.Mismatch != "" {
+		// a killed ingest's rows, until the next ingest repairs them
+		fmt.Fprintf(e.stderr, "retrylens: warning: the database's rows do not match its registry (%s): figures may be off; run 'retrylens verify --repair' (or any ingest)\n",
+			h.Mismatch)
+	}
+	// Rejected lines are in no figure: a report on a half-rejected log must say so.
+	if h.Rejected > 0 && h.Lines > 0 {
+		fmt.Fprintf(e.stderr, "retrylens: note: ingest rejected %d of the %d lines loaded (%.1f%%): they are in no figure (retrylens query 'SELECT * FROM rejects')\n",
+			h.Rejected, h.Lines, 100*float64(h.Rejected)/float64(h.Lines))
+	}
+	// Ingest warned of traffic loaded twice; the report that counts it twice says so too.
+	if h.Repeats > 0 {
+		fmt.Fprintf(e.stderr, "retrylens: warning: %d rows repeat rows of another load (the same traffic logged twice?): every figure counts them twice; "+
+			"load the logs into a new --db with 'retrylens ingest --dedupe'\n", h.Repeats)
+	}
+}
+
+// loadTemp loads FILEs into a temporary store, for a report on them.
+func (e *env) loadTemp(c *cobra.Command, formats *formatFlags, files []string, router *backend.Router) (backend.Store, error) {
+	if c.Flags().Changed("db") {
+		return nil, usagef("--db and FILE arguments are exclusive: FILEs are read into a temporary database")
+	}
+	format, err := formats.format(c)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	defer cl.Close()
-	if n, err := cl.Loads(ctx); err != nil || n == 0 {
-		return nil, nil, errors.Join(err, fmt.Errorf("nothing was loaded into %s yet: run 'retrylens ingest --db URL FILE…' first", report.Clean(ingest.RedactURL(url))))
+	if files, err = backend.Inputs(files); err != nil {
+		return nil, err
 	}
-	if d, err := ingest.CheckCluster(ctx, cl); err == nil && !d.OK() {
-		fmt.Fprintf(e.stderr, "retrylens: warning: the cluster's rows do not match its registry (%s): figures may be off; the next ingest repairs it\n",
-			d.Found())
+	st, res, err := backend.Temp(c.Context(), files, backend.LoadOptions{Format: format, Stdin: e.stdin, Now: e.now, Router: router})
+	if t := res.Totals(); err != nil || t.Rejected > 0 {
+		backend.WriteSummary(e.stderr, &res)
 	}
-	var rejected, lines int64
-	if err := cl.Conn.QueryRow(ctx, "SELECT toInt64(sum(rejected)), toInt64(sum(lines)) FROM "+cl.Table("files")).Scan(&rejected, &lines); err == nil {
-		e.noteRejects(rejected, lines)
-	}
-	if qo.Route != "" {
-		routes, err := cluster.Routes(ctx, cl)
-		if err != nil {
-			return nil, nil, err
-		}
-		router, err := o.formats.router()
-		if err == nil {
-			qo.Method, qo.Route, err = query.ResolveEndpoint(ctx, routes, qo.Route, router.Route)
-		}
-		routes.Close()
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	db, tr, err := cluster.Materialize(ctx, cl, *qo, every)
-	if err != nil {
-		return nil, nil, err
-	}
-	qo.Counted = true
-	if e.getenv("RETRYLENS_TRAFFIC") != "" {
-		fmt.Fprintf(e.stderr, "retrylens: from the cluster: %d rows to link (%.1fs), %d count rows standing for %d rows (%.1fs)\n",
-			tr.Rows, tr.RowsTime.Seconds(), tr.CountRows, tr.CountedRows, tr.CountsTime.Seconds())
-	}
-	return db, func() { db.Close() }, nil
+	return st, err
 }
 
 // columns is the width the table format fits: the terminal's when stdout is one, else
@@ -305,86 +305,6 @@ func (e *env) columns(toTerminal bool) int {
 	}
 	n, _ := strconv.Atoi(e.getenv("COLUMNS"))
 	return max(n, 0)
-}
-
-// noteRejects says how many of the database's lines ingest rejected, if any: they are in
-// no figure, and a report on a half-rejected log must say so.
-func (e *env) noteRejects(rejected, lines int64) {
-	if rejected > 0 && lines > 0 {
-		fmt.Fprintf(e.stderr, "retrylens: note: ingest rejected %d of the %d lines loaded (%.1f%%): they are in no figure (retrylens query 'SELECT * FROM rejects')\n",
-			rejected, lines, 100*float64(rejected)/float64(lines))
-	}
-}
-
-// openOrLoad opens the database, or loads FILEs into a temporary one.
-func (e *env) openOrLoad(c *cobra.Command, dbFlag string, formats *formatFlags, files []string) (*sql.DB, error) {
-	ctx := c.Context()
-	if len(files) == 0 {
-		path := e.dbPath(dbFlag)
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no database at %s: run 'retrylens ingest FILE…' first, or give log files to report", path)
-		}
-		db, err := ingest.OpenReadOnly(ctx, path)
-		if err != nil {
-			return nil, err
-		}
-		// A killed ingest can leave rows no load registered until the next ingest repairs
-		// them: say so rather than count them silently (35 ms on 10M rows). A database too
-		// old for the check is left to ingest and verify.
-		if d, err := ingest.Check(ctx, db, false); err == nil && !d.OK() {
-			fmt.Fprintf(e.stderr, "retrylens: warning: the database's rows do not match its registry (%s): figures may be off; run 'retrylens verify --repair' (or any ingest)\n",
-				d.Found())
-		}
-		var rejected, lines int64
-		if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(rejected), 0), coalesce(sum(lines), 0) FROM files").Scan(&rejected, &lines); err == nil {
-			e.noteRejects(rejected, lines)
-		}
-		// Ingest warned of traffic loaded twice; the report that counts it twice says so
-		// too (a database from before the column has no count: nothing is said).
-		var repeats int64
-		if err := db.QueryRowContext(ctx, "SELECT coalesce(sum(repeats), 0) FROM files").Scan(&repeats); err == nil && repeats > 0 {
-			fmt.Fprintf(e.stderr, "retrylens: warning: %d rows repeat rows of another load (the same traffic logged twice?): every figure counts them twice; "+
-				"load the logs into a new --db with 'retrylens ingest --dedupe'\n", repeats)
-		}
-		return db, nil
-	}
-	if c.Flags().Changed("db") {
-		return nil, usagef("--db and FILE arguments are exclusive: FILEs are read into a temporary database")
-	}
-	format, err := formats.format(c)
-	if err != nil {
-		return nil, err
-	}
-	router, err := formats.router()
-	if err != nil {
-		return nil, err
-	}
-	files, err = ingest.Inputs(files)
-	if err != nil {
-		return nil, err
-	}
-	db, err := ingest.Open(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	// Load in parallel (see runIngest), then give the queries their default back.
-	if _, err := db.ExecContext(ctx, "SET preserve_insertion_order = false"); err != nil {
-		db.Close()
-		return nil, err
-	}
-	res, err := ingest.Load(ctx, db, files, ingest.Options{Format: format, Stdin: e.stdin, Now: e.now, Router: router})
-	if _, rerr := db.ExecContext(ctx, "RESET preserve_insertion_order"); rerr != nil && err == nil {
-		err = rerr
-	}
-	if err != nil {
-		ingest.WriteSummary(e.stderr, &res)
-		db.Close()
-		return nil, fmt.Errorf("some input was not loaded:\n%w", err)
-	}
-	if t := res.Totals(); t.Rejected > 0 {
-		ingest.WriteSummary(e.stderr, &res)
-	}
-	return db, nil
 }
 
 func groupings() []string {

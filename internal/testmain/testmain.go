@@ -20,7 +20,8 @@ const prefix = "retrylens-test-"
 
 // Run sweeps the folders of test binaries that are gone, points TMPDIR (and so
 // t.TempDir) at a folder of this binary's own, runs the tests, then the cleanups (servers
-// that use the folder), and removes that folder. It returns m.Run's exit code.
+// that use the folder) and stops the ClickHouse cluster ClusterURL started, and removes
+// that folder. It returns m.Run's exit code.
 func Run(m *testing.M, cleanups ...func()) int {
 	base := os.TempDir()
 	sweep(base)
@@ -39,6 +40,7 @@ func Run(m *testing.M, cleanups ...func()) int {
 	for _, f := range cleanups {
 		f()
 	}
+	stopClickHouse()
 	os.Setenv("TMPDIR", base)
 	os.RemoveAll(dir)
 	return code

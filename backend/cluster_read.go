@@ -1,4 +1,4 @@
-// Package cluster runs stage one of a report (docs/internals.md, "The count tables") over
+// A report on a cluster runs stage one of a report (docs/internals.md, "The count tables") over
 // a ClickHouse cluster (docs/scale.md), for the unchanged stage two.
 //
 // The rows are sharded by their link key, so every attempt of a keyed request is on one
@@ -18,7 +18,8 @@
 // The Set then adds the counts to its row count tables (query.Options.Counted), so every
 // figure is what the same rows in a DuckDB file give. The SQL keeps to what ClickHouse
 // 18.16 has.
-package cluster
+
+package backend
 
 import (
 	"context"
@@ -42,9 +43,9 @@ import (
 // skey is a line's strong key (prepare.sql's skey).
 const skey = "coalesce(idempotency_key, invocation_id, request_id)"
 
-// Traffic is what a report read from the cluster: the rows that travelled and the
+// traffic is what a report read from the cluster: the rows that travelled and the
 // count rows that stood for the others.
-type Traffic struct {
+type traffic struct {
 	Rows        int64 // lines read whole, to link
 	CountRows   int64 // rows of counts (counted_time, counted_groups)
 	CountedRows int64 // lines those counts stand for
@@ -53,11 +54,11 @@ type Traffic struct {
 	RowsTime, CountsTime time.Duration
 }
 
-// Materialize reads what a Set of o needs from the cluster into a new in-memory DuckDB
+// materialize reads what a Set of o needs from the cluster into a new in-memory DuckDB
 // database: the rows that linking can change, and the counts of the others. Open the Set
 // on it with o.Counted. With every, all rows travel (a budget replays each attempt).
-func Materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every bool) (*sql.DB, Traffic, error) {
-	var tr Traffic
+func materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every bool) (*sql.DB, traffic, error) {
+	var tr traffic
 	before, after := o.Context()
 	us := func(t time.Time, open int64) int64 {
 		if t.IsZero() {
@@ -103,7 +104,7 @@ func Materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 	if err != nil {
 		return nil, tr, err
 	}
-	fail := func(err error) (*sql.DB, Traffic, error) {
+	fail := func(err error) (*sql.DB, traffic, error) {
 		db.Close()
 		return nil, tr, err
 	}
@@ -330,9 +331,9 @@ func slot[T any](nullable bool, conv func(T) any) (any, func() any) {
 	return p, func() any { return conv(*p) }
 }
 
-// Routes returns an in-memory DuckDB database whose requests table has one row per
+// clusterRoutes returns an in-memory DuckDB database whose requests table has one row per
 // method and route of the cluster's rows: what query.ResolveEndpoint reads.
-func Routes(ctx context.Context, cl *ingest.Cluster) (*sql.DB, error) {
+func clusterRoutes(ctx context.Context, cl *ingest.Cluster) (*sql.DB, error) {
 	db, err := ingest.Open(ctx, "")
 	if err != nil {
 		return nil, err
@@ -357,9 +358,9 @@ func Routes(ctx context.Context, cl *ingest.Cluster) (*sql.DB, error) {
 	return db, nil
 }
 
-// Run runs any SQL statement on the cluster's server (retrylens query), read-only, in the
+// runCluster runs any SQL statement on the cluster's server (retrylens query), read-only, in the
 // cluster's database, and returns its columns and rows.
-func Run(ctx context.Context, cl *ingest.Cluster, q string) (cols []string, out [][]any, err error) {
+func runCluster(ctx context.Context, cl *ingest.Cluster, q string) (cols []string, out [][]any, err error) {
 	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"readonly": 2}))
 	rows, err := cl.Conn.Query(ctx, q)
 	if err != nil {

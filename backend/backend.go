@@ -1,0 +1,168 @@
+// Package backend is where retrylens's rows live, behind one interface: a DuckDB file,
+// or a ClickHouse cluster (docs/scale.md). A store is opened by its location, as restic
+// opens a repository: a URL whose scheme names a registered backend, else a DuckDB
+// file's path. Commands reach storage only through here; the loading engine (ingest) and
+// the counting (query) do the work.
+package backend
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/query"
+)
+
+// Store is an open retrylens database.
+type Store interface {
+	// Ingest loads files exactly once, repairing first what a killed load left, and
+	// brings what reports read up to date. Its error says what did not load; the
+	// result holds what did.
+	Ingest(ctx context.Context, files []string, opt LoadOptions, ev Events) (Ingested, error)
+	// Health is what a report on the store should say beside its figures.
+	Health(ctx context.Context) Health
+	// Rows returns the database a report of qo counts (query.Open), and sets qo to read
+	// it: its endpoint resolved to a method and route with route, and where the store
+	// counts on its own side, qo.Counted. With every, every row is there (budget
+	// replays each attempt). The store closes it.
+	Rows(ctx context.Context, qo *query.Options, route func(string) string, every bool) (*sql.DB, error)
+	// Verify checks the rows against the registry of loads and, where the store keeps
+	// one, the report cache against the rows; with repair it fixes what it finds.
+	Verify(ctx context.Context, repair bool) (Verified, error)
+	// Run runs one statement in the store's own SQL.
+	Run(ctx context.Context, q string) (cols []string, rows [][]any, err error)
+	// Close closes the store; for a file, what Close returns says whether it was written.
+	Close() error
+	// String is where the store is, for messages (a URL without its password).
+	String() string
+}
+
+// Mode is what an open may do.
+type Mode int
+
+const (
+	// ReadOnly changes nothing, not even an old database's schema: reports, query and
+	// verify. The store must exist.
+	ReadOnly Mode = iota
+	// ReadWrite may change an existing store (query --write, verify --repair).
+	ReadWrite
+	// Create may also create the store (ingest).
+	Create
+)
+
+// Options are how to open a store.
+type Options struct {
+	Mode Mode
+	// Trace, when set, is told what a report read from where (a cluster: the rows and
+	// count rows that travelled), for measurements.
+	Trace io.Writer
+}
+
+// Events are called during an ingest, for what a command shows while it runs.
+type Events struct {
+	// Loaded is called when the lines are loaded, before the store's own work after it
+	// (a DuckDB file's report cache).
+	Loaded func(res LoadResult)
+	// Caching is called before a report cache build that has rows to link.
+	Caching func()
+}
+
+// Ingested is what an ingest did.
+type Ingested struct {
+	Load LoadResult
+	// Removed: nothing loaded into a store the ingest created, so it was removed (a
+	// later report would read an empty file as a quiet, healthy log).
+	Removed bool
+	// Cache is how the report cache was brought up to date (query.CacheRebuilt,
+	// CacheUpdated; "" when nothing was to do or the store keeps none), in CacheTime.
+	Cache     string
+	CacheTime time.Duration
+	// CacheErr is why the cache could not be built: reports are slower, not wrong.
+	CacheErr error
+}
+
+// Health is what a report should say beside the figures.
+type Health struct {
+	Rejected, Lines int64 // lines ingest rejected, of those it read
+	// Repeats are rows that repeat rows of another load: the same traffic logged twice,
+	// counted twice by every figure.
+	Repeats int64
+	// Mismatch, when not "", is how the rows differ from the registry (a killed load the
+	// next ingest repairs).
+	Mismatch string
+}
+
+// Verified is what Verify found and did, a line each, for a person.
+type Verified struct {
+	Lines []string
+	// Damaged: damage was found and is still there (Verify was not asked to repair).
+	Damaged bool
+}
+
+var (
+	// ErrNoDatabase means a store that must exist does not, or holds nothing yet.
+	ErrNoDatabase = errors.New("no database")
+	// ErrUnsupported means the store cannot do what was asked (a flag it does not take).
+	ErrUnsupported = errors.New("not supported")
+)
+
+// opener opens a store at a registered scheme's location.
+type opener func(ctx context.Context, location string, o Options) (Store, error)
+
+// schemes are the registered URL schemes; any other location is a DuckDB file's path.
+var schemes = map[string]opener{
+	"clickhouse": openCluster,
+}
+
+var urlScheme = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
+
+// Open opens the store at location: clickhouse://HOST:PORT/DATABASE?cluster=NAME, or a
+// DuckDB file's path.
+func Open(ctx context.Context, location string, o Options) (Store, error) {
+	if m := urlScheme.FindStringSubmatch(location); m != nil {
+		open, ok := schemes[strings.ToLower(m[1])]
+		if !ok {
+			return nil, fmt.Errorf("--db %q: %w: want a DuckDB file's path, or %sHOST:PORT/DATABASE?cluster=NAME",
+				location, ingest.ErrNotDuckDB, ingest.ClusterScheme)
+		}
+		return open(ctx, location, o)
+	}
+	return openFile(ctx, location, o)
+}
+
+// Temp loads files into a private in-memory store, for a report on FILE arguments. Its
+// error says what did not load (the result says what did).
+func Temp(ctx context.Context, files []string, opt LoadOptions) (Store, LoadResult, error) {
+	return loadTemp(ctx, files, opt)
+}
+
+// Damaged reports whether err says a store's file does not read back as it was
+// written (a disk, copy or filesystem fault).
+func Damaged(err error) bool { return ingest.Damaged(err) }
+
+// The vocabulary of a load, defined by the loading engine, so that callers describe a
+// load without reaching the engine itself.
+type (
+	LoadOptions = ingest.Options
+	LoadResult  = ingest.Result
+	Step        = ingest.Step
+	Damage      = ingest.Damage
+	Router      = ingest.Router
+	Sample      = ingest.Sample
+)
+
+// The load's helpers that touch no store.
+var (
+	Inputs       = ingest.Inputs       // FILE arguments: globs expanded, rotated sets oldest first
+	NewRouter    = ingest.NewRouter    // route templates
+	ReadRoutes   = ingest.ReadRoutes   // a --routes file
+	DryRun       = ingest.DryRun       // how a file's first lines parse
+	WriteDryRun  = ingest.WriteDryRun  // DryRun's samples, for a person
+	WriteSummary = ingest.WriteSummary // a LoadResult, for a person
+)

@@ -1,0 +1,130 @@
+package backend
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/internal/sanitize"
+	"github.com/retrylens/retrylens/query"
+)
+
+// cluster is a ClickHouse cluster (docs/scale.md): the rows sharded by link key, the
+// registry on the server the URL names, no report cache (reports count on the shards).
+type cluster struct {
+	cl    *ingest.Cluster
+	url   string // redacted
+	trace io.Writer
+	read  []*sql.DB // what Rows handed out, closed with the store
+}
+
+func openCluster(ctx context.Context, location string, o Options) (Store, error) {
+	cl, err := ingest.OpenCluster(ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{cl: cl, url: ingest.RedactURL(location), trace: o.Trace}
+	if o.Mode != Create {
+		if n, err := cl.Loads(ctx); err != nil || n == 0 {
+			cl.Close()
+			return nil, errors.Join(err, fmt.Errorf("%w: nothing was loaded into %s yet: run 'retrylens ingest --db URL FILE…' first",
+				ErrNoDatabase, sanitize.Text(c.url)))
+		}
+	}
+	return c, nil
+}
+
+func (c *cluster) String() string { return c.url }
+
+func (c *cluster) Close() error {
+	for _, db := range c.read {
+		db.Close()
+	}
+	c.read = nil
+	if c.cl == nil {
+		return nil
+	}
+	err := c.cl.Close()
+	c.cl = nil
+	return err
+}
+
+func (c *cluster) Ingest(ctx context.Context, files []string, opt LoadOptions, ev Events) (Ingested, error) {
+	if opt.Dedupe {
+		return Ingested{}, fmt.Errorf("--dedupe works on a DuckDB database, %w yet on a ClickHouse cluster", ErrUnsupported)
+	}
+	opt.Spool = "" // streams are copied into $TMPDIR
+	res, err := ingest.LoadCluster(ctx, c.cl, files, opt)
+	if ev.Loaded != nil {
+		ev.Loaded(res)
+	}
+	if err != nil && ctx.Err() == nil {
+		err = fmt.Errorf("some input was not loaded:\n%w", err)
+	}
+	return Ingested{Load: res}, err
+}
+
+func (c *cluster) Health(ctx context.Context) Health {
+	var h Health
+	if d, err := ingest.CheckCluster(ctx, c.cl); err == nil && !d.OK() {
+		h.Mismatch = d.Found()
+	}
+	c.cl.Conn.QueryRow(ctx, "SELECT toInt64(sum(rejected)), toInt64(sum(lines)) FROM "+c.cl.Table("files")).Scan(&h.Rejected, &h.Lines)
+	return h
+}
+
+func (c *cluster) Rows(ctx context.Context, qo *query.Options, route func(string) string, every bool) (*sql.DB, error) {
+	if qo.Route != "" {
+		routes, err := clusterRoutes(ctx, c.cl)
+		if err != nil {
+			return nil, err
+		}
+		qo.Method, qo.Route, err = query.ResolveEndpoint(ctx, routes, qo.Route, route)
+		routes.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	db, tr, err := materialize(ctx, c.cl, *qo, every)
+	if err != nil {
+		return nil, err
+	}
+	c.read = append(c.read, db)
+	qo.Counted = true
+	if c.trace != nil {
+		fmt.Fprintf(c.trace, "retrylens: from the cluster: %d rows to link (%.1fs), %d count rows standing for %d rows (%.1fs)\n",
+			tr.Rows, tr.RowsTime.Seconds(), tr.CountRows, tr.CountedRows, tr.CountsTime.Seconds())
+	}
+	return db, nil
+}
+
+func (c *cluster) Run(ctx context.Context, q string) ([]string, [][]any, error) {
+	return runCluster(ctx, c.cl, q)
+}
+
+func (c *cluster) Verify(ctx context.Context, repair bool) (Verified, error) {
+	var v Verified
+	damage, err := ingest.CheckCluster(ctx, c.cl)
+	if err != nil {
+		return v, err
+	}
+	for _, p := range damage.Problems() {
+		v.Lines = append(v.Lines, sanitize.Text(p))
+	}
+	switch {
+	case damage.OK():
+		v.Lines = append(v.Lines, "registry: every load's rows on the shards as registered: ok")
+	case repair:
+		n, err := ingest.RepairCluster(ctx, c.cl, damage)
+		if err != nil {
+			return v, err
+		}
+		v.Lines = append(v.Lines, fmt.Sprintf("repaired: %s (%d rows deleted)", damage.Summary(), n))
+	default:
+		v.Damaged = true
+	}
+	return v, nil
+}

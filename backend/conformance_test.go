@@ -1,0 +1,140 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/retrylens/retrylens/internal/testmain"
+	"github.com/retrylens/retrylens/lab"
+	"github.com/retrylens/retrylens/parse"
+	"github.com/retrylens/retrylens/query"
+)
+
+func TestMain(m *testing.M) { os.Exit(testmain.Run(m)) }
+
+// conformanceLogs are the lab's logs: every sample under testdata (each worked out by
+// hand in its EXPECTED.md, from the lab's traffic shapes) and the generator's, in the
+// formats it writes.
+func conformanceLogs(t *testing.T) map[string]string {
+	logs := map[string]string{}
+	samples, err := filepath.Glob("../testdata/*/access.log")
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("no sample logs: %v", err)
+	}
+	for _, p := range samples {
+		logs[filepath.Base(filepath.Dir(p))] = p
+	}
+	for _, format := range []string{"retry", "nginx-json", "caddy"} {
+		pf, err := parse.Preset(format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), format+".log")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = lab.Generate(f, pf, 6000, 11)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs["generated-"+format] = path
+	}
+	return logs
+}
+
+// Every backend's stage one gives the same count tables for the same log, whichever rows
+// it counted where: a DuckDB file (from its report cache, and linked afresh for a range)
+// and a two-shard ClickHouse cluster (counted on the shards, the rest linked here). The
+// tables are compared summed by their keys (query.Set.Counts), for the whole log, a
+// range that cuts requests, and with --infer-attempts.
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a two-shard ClickHouse cluster")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	stores := []struct {
+		name     string
+		location func(t *testing.T) string
+	}{
+		{"duckdb", func(t *testing.T) string { return filepath.Join(t.TempDir(), "rows.duckdb") }},
+		{"clickhouse", func(t *testing.T) string { return testmain.ClusterURL(t) }},
+	}
+	for name, path := range conformanceLogs(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var opened []Store
+			for _, s := range stores {
+				st, err := Open(ctx, s.location(t), Options{Mode: Create})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := st.Ingest(ctx, []string{path}, LoadOptions{}, Events{}); err != nil {
+					t.Fatalf("%s: %v", s.name, err)
+				}
+				t.Cleanup(func() { st.Close() })
+				opened = append(opened, st)
+			}
+			first, last := span(t, opened[0])
+			mid := first.Add(last.Sub(first) / 2).Truncate(time.Second).Add(7 * time.Second)
+			for _, qo := range []query.Options{
+				{},
+				{Since: first.Add(last.Sub(first) / 4).Truncate(time.Second).Add(13 * time.Second), Until: mid},
+				{InferAttempts: true},
+			} {
+				want := counts(t, opened[0], qo)
+				for i, st := range opened[1:] {
+					got := counts(t, st, qo)
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("%s [%v, %v) infer=%v: count tables differ from %s's (-%[5]s +%[1]s):\n%s",
+							stores[i+1].name, qo.Since, qo.Until, qo.InferAttempts, stores[0].name, diff)
+					}
+				}
+			}
+		})
+	}
+}
+
+// span is the first and last time of a store's rows.
+func span(t *testing.T, st Store) (first, last time.Time) {
+	t.Helper()
+	_, rows, err := st.Run(context.Background(), "SELECT min(ts), max(ts) FROM requests")
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("span: %v", err)
+	}
+	return rows[0][0].(time.Time), rows[0][1].(time.Time)
+}
+
+// counts are the count tables a report of qo reads from st, by table name.
+func counts(t *testing.T, st Store, qo query.Options) map[string][][]any {
+	t.Helper()
+	ctx := context.Background()
+	db, err := st.Rows(ctx, &qo, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := query.Open(ctx, db, qo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	out := map[string][][]any{}
+	for _, table := range query.CountTables {
+		cols, rows, err := set.Counts(ctx, table.Name)
+		if err != nil {
+			t.Fatalf("%s: %v", table.Name, err)
+		}
+		out[table.Name] = append([][]any{{fmt.Sprint(cols)}}, rows...)
+	}
+	return out
+}
