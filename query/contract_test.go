@@ -215,3 +215,43 @@ func TestRangeTablesEqualStored(t *testing.T) {
 		t.Fatalf("%d ranges cut no request and %d did: the test needs both kinds", uncut, cut)
 	}
 }
+
+// Every count metrics.sql and logical.sql return has its place in the catalogue
+// (countColumns), and every place in it is filled by one of them: a count added to the
+// SQL alone fails every report, one added to the catalogue alone fails here.
+func TestCountCatalogue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set, err := Open(ctx, loadSamples(t, 0), Options{NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	unfilled := map[string]bool{}
+	for _, c := range countColumns {
+		unfilled[c.col] = true
+	}
+	for _, file := range []string{"metrics.sql", "logical.sql"} {
+		var sc countScan
+		rows := 0
+		err := set.queryOn(ctx, file, "true", "time", minuteGrain, nil, func(r *sql.Rows) error {
+			rows++
+			cols, err := r.Columns()
+			for _, c := range cols {
+				delete(unfilled, c)
+			}
+			if err != nil {
+				return err
+			}
+			var k any
+			var c counts
+			return sc.scan(r, &k, &c)
+		})
+		if err != nil || rows == 0 {
+			t.Fatalf("%s: %d rows, %v", file, rows, err)
+		}
+	}
+	if len(unfilled) > 0 {
+		t.Errorf("in the catalogue but in no SQL: %v", unfilled)
+	}
+}

@@ -1,6 +1,9 @@
 package query
 
-import "database/sql"
+import (
+	"database/sql"
+	"fmt"
+)
 
 // Metrics are the metrics of docs/metrics.md for a set of rows. Ratios are nil when their
 // denominator is zero.
@@ -58,36 +61,58 @@ type counts struct {
 	multiFirsts, multiFirstsOK   int64 // strong-keyed first attempts of requests in _attempts
 }
 
+// countColumns are the catalogue of counts: each column metrics.sql or logical.sql
+// returns, and its place in counts. Rows are scanned by column name (countScan) and
+// added field by field (add): a new count is its SQL line, its field and its line here
+// (then, to show it, its Metrics field and its report column).
+var countColumns = []struct {
+	col   string
+	place func(*counts) *int64
+}{
+	{"requests", func(c *counts) *int64 { return &c.requests }},
+	{"untagged", func(c *counts) *int64 { return &c.untagged }},
+	{"inferred", func(c *counts) *int64 { return &c.inferred }},
+	{"tagged", func(c *counts) *int64 { return &c.tagged }},
+	{"first_attempts", func(c *counts) *int64 { return &c.first }},
+	{"retries", func(c *counts) *int64 { return &c.retries }},
+	{"second_attempts", func(c *counts) *int64 { return &c.second }},
+	{"retries_ok", func(c *counts) *int64 { return &c.retriesOK }},
+	{"tagged_ok", func(c *counts) *int64 { return &c.taggedOK }},
+	{"status_5xx_first", func(c *counts) *int64 { return &c.s5xx.First }},
+	{"status_5xx_retry", func(c *counts) *int64 { return &c.s5xx.Retry }},
+	{"status_429_first", func(c *counts) *int64 { return &c.s429.First }},
+	{"status_429_retry", func(c *counts) *int64 { return &c.s429.Retry }},
+	{"status_499_first", func(c *counts) *int64 { return &c.s499.First }},
+	{"status_499_retry", func(c *counts) *int64 { return &c.s499.Retry }},
+	{"abandoned_first", func(c *counts) *int64 { return &c.abandoned.First }},
+	{"abandoned_retry", func(c *counts) *int64 { return &c.abandoned.Retry }},
+	{"cancelled_first", func(c *counts) *int64 { return &c.cancelled.First }},
+	{"cancelled_retry", func(c *counts) *int64 { return &c.cancelled.Retry }},
+	{"proxied", func(c *counts) *int64 { return &c.proxied }},
+	{"upstream_tries", func(c *counts) *int64 { return &c.tries }},
+	{"strong_firsts", func(c *counts) *int64 { return &c.strongFirsts }},
+	{"strong_firsts_ok", func(c *counts) *int64 { return &c.strongFirstsOK }},
+	{"recovered", func(c *counts) *int64 { return &c.recovered }},
+	{"exhausted", func(c *counts) *int64 { return &c.exhausted }},
+	{"logical", func(c *counts) *int64 { return &c.logical }},
+	{"final_ok", func(c *counts) *int64 { return &c.finalOK }},
+	{"multi_firsts", func(c *counts) *int64 { return &c.multiFirsts }},
+	{"multi_firsts_ok", func(c *counts) *int64 { return &c.multiFirstsOK }},
+}
+
+// countPlaces finds a column's place in counts.
+var countPlaces = func() map[string]func(*counts) *int64 {
+	m := map[string]func(*counts) *int64{}
+	for _, c := range countColumns {
+		m[c.col] = c.place
+	}
+	return m
+}()
+
 func (c *counts) add(d counts) {
-	c.requests += d.requests
-	c.untagged += d.untagged
-	c.inferred += d.inferred
-	c.tagged += d.tagged
-	c.first += d.first
-	c.retries += d.retries
-	c.second += d.second
-	c.retriesOK += d.retriesOK
-	c.taggedOK += d.taggedOK
-	c.s5xx.First += d.s5xx.First
-	c.s5xx.Retry += d.s5xx.Retry
-	c.s429.First += d.s429.First
-	c.s429.Retry += d.s429.Retry
-	c.s499.First += d.s499.First
-	c.s499.Retry += d.s499.Retry
-	c.abandoned.First += d.abandoned.First
-	c.abandoned.Retry += d.abandoned.Retry
-	c.cancelled.First += d.cancelled.First
-	c.cancelled.Retry += d.cancelled.Retry
-	c.proxied += d.proxied
-	c.tries += d.tries
-	c.strongFirsts += d.strongFirsts
-	c.strongFirstsOK += d.strongFirstsOK
-	c.recovered += d.recovered
-	c.exhausted += d.exhausted
-	c.logical += d.logical
-	c.finalOK += d.finalOK
-	c.multiFirsts += d.multiFirsts
-	c.multiFirstsOK += d.multiFirstsOK
+	for _, f := range countColumns {
+		*f.place(c) += *f.place(&d)
+	}
 }
 
 // ratio is n/d, nil when d is 0 (JSON's null).
@@ -145,10 +170,34 @@ func (c counts) effective() *float64 {
 	return &x
 }
 
-// scanCounts reads a row of metrics.sql: its group key, then its counts in order.
-func scanCounts(rows *sql.Rows, key any, c *counts) error {
-	return rows.Scan(key, &c.requests, &c.untagged, &c.inferred, &c.tagged, &c.first, &c.retries, &c.second,
-		&c.retriesOK, &c.taggedOK, &c.s5xx.First, &c.s5xx.Retry, &c.s429.First, &c.s429.Retry,
-		&c.s499.First, &c.s499.Retry, &c.abandoned.First, &c.abandoned.Retry, &c.proxied, &c.tries, &c.strongFirsts, &c.strongFirstsOK,
-		&c.cancelled.First, &c.cancelled.Retry)
+// countScan reads the rows of metrics.sql or logical.sql by column name: k, the group
+// key, and each count into its place in counts (countColumns). One per query: it maps
+// the columns on the first row.
+type countScan struct {
+	places []func(*counts) *int64 // by column; nil for k
+}
+
+func (sc *countScan) scan(rows *sql.Rows, key any, c *counts) error {
+	if sc.places == nil {
+		cols, err := rows.Columns()
+		if err != nil {
+			return err
+		}
+		for _, col := range cols {
+			f, ok := countPlaces[col]
+			if !ok && col != "k" {
+				return fmt.Errorf("the SQL returns a count the catalogue lacks: %s (query/metrics.go, countColumns)", col)
+			}
+			sc.places = append(sc.places, f)
+		}
+	}
+	dest := make([]any, len(sc.places))
+	for i, f := range sc.places {
+		if f == nil {
+			dest[i] = key
+		} else {
+			dest[i] = f(c)
+		}
+	}
+	return rows.Scan(dest...)
 }

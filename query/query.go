@@ -591,10 +591,11 @@ func (s *Set) Alerts(ctx context.Context) ([]Alert, error) {
 			add(b.start, b.c)
 		}
 	}
+	var sc countScan
 	err = s.queryOn(ctx, "metrics.sql", "ts", "edges", minuteGrain, nil, func(rows *sql.Rows) error {
 		var start sql.NullTime
 		var c counts
-		if err := scanCounts(rows, &start, &c); err != nil {
+		if err := sc.scan(rows, &start, &c); err != nil {
 			return err
 		}
 		if start.Valid {
@@ -641,10 +642,11 @@ func (s *Set) groupAlerts(ctx context.Context, key string) (map[string][]string,
 		return nil, err
 	}
 	minutes := map[string][]Window{}
+	var sc countScan
 	err = s.queryOn(ctx, "metrics.sql", "CAST(epoch_ms(ts) AS VARCHAR) || ' ' || ("+key+")", "galert", minuteGrain, nil, func(rows *sql.Rows) error {
 		var k sql.NullString
 		var c counts
-		if err := scanCounts(rows, &k, &c); err != nil {
+		if err := sc.scan(rows, &k, &c); err != nil {
 			return err
 		}
 		ms, g, ok := strings.Cut(k.String, " ")
@@ -680,9 +682,10 @@ func (s *Set) grouped(ctx context.Context, key, table string, grain int, each fu
 	}
 	var order []string
 	byKey := map[string]*entry{}
+	var rowScan, logicalScan countScan
 	err := s.queryOn(ctx, "metrics.sql", key, table, grain, nil, func(rows *sql.Rows) error {
 		e := &entry{k: newKey()}
-		if err := scanCounts(rows, e.k, &e.c); err != nil {
+		if err := rowScan.scan(rows, e.k, &e.c); err != nil {
 			return err
 		}
 		id := keyID(e.k)
@@ -700,7 +703,7 @@ func (s *Set) grouped(ctx context.Context, key, table string, grain int, each fu
 	err = s.queryOn(ctx, "logical.sql", key, table, grain, nil, func(rows *sql.Rows) error {
 		k := newKey()
 		var c counts
-		if err := rows.Scan(k, &c.recovered, &c.exhausted, &c.logical, &c.finalOK, &c.multiFirsts, &c.multiFirstsOK); err != nil {
+		if err := logicalScan.scan(rows, k, &c); err != nil {
 			return err
 		}
 		if e, ok := byKey[keyID(k)]; ok {
