@@ -10,7 +10,6 @@ import (
 
 	"github.com/retrylens/retrylens/budget"
 	"github.com/retrylens/retrylens/query"
-	"github.com/retrylens/retrylens/report"
 )
 
 // Options is what a postmortem covers and what it computes.
@@ -29,9 +28,33 @@ type Options struct {
 // first five are plenty, the windows show the rest.
 const MaxIncidents = 5
 
-// Build computes the postmortem of the rows o selects. The fields of report.Report that
-// say how to render it (format options, labels) are the caller's to set.
-func Build(ctx context.Context, db *sql.DB, o Options) (*report.Report, error) {
+// Result is the postmortem of a time range: every figure a report shows, in any format.
+type Result struct {
+	Width     time.Duration  // the windows' width; under a minute, times show seconds
+	Location  *time.Location // how times are shown; nil is UTC
+	By        string         // the grouping of Groups (--by), if any
+	From, To  time.Time
+	Summary   query.Metrics
+	Windows   []query.Window
+	Endpoints []query.Group // by "METHOD route"
+	Groups    []query.Group
+	Loops     query.Loops429
+	Findings  []query.Finding
+	Linking   query.Linking
+	Alerts    []query.Alert
+	Backoff   []query.Backoff
+	Hedging   query.Hedging
+	Incidents []query.Incident
+	// For html: the timeline's buckets (see ChartWidth), logical requests per number of
+	// attempts and the gap histograms.
+	Chart         []query.Window
+	ChartWidth    time.Duration
+	AttemptCounts []query.AttemptCount
+	Gaps          []query.GapHistogram
+}
+
+// Build computes the postmortem of the rows o selects.
+func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 	rules := o.Query.Rules
 	if rules == nil {
 		rules = query.DefaultRules()
@@ -41,7 +64,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*report.Report, error) {
 		return nil, err
 	}
 	defer set.Close()
-	r := &report.Report{Width: o.Width, Location: o.Location, By: o.By}
+	r := &Result{Width: o.Width, Location: o.Location, By: o.By}
 	if r.From, r.To, err = set.Span(ctx); err != nil {
 		return nil, err
 	}
@@ -71,7 +94,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*report.Report, error) {
 		steps = append(steps, func() (err error) { r.Groups, err = set.Groups(ctx, o.By); return })
 	}
 	if o.Charts && !r.From.IsZero() {
-		r.ChartWidth = report.ChartWidth(r.From, r.To, o.Width)
+		r.ChartWidth = ChartWidth(r.From, r.To, o.Width)
 		steps = append(steps,
 			func() (err error) { r.Chart, err = set.Windows(ctx, r.ChartWidth, offset); return },
 			func() (err error) { r.AttemptCounts, err = set.AttemptCounts(ctx); return },
@@ -163,4 +186,22 @@ func Budget(ctx context.Context, db *sql.DB, qo query.Options, models []budget.M
 		results = append(results, budget.Replay(attempts, m, width))
 	}
 	return results, nil
+}
+
+// ChartWidth picks the timeline chart's bucket width for a range: the report's window
+// when it is under a minute (a chaos test's minute at --window 10s is six points), else
+// the smallest of 1m, 2m, 5m, 10m, 15m, 30m, 1h, 3h, 6h, 12h, 1d that gives at most 120
+// points (1d beyond).
+func ChartWidth(from, to time.Time, window time.Duration) time.Duration {
+	if window > 0 && window < time.Minute {
+		return window // a short run at sub-minute windows: one point per window
+	}
+	span := to.Sub(from)
+	for _, w := range []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute,
+		30 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour} {
+		if span/w < 120 {
+			return w
+		}
+	}
+	return 24 * time.Hour
 }

@@ -29,24 +29,6 @@ var htmlTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"clock":        func(t time.Time, loc *time.Location) string { return t.In(loc).Format("15:04:05") },
 }).Parse(htmlSource))
 
-// ChartWidth picks the timeline chart's bucket width for a range: the report's window
-// when it is under a minute (a chaos test's minute at --window 10s is six points), else
-// the smallest of 1m, 2m, 5m, 10m, 15m, 30m, 1h, 3h, 6h, 12h, 1d that gives at most 120
-// points (1d beyond).
-func ChartWidth(from, to time.Time, window time.Duration) time.Duration {
-	if window > 0 && window < time.Minute {
-		return window // a short run at sub-minute windows: one point per window
-	}
-	span := to.Sub(from)
-	for _, w := range []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute,
-		30 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour} {
-		if span/w < 120 {
-			return w
-		}
-	}
-	return 24 * time.Hour
-}
-
 // chartClock is how the timeline shows a time: with seconds when its buckets are shorter
 // than a minute.
 func chartClock(width time.Duration) string {

@@ -8,36 +8,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 )
 
-// Report is the postmortem for a time range.
+// Report is a postmortem (computed by package postmortem) and how to render it.
 type Report struct {
+	postmortem.Result
 	GeneratedAt time.Time
-	Window      string         // width label, e.g. "1h"
-	Width       time.Duration  // the windows' width; under a minute, times show seconds
-	Location    *time.Location // how times are shown; nil is UTC
-	Endpoint    string         // the route the report is limited to, if any
-	By          string         // the grouping of Groups (--by), if any
-	From, To    time.Time
-	Summary     query.Metrics
-	Windows     []query.Window
-	Endpoints   []query.Group // by "METHOD route"
-	Groups      []query.Group
-	Loops       query.Loops429
-	Findings    []query.Finding
-	Linking     query.Linking
-	Alerts      []query.Alert
-	Backoff     []query.Backoff
-	Hedging     query.Hedging
-	Incidents   []query.Incident
-	// For html: the timeline's buckets (see ChartWidth), logical requests per number of
-	// attempts and the gap histograms.
-	Chart         []query.Window
-	ChartWidth    time.Duration
-	AttemptCounts []query.AttemptCount
-	Gaps          []query.GapHistogram
-	Section       string // for csv: which table (see Sections)
+	Window      string // width label, e.g. "1h"
+	Endpoint    string // the endpoint the report is limited to, as given, if any
+	Section     string // for csv: which table (see Sections)
 	// Top is how many endpoints with retries the table, Markdown and HTML show: 0 means
 	// the default, ten; a negative number all of them. JSON and CSV carry all.
 	Top   int

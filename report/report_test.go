@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -35,9 +36,9 @@ func sample() *Report {
 		Status5xx: query.Split{First: 35, Retry: 44}, Status429: query.Split{First: 4, Retry: 5}}
 	calm.Verdict, storm.Verdict, all.Verdict = query.Verdict(calm, query.DefaultRules()), query.Verdict(storm, query.DefaultRules()), query.Verdict(all, query.DefaultRules())
 	t0 := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
-	return &Report{
-		GeneratedAt: time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC), Window: "1h", Width: time.Hour,
-		From: t0.Add(512 * time.Millisecond), To: t0.Add(119*time.Minute + 30*time.Second),
+	return &Report{GeneratedAt: time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC), Window: "1h", Result: postmortem.Result{
+		Width: time.Hour,
+		From:  t0.Add(512 * time.Millisecond), To: t0.Add(119*time.Minute + 30*time.Second),
 		Summary: all,
 		Windows: []query.Window{{Start: t0, Metrics: calm}, {Start: t0.Add(time.Hour), Metrics: storm}},
 		Loops:   query.Loops429{Loops: 3, MaxLength: 4, PrematureRetries: 5, BlindRetries: 2, Retry429Share: fp(5.0 / 9)},
@@ -46,7 +47,7 @@ func sample() *Report {
 		},
 		Endpoints: []query.Group{{Key: "GET /api/items/:id", Metrics: storm}, {Key: "GET /healthz", Metrics: calm}},
 		Linking:   query.Linking{RequestID: 150, IdempotencyKey: 4, Heuristic: 4},
-	}
+	}}
 }
 
 func golden(t *testing.T, name string, got []byte) {

@@ -181,13 +181,13 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 		return err
 	}
 	defer done()
-	r, err := postmortem.Build(c.Context(), db, postmortem.Options{Query: qo, Width: width, Location: loc, By: o.by,
+	pm, err := postmortem.Build(c.Context(), db, postmortem.Options{Query: qo, Width: width, Location: loc, By: o.by,
 		MaxAttempts: o.maxAtt, PolicyBase: o.polBase, PolicyMaxRetries: o.polMax, Charts: format == report.FormatHTML})
 	if err != nil {
 		return err
 	}
-	r.GeneratedAt, r.Window, r.Endpoint, r.Section, r.Top = e.now(), o.window, o.endpoint, o.section, o.top
-	r.Color = toTerminal && e.getenv("NO_COLOR") == ""
+	r := &report.Report{Result: *pm, GeneratedAt: e.now(), Window: o.window, Endpoint: o.endpoint, Section: o.section, Top: o.top,
+		Color: toTerminal && e.getenv("NO_COLOR") == ""}
 	if o.top == 0 {
 		r.Top = -1 // all
 	}
