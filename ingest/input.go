@@ -340,7 +340,7 @@ func scanFile(in *input, known []prefix, limit int64) (scan, error) {
 const detectLines = 20
 
 // ErrUnknownFormat means no preset matches the start of a file.
-var ErrUnknownFormat = errors.New("no known log format matches")
+var ErrUnknownFormat = parse.ErrUnknownFormat
 
 // firstLines returns up to n non-blank lines from the start of r without consuming them.
 func firstLines(r *bufio.Reader, n int) [][]byte {
@@ -386,57 +386,9 @@ func checkFormat(r *bufio.Reader, f *parse.Format) error {
 	return fmt.Errorf("format %s: %w: %d of the first %d lines fail, the first with: %v%s", f.Name, ErrWrongFormat, bad, len(lines), first, hint)
 }
 
-// Detect picks the preset that parses most of the first lines of r without consuming
-// them. It fails when no preset parses at least half of them, naming the closest preset
-// and its first error, so that the user knows what to fix.
-func Detect(r *bufio.Reader) (*parse.Format, error) {
-	lines := firstLines(r, detectLines)
-	if len(lines) == 0 {
-		return parse.Preset("retry") // empty input: nothing to get wrong
-	}
-	var best *parse.Format
-	bestOK := -1
-	var bestErr error
-	// Most specific first; a JSON preset reads any JSON object, so a line counts for it
-	// only when it found the line's time there. When the first line is a JSON object the
-	// JSON presets go first, so that the closest format named on failure is a JSON one.
-	var candidates []*parse.Format
-	for _, name := range []string{"retry", "haproxy", "combined", "nginx-json", "caddy", "envoy", "traefik", "kong"} {
-		f, _ := parse.Preset(name)
-		candidates = append(candidates, f)
-	}
-	if t := bytes.TrimSpace(lines[0]); len(t) > 0 && t[0] == '{' {
-		sort.SliceStable(candidates, func(i, j int) bool { return candidates[i].JSON() && !candidates[j].JSON() })
-	}
-	for _, f := range candidates {
-		name := f.Name
-		ok := 0
-		var first error
-		for _, l := range lines {
-			r, err := f.ParseLine(l)
-			if err == nil && r.Time.IsZero() {
-				err = fmt.Errorf("no time found under the %s keys", name)
-			}
-			if err == nil {
-				ok++
-			} else if first == nil {
-				first = err
-			}
-		}
-		if ok > bestOK {
-			best, bestOK, bestErr = f, ok, first
-		}
-	}
-	if bestOK*2 < len(lines) {
-		how := "give the format with --nginx-format '<log_format string>' (or --nginx-conf FILE --log-format-name NAME)"
-		if t := bytes.TrimSpace(lines[0]); len(t) > 0 && t[0] == '{' {
-			how = "this is JSON: name its keys with --field NAME=KEY.PATH, e.g. --field time=ts --field status=status --field attempt=headers.x-retry-attempt"
-		}
-		return nil, fmt.Errorf("%w: closest is %q, which parsed %d of the first %d lines; its first error: %v; %s",
-			ErrUnknownFormat, best.Name, bestOK, len(lines), bestErr, how)
-	}
-	return best, nil
-}
+// Detect picks the preset that parses most of the first lines of r (parse.Detect)
+// without consuming them.
+func Detect(r *bufio.Reader) (*parse.Format, error) { return parse.Detect(firstLines(r, detectLines)) }
 
 // rotated splits a log file name into its base and rotation suffix: access.log.1 and
 // access.log.2.gz (logrotate's numbers: higher is older), access.log-20261129[.gz]

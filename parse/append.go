@@ -8,33 +8,12 @@ import (
 
 // HasFormatter reports whether AppendRecord writes lines of f: nginx text formats,
 // nginx-json and caddy. The other gateways' formats are read only.
-func (f *Format) HasFormatter() bool {
-	return f.caddy || (!f.json && !f.haproxy) || (f.json && f.Name == "nginx-json")
-}
+func (f *Format) HasFormatter() bool { return f.dialect.writes() }
 
 // AppendRecord appends r to dst as a line of format f, with nginx's escaping, without a
 // newline. Variables retrylens does not keep are written as "-". Parsing the result gives
 // r back; tests and the lab use it to write logs whose content they know.
-func (f *Format) AppendRecord(dst []byte, r *Record) []byte {
-	if f.caddy {
-		return appendCaddy(dst, r)
-	}
-	if f.json {
-		return appendJSON(dst, r)
-	}
-	dst = append(dst, f.lead...)
-	for i := range f.steps {
-		s := &f.steps[i]
-		v := value(r, s.field)
-		if v == "" {
-			dst = append(dst, '-')
-		} else {
-			dst = f.appendEscaped(dst, v)
-		}
-		dst = append(dst, s.lit...)
-	}
-	return dst
-}
+func (f *Format) AppendRecord(dst []byte, r *Record) []byte { return f.dialect.appendLine(f, dst, r) }
 
 // canonical names the variable AppendRecord writes for a field in JSON.
 var canonical = [numFields]string{

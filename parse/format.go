@@ -2,7 +2,6 @@ package parse
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -33,12 +32,10 @@ type Format struct {
 	Name   string // preset name, or "nginx" for a compiled log_format
 	Source string // the log_format text it was compiled from; empty for JSON
 
+	dialect  dialect // how lines read and are written: text, JSON or HAProxy
 	escape   Escape
-	json     bool
 	keys     map[string]field // JSON: key path -> field
 	foldKeys bool             // JSON: match keys case-insensitively (header names)
-	caddy    bool             // JSON: written in Caddy's layout
-	haproxy  bool             // HAProxy's httplog (see HAProxy)
 	captures []field          // HAProxy: the captured request headers, in order
 	lead     string           // literal text before the first variable
 	steps    []step
@@ -79,20 +76,6 @@ const (
 	Retry     = Combined + RetryTail
 )
 
-// presets maps a name to its constructor; PresetNames lists them.
-var presets = map[string]func() *Format{
-	"combined":   func() *Format { return mustCompile("combined", Combined, EscapeDefault) },
-	"retry":      func() *Format { return mustCompile("retry", Retry, EscapeDefault) },
-	"nginx-json": func() *Format { return &Format{Name: "nginx-json", json: true, keys: variables} },
-	"caddy": func() *Format {
-		return &Format{Name: "caddy", json: true, keys: caddyKeys, foldKeys: true, caddy: true}
-	},
-	"envoy":   func() *Format { return &Format{Name: "envoy", json: true, keys: envoyKeys, foldKeys: true} },
-	"traefik": func() *Format { return &Format{Name: "traefik", json: true, keys: traefikKeys, foldKeys: true} },
-	"kong":    func() *Format { return &Format{Name: "kong", json: true, keys: kongKeys, foldKeys: true} },
-	"haproxy": func() *Format { f, _ := HAProxy(nil); return f },
-}
-
 // caddyKeys maps the paths of Caddy's default JSON access log (http.log.access) to fields.
 // Header names are matched case-insensitively; Caddy writes them canonically.
 var caddyKeys = map[string]field{
@@ -109,29 +92,8 @@ var caddyKeys = map[string]field{
 	"resp_headers.retry-after": fieldRetryAfter,
 }
 
-// PresetNames returns the preset names, sorted.
-func PresetNames() []string {
-	names := make([]string, 0, len(presets))
-	for n := range presets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // JSON reports whether the format reads JSON objects (its fields are keys), not text.
-func (f *Format) JSON() bool { return f.keys != nil }
-
-// Preset returns the named preset format: "combined" (nginx's default), "retry"
-// (combined plus retry fields, see RetryTail), "nginx-json" (JSON lines written with
-// escape=json, keys named after the variables) or "caddy" (Caddy's JSON access log).
-func Preset(name string) (*Format, error) {
-	mk, ok := presets[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown log format %q: want one of %s", name, strings.Join(PresetNames(), ", "))
-	}
-	return mk(), nil
-}
+func (f *Format) JSON() bool { _, ok := f.dialect.(jsonDialect); return ok }
 
 func mustCompile(name, src string, esc Escape) *Format {
 	f, err := Compile(src, esc)
@@ -154,7 +116,7 @@ func Compile(src string, esc Escape) (*Format, error) {
 	if dirEsc != nil {
 		esc = *dirEsc
 	}
-	f := &Format{Name: "nginx", Source: body, escape: esc}
+	f := &Format{Name: "nginx", Source: body, escape: esc, dialect: textDialect{}}
 	var lit strings.Builder
 	var cur *step
 	flush := func() {

@@ -145,9 +145,9 @@ func FieldNames() []string {
 // x-retry-attempt (0 for the first attempt).
 func WithFields(f *Format, mappings []string) (*Format, error) {
 	if f == nil {
-		f = &Format{Name: "json", json: true}
+		f = &Format{Name: "json", dialect: jsonDialect{}}
 	}
-	if !f.json {
+	if !f.JSON() {
 		return nil, fmt.Errorf("--field maps keys of JSON logs; the %s format is not JSON", f.Name)
 	}
 	g := *f
@@ -156,7 +156,7 @@ func WithFields(f *Format, mappings []string) (*Format, error) {
 		g.keys[strings.ToLower(k)] = v
 	}
 	g.foldKeys = true
-	g.caddy = false // not the layout the Caddy formatter writes any more
+	g.dialect = jsonDialect{} // read only: not the layout the nginx-json or Caddy formatter writes any more
 	for _, m := range mappings {
 		name, path, ok := strings.Cut(m, "=")
 		fl, known := mappable[strings.ToLower(strings.TrimSpace(name))]

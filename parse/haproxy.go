@@ -26,7 +26,7 @@ func HAProxy(captures []string) (*Format, error) {
 	if captures == nil {
 		captures = DefaultHAProxyCaptures
 	}
-	f := &Format{Name: "haproxy", haproxy: true}
+	f := &Format{Name: "haproxy", dialect: haproxyDialect{}}
 	for _, c := range captures {
 		name := strings.ToLower(strings.TrimSpace(c))
 		fl, ok := requestHeaders[name]

@@ -1,0 +1,130 @@
+package parse
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// PresetInfo is a preset format: what --log-format names, detection tries, and the
+// formats command lists.
+type PresetInfo struct {
+	Name  string
+	About string // what it reads, for a person
+	// Example is a line of it, for the presets AppendRecord does not write (the others'
+	// examples are written from a record).
+	Example string
+	new     func() *Format
+}
+
+// presets are every preset, in the order detection tries them: the most specific first
+// (retry before combined, whose lines it extends).
+var presets = []PresetInfo{
+	{Name: "retry", About: "combined plus request time, upstream status, the retry headers and $msec",
+		new: func() *Format { return mustCompile("retry", Retry, EscapeDefault) }},
+	{Name: "haproxy", About: "HAProxy's option httplog, raw or behind syslog, capturing X-Retry-Attempt, X-Request-Id, Idempotency-Key and User-Agent in that order (--haproxy-captures)",
+		Example: `10.0.0.7:53412 [29/Nov/2026:14:20:01.500] web api/s1 0/0/1/11/12 502 157 - - ---- 1/1/0/0/0 0/0 {1|req-7f3a||checkout-web/2.3} "GET /api/orders/1042 HTTP/1.1"`,
+		new:     func() *Format { f, _ := HAProxy(nil); return f }},
+	{Name: "combined", About: "nginx's default log_format (and Apache's Combined Log Format); no attempt numbers",
+		new: func() *Format { return mustCompile("combined", Combined, EscapeDefault) }},
+	{Name: "nginx-json", About: "one JSON object per line from a log_format with escape=json, keys named after the variables",
+		new: func() *Format { return &Format{Name: "nginx-json", dialect: jsonDialect{jsonNginx}, keys: variables} }},
+	{Name: "caddy", About: "Caddy's default JSON access log (log { format json })",
+		new: func() *Format {
+			return &Format{Name: "caddy", dialect: jsonDialect{jsonCaddy}, keys: caddyKeys, foldKeys: true}
+		}},
+	{Name: "envoy", About: "Envoy's JSON access log with Istio's key names (start_time, duration ms, response_code, …) plus x_retry_attempt, x_envoy_attempt_count and upstream_request_attempt_count",
+		Example: `{"start_time":"2026-11-29T14:20:01.500Z","method":"GET","path":"/api/orders/1042","protocol":"HTTP/1.1","response_code":502,"duration":12,"bytes_sent":157,"user_agent":"checkout-web/2.3","request_id":"req-7f3a","authority":"shop.local","upstream_host":"10.0.0.9:8080","downstream_remote_address":"10.0.0.7:53412","upstream_request_attempt_count":1,"x_retry_attempt":"1"}`,
+		new:     func() *Format { return &Format{Name: "envoy", dialect: jsonDialect{}, keys: envoyKeys, foldKeys: true} }},
+	{Name: "traefik", About: "Traefik's JSON access log (StartUTC, Duration ns, RetryAttempts) with request headers kept (accessLog.fields.headers)",
+		Example: `{"ClientHost":"10.0.0.7","DownstreamStatus":502,"DownstreamContentSize":157,"Duration":12000000,"OriginStatus":502,"RequestHost":"shop.local","RequestMethod":"GET","RequestPath":"/api/orders/1042","RequestProtocol":"HTTP/1.1","RetryAttempts":0,"ServiceAddr":"10.0.0.9:8080","StartUTC":"2026-11-29T14:20:01.5Z","request_User-Agent":"checkout-web/2.3","request_X-Retry-Attempt":"1","request_X-Request-Id":"req-7f3a"}`,
+		new: func() *Format {
+			return &Format{Name: "traefik", dialect: jsonDialect{}, keys: traefikKeys, foldKeys: true}
+		}},
+	{Name: "kong", About: "the JSON of Kong's logging plugins (file-log, http-log): started_at, latencies.request, request.headers, tries",
+		Example: `{"request":{"method":"GET","uri":"/api/orders/1042","headers":{"host":"shop.local","user-agent":"checkout-web/2.3","x-retry-attempt":"1","x-request-id":"req-7f3a"}},"response":{"status":502,"size":157},"tries":[{"ip":"10.0.0.9","port":8080}],"client_ip":"10.0.0.7","started_at":1795962001500,"latencies":{"request":12}}`,
+		new:     func() *Format { return &Format{Name: "kong", dialect: jsonDialect{}, keys: kongKeys, foldKeys: true} }},
+}
+
+// Presets returns every preset, sorted by name.
+func Presets() []PresetInfo {
+	ps := slices.Clone(presets)
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
+	return ps
+}
+
+// PresetNames returns the preset names, sorted.
+func PresetNames() []string {
+	var names []string
+	for _, p := range Presets() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// Preset returns the named preset format (see Presets).
+func Preset(name string) (*Format, error) {
+	for _, p := range presets {
+		if p.Name == name {
+			return p.new(), nil
+		}
+	}
+	return nil, fmt.Errorf("unknown log format %q: want one of %s", name, strings.Join(PresetNames(), ", "))
+}
+
+// ErrUnknownFormat means no preset matches the start of a file.
+var ErrUnknownFormat = errors.New("no known log format matches")
+
+// Detect picks the preset that parses most of lines, a file's first non-blank lines.
+// It fails when none parses at least half of them, naming the closest preset and its
+// first error, so that the user knows what to fix. A JSON preset reads any JSON object,
+// so a line counts for it only when it found the line's time there; when the first line
+// is a JSON object the JSON presets go first, so that the closest format named on
+// failure is a JSON one.
+func Detect(lines [][]byte) (*Format, error) {
+	if len(lines) == 0 {
+		return Preset("retry") // empty input: nothing to get wrong
+	}
+	var candidates []*Format
+	for _, p := range presets {
+		candidates = append(candidates, p.new())
+	}
+	jsonFirst := false
+	if t := bytes.TrimSpace(lines[0]); len(t) > 0 && t[0] == '{' {
+		jsonFirst = true
+		sort.SliceStable(candidates, func(i, j int) bool { return candidates[i].JSON() && !candidates[j].JSON() })
+	}
+	var best *Format
+	bestOK := -1
+	var bestErr error
+	for _, f := range candidates {
+		ok := 0
+		var first error
+		for _, l := range lines {
+			r, err := f.ParseLine(l)
+			if err == nil && r.Time.IsZero() {
+				err = fmt.Errorf("no time found under the %s keys", f.Name)
+			}
+			if err == nil {
+				ok++
+			} else if first == nil {
+				first = err
+			}
+		}
+		if ok > bestOK {
+			best, bestOK, bestErr = f, ok, first
+		}
+	}
+	if bestOK*2 < len(lines) {
+		how := "give the format with --nginx-format '<log_format string>' (or --nginx-conf FILE --log-format-name NAME)"
+		if jsonFirst {
+			how = "this is JSON: name its keys with --field NAME=KEY.PATH, e.g. --field time=ts --field status=status --field attempt=headers.x-retry-attempt"
+		}
+		return nil, fmt.Errorf("%w: closest is %q, which parsed %d of the first %d lines; its first error: %v; %s",
+			ErrUnknownFormat, best.Name, bestOK, len(lines), bestErr, how)
+	}
+	return best, nil
+}
