@@ -146,11 +146,9 @@ func Replay(attempts []query.Attempt, m Model, width time.Duration) Result {
 	return r
 }
 
-// failed reports whether an answer is a retryable failure (5xx, 429, 408, 499, none).
-func failed(a *query.Attempt) bool {
-	s := a.Status
-	return s >= 500 || s == 429 || s == 408 || s == 499 || s <= 0
-}
+// failed reports whether an answer is a retryable failure (query.RetryableFailure), or
+// none was logged (as no answer).
+func failed(a *query.Attempt) bool { return a.Status < 0 || query.RetryableFailure(a.Status) }
 
 // timedOut reports whether an answer looks like a timeout (no answer, 499, 504).
 func timedOut(a *query.Attempt) bool { return a.Status <= 0 || a.Status == 499 || a.Status == 504 }

@@ -54,8 +54,8 @@ func Incidents(minutes []Window, rules []Rule) []Span {
 	return out
 }
 
-// failed is the lines answered 5xx or 429, or abandoned by the client, but for those it
-// cancelled because another attempt won.
+// failed is the lines with a retryable failure the metrics count apart (5xx, 429,
+// abandoned; see RetryableFailure), but for those abandoned because another attempt won.
 func failed(m Metrics) int64 {
 	return m.Status5xx.Total() + m.Status429.Total() + m.Abandoned.Total() - m.Cancelled.Total()
 }

@@ -41,7 +41,7 @@ client address, user agent, method and URI: retry n joins the most recent open c
 other retry took, one whose attempt n-1 was not answered 2xx and ended at most max_gap
 seconds before (hlink_level). Inference (--infer-attempts):
 an untagged row repeats the previous row of the same client, user agent, method and URI
-when that one got a retryable failure (5xx, 429, 408, 499, 0) and this one started at
+when that one got a retryable failure (query.RetryableFailure) and this one started at
 most max_gap seconds after it ended; its attempt number counts the repeats.
 */}}
 {{define "prepare_params"}}
@@ -242,7 +242,7 @@ u AS (
     SELECT *,
         CASE WHEN lag(ts) OVER hk IS NULL
                OR epoch(started) - epoch(lag(ts) OVER hk) > {{.MaxGap}}
-               OR NOT coalesce(lag(status) OVER hk IN (0, 408, 429, 499) OR lag(status) OVER hk >= 500, false)
+               OR NOT coalesce({{retryableFailure "lag(status) OVER hk"}}, false)
              THEN 1 ELSE 0 END AS new_chain
     FROM {{.Table}}_rows
     WHERE logged_attempt IS NULL AND {{.Infer}}

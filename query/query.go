@@ -29,7 +29,27 @@ var sqlFiles embed.FS
 
 // sqlTmpl holds every statement. Template fields are chosen by the program, never by the
 // user: {{.Key}} a grouping expression, {{.Table}} the Set's table.
-var sqlTmpl = template.Must(template.ParseFS(sqlFiles, "*.sql"))
+var sqlTmpl = template.Must(template.New("").Funcs(template.FuncMap{"retryableFailure": retryableFailureSQL}).ParseFS(sqlFiles, "*.sql"))
+
+// retryableStatuses are the answers, besides every 5xx, that a client retries: the
+// request timed out (408), was throttled (429) or got no answer it waited for (499, 0:
+// abandoned). Inference (--infer-attempts) and the budgets' failure accounting read this
+// one definition (RetryableFailure, and its SQL).
+var retryableStatuses = []int{0, 408, 429, 499}
+
+// RetryableFailure reports whether an answer is one a client retries.
+func RetryableFailure(status int) bool {
+	return status >= 500 || slices.Contains(retryableStatuses, status)
+}
+
+// retryableFailureSQL is RetryableFailure of the SQL expression col (NULL when col is).
+func retryableFailureSQL(col string) string {
+	codes := make([]string, len(retryableStatuses))
+	for i, c := range retryableStatuses {
+		codes[i] = strconv.Itoa(c)
+	}
+	return fmt.Sprintf("(%s IN (%s) OR %s >= 500)", col, strings.Join(codes, ", "), col)
+}
 
 // Options selects the rows of a Set and how they are linked.
 type Options struct {
