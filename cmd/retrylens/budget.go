@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrylens/retrylens/budget"
 	"github.com/retrylens/retrylens/postmortem"
+	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/report"
 )
 
@@ -137,7 +138,7 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 	var width time.Duration
 	if o.window != "" {
 		var err error
-		if width, err = parseWindow(o.window); err != nil {
+		if width, err = query.ParseWindow(o.window); err != nil {
 			return usagef("--window: %v", err)
 		}
 	}

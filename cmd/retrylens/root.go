@@ -239,76 +239,11 @@ func (f *formatFlags) router() (*backend.Router, error) {
 
 // format returns the chosen format, nil for auto-detection.
 func (f *formatFlags) format(c *cobra.Command) (*parse.Format, error) {
-	pf, err := f.baseFormat(c)
+	pf, err := parse.Spec{Preset: f.logFormat, PresetGiven: c.Flags().Changed("log-format"), NginxFormat: f.nginxFormat,
+		Escape: f.escape, NginxConf: f.nginxConf, FormatName: f.formatName, Fields: f.fields,
+		Captures: f.captures, CapturesGiven: c.Flags().Changed("haproxy-captures"), AttemptHeader: f.attemptHdr}.Format()
 	if err != nil {
-		return nil, err
-	}
-	if c.Flags().Changed("haproxy-captures") && (pf == nil || pf.Name != "haproxy") {
-		return nil, usagef("--haproxy-captures goes with --log-format haproxy")
-	}
-	if len(f.fields) > 0 {
-		if pf, err = parse.WithFields(pf, f.fields); err != nil { // nil: any JSON, the --field keys alone
-			return nil, usagef("%v", err)
-		}
-	}
-	if f.attemptHdr == "" {
-		return pf, nil
-	}
-	if pf == nil {
-		return nil, usagef("--attempt-header needs the format given: --log-format, --nginx-format or --nginx-conf")
-	}
-	if pf, err = pf.OnlyAttemptHeader(f.attemptHdr); err != nil {
-		return nil, usagef("--attempt-header: %v", err)
-	}
-	return pf, nil
-}
-
-func (f *formatFlags) baseFormat(c *cobra.Command) (*parse.Format, error) {
-	if f.nginxConf != "" || f.formatName != "" {
-		if f.nginxConf == "" || f.formatName == "" {
-			return nil, usagef("--nginx-conf and --log-format-name go together")
-		}
-		if f.nginxFormat != "" || c.Flags().Changed("log-format") {
-			return nil, usagef("--nginx-conf, --nginx-format and --log-format are exclusive")
-		}
-		pf, err := parse.FromNginxConf(f.nginxConf, f.formatName)
-		if err != nil {
-			return nil, usagef("--nginx-conf: %v", err)
-		}
-		return pf, nil
-	}
-	if f.nginxFormat != "" {
-		if c.Flags().Changed("log-format") {
-			return nil, usagef("--log-format and --nginx-format are exclusive")
-		}
-		esc, err := parse.ParseEscape(f.escape)
-		if err != nil {
-			return nil, usagef("--escape: %v", err)
-		}
-		pf, err := parse.Compile(f.nginxFormat, esc)
-		if err != nil {
-			return nil, usagef("--nginx-format: %v", err)
-		}
-		return pf, nil
-	}
-	switch f.logFormat {
-	case "auto":
-		return nil, nil
-	case "json":
-		if len(f.fields) == 0 {
-			return nil, usagef("--log-format json reads the keys --field names: give at least one --field NAME=KEY.PATH")
-		}
-		return nil, nil
-	case "haproxy":
-		pf, err := parse.HAProxy(strings.Split(f.captures, ","))
-		if err != nil {
-			return nil, usagef("--haproxy-captures: %v", err)
-		}
-		return pf, nil
-	}
-	pf, err := parse.Preset(f.logFormat)
-	if err != nil {
-		return nil, usagef("--log-format: %v", err)
+		return nil, usageError{err}
 	}
 	return pf, nil
 }

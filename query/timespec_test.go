@@ -1,0 +1,34 @@
+package query
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseWindow(t *testing.T) {
+	for in, want := range map[string]time.Duration{"1m": time.Minute, "10s": 10 * time.Second, "1h": time.Hour, "1d": 24 * time.Hour, "90m": 90 * time.Minute} {
+		if got, err := ParseWindow(in); err != nil || got != want {
+			t.Errorf("ParseWindow(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0s", "1.5s", "500ms", "-1m", "0d", "1w", "x"} {
+		if got, err := ParseWindow(in); err == nil {
+			t.Errorf("ParseWindow(%q) = %v; want an error", in, got)
+		}
+	}
+}
+
+func TestParseRange(t *testing.T) {
+	want := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC) // 10:00 in Paris, in winter
+	for _, since := range []string{"2026-11-29T09:00:00Z", "29/Nov/2026:10:00:00 +0100", "2026-11-29 10:00", "2026-11-29T10:00:00"} {
+		o, loc, err := ParseRange(since, "", "Europe/Paris")
+		if err != nil || !o.Since.Equal(want) || !o.Until.IsZero() || loc.String() != "Europe/Paris" {
+			t.Errorf("ParseRange(%q) = %v, %v, %v; want since %v", since, o.Since, loc, err, want)
+		}
+	}
+	for _, c := range [][3]string{{"2026-11-29 10:00", "2026-11-29 10:00", "UTC"}, {"yesterday", "", "UTC"}, {"", "", "Mars/Olympus"}} {
+		if _, _, err := ParseRange(c[0], c[1], c[2]); err == nil {
+			t.Errorf("ParseRange(%q, %q, %q): no error", c[0], c[1], c[2])
+		}
+	}
+}
