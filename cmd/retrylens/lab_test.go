@@ -489,7 +489,8 @@ func loggedTruth(t *testing.T, format, path string, c *lab.Client) (labFigures, 
 	}
 	return truthFigures(lab.TruthOf(as, results, http.StatusTooManyRequests)), len(raced), unseen(as, func(id string, n int) (time.Time, time.Time, int, bool) {
 		l, found := logged[key{id, n}]
-		return l.Time.Add(-time.Duration(l.RequestTime * float64(time.Second))), l.Time, l.Status, found
+		took := time.Duration(math.Round(l.RequestTime*1000)) * time.Millisecond // as logged, to the millisecond
+		return l.Time.Add(-took), l.Time, l.Status, found
 	})
 }
 
@@ -520,26 +521,40 @@ type unseenHedges struct {
 	Requests, Hedges, Wins, Cancelled int64
 }
 
-// unseen finds the client's hedges that the log (logged: start, end, status, found) shows
-// sent after every earlier attempt of their request had ended: none still in flight at its
-// start, and none abandoned at or after its end (dropped because it answered).
+// logResolution is the log's clock: an attempt's start is its end less its request time,
+// each to the millisecond, so overlaps within it cannot be told from rounding
+// (docs/metrics.md, the slack).
+const logResolution = time.Millisecond
+
+// unseen finds the client's hedges that the log (logged: start, end, status, found) does
+// not show sent while an earlier attempt of their request was in flight, beyond the log's
+// resolution: started or ended before an answered one ended; logged no later than an
+// abandoned one (dropped when it answered); or abandoned as an earlier attempt's 2xx
+// answered, having started no later.
 func unseen(as []lab.Attempt, logged func(id string, n int) (start, end time.Time, status int, found bool)) unseenHedges {
 	byID := map[string][]lab.Attempt{}
 	for _, a := range as {
 		byID[a.RequestID] = append(byID[a.RequestID], a)
 	}
+	abandoned := func(s int) bool { return s == 0 || s == 499 }
 	var u unseenHedges
 	for id, req := range byID {
 		hidden := 0
 		for _, a := range req {
-			start, end, _, found := logged(id, a.N)
+			start, end, status, found := logged(id, a.N)
 			if !a.Hedge || !found {
 				continue
 			}
 			shown := false
 			for _, e := range req {
 				_, eEnd, eStatus, ok := logged(id, e.N)
-				if ok && e.N < a.N && (start.Before(eEnd) || (eStatus == 0 || eStatus == 499) && !eEnd.Before(end)) {
+				if !ok || e.N >= a.N {
+					continue
+				}
+				switch {
+				case !abandoned(eStatus) && (start.Before(eEnd.Add(-logResolution)) || end.Before(eEnd.Add(-logResolution))),
+					abandoned(eStatus) && !eEnd.Before(end.Add(-logResolution)),
+					abandoned(status) && eStatus >= 200 && eStatus < 300 && !start.After(eEnd.Add(logResolution)) && !end.After(eEnd.Add(logResolution)):
 					shown = true
 				}
 			}
@@ -753,8 +768,9 @@ func TestHealthySparseLog(t *testing.T) {
 // unseen on a hand trace: r1's hedge reached the gateway as its first attempt's 200 ended
 // and was cancelled (the log shows a retry after a 2xx); r2's hedge started while its
 // first attempt was in flight; r3's hedge started as its first attempt ended, but that
-// attempt was abandoned after the hedge answered (dropped because it did). Only r1's shows
-// no overlap: 1 request, 1 hedge, no win, 1 cancelled attempt.
+// attempt was abandoned after the hedge answered (dropped because it did); r4's hedge
+// started 1 ms before its first attempt's 502, within the log's resolution. r1's and
+// r4's show no overlap: 2 requests, 2 hedges, 1 win (r4's), 1 cancelled attempt (r1's).
 func TestUnseenHedges(t *testing.T) {
 	t.Parallel()
 	ms := func(n int) time.Time { return time.Date(2026, 12, 3, 10, 0, 0, n*int(time.Millisecond), time.UTC) }
@@ -766,17 +782,19 @@ func TestUnseenHedges(t *testing.T) {
 		"r1/0": {ms(0), ms(10), 200}, "r1/1": {ms(10), ms(12), 499},
 		"r2/0": {ms(0), ms(20), 499}, "r2/1": {ms(5), ms(12), 200},
 		"r3/0": {ms(0), ms(15), 499}, "r3/1": {ms(15), ms(15), 200},
+		"r4/0": {ms(0), ms(10), 502}, "r4/1": {ms(9), ms(30), 200},
 	}
 	as := []lab.Attempt{
 		{RequestID: "r1", N: 0, Status: 200, Won: true}, {RequestID: "r1", N: 1, Hedge: true, Cancelled: true},
 		{RequestID: "r2", N: 0, Cancelled: true}, {RequestID: "r2", N: 1, Status: 200, Hedge: true, Won: true},
 		{RequestID: "r3", N: 0, Cancelled: true}, {RequestID: "r3", N: 1, Status: 200, Hedge: true, Won: true},
+		{RequestID: "r4", N: 0, Status: 502}, {RequestID: "r4", N: 1, Status: 200, Hedge: true, Won: true},
 	}
 	got := unseen(as, func(id string, n int) (time.Time, time.Time, int, bool) {
 		l, ok := log[fmt.Sprintf("%s/%d", id, n)]
 		return l.start, l.end, l.status, ok
 	})
-	if want := (unseenHedges{Requests: 1, Hedges: 1, Wins: 0, Cancelled: 1}); got != want {
+	if want := (unseenHedges{Requests: 2, Hedges: 2, Wins: 1, Cancelled: 1}); got != want {
 		t.Errorf("unseen = %+v, want %+v", got, want)
 	}
 }
