@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -68,7 +69,7 @@ the range carries an attempt number: nothing to replay (try --infer-attempts).`,
 		Example: `  retrylens budget --compare
   retrylens budget --model finagle --ratio 0.1 --min-per-sec 5 incident.log
   retrylens budget --model grpc --format json`,
-		RunE: func(c *cobra.Command, args []string) error { return e.runBudget(c, &o, args) },
+		RunE: func(c *cobra.Command, args []string) error { return e.runBudget(c.Context(), &o, args) },
 	}
 	f := c.Flags()
 	o.rowFlags.register(c, "")
@@ -104,7 +105,7 @@ func (o *budgetOptions) models() []budget.Model {
 	}
 }
 
-func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) error {
+func (e *env) runBudget(ctx context.Context, o *budgetOptions, files []string) error {
 	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, o.output == "" && terminal(e.stdout)), report.FormatTable, report.FormatTSV, report.FormatJSON)
 	if err != nil {
 		return usagef("--format: %v", err)
@@ -150,12 +151,12 @@ func (e *env) runBudget(c *cobra.Command, o *budgetOptions, files []string) erro
 		return err
 	}
 	o.linkFlags.apply(&qo)
-	db, done, err := e.open(c, &o.rowFlags, files, &qo, true)
+	db, done, err := e.rows(ctx, &o.rowFlags, files, &qo, true)
 	if err != nil {
 		return err
 	}
 	defer done()
-	results, err := postmortem.Budget(c.Context(), db, qo, models, width)
+	results, err := postmortem.Budget(ctx, db, qo, models, width)
 	if err != nil {
 		return err
 	}

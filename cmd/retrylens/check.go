@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -54,7 +55,7 @@ Like report, check reads the database, or loads FILEs into a temporary one.`,
   retrylens check --format json --rules rules.json
   retrylens check --fail-on-finding false_success,duplicate_write_risk replayed.log
   retrylens check --format markdown > comment.md`,
-		RunE: func(c *cobra.Command, args []string) error { return e.runCheck(c, &o, args) },
+		RunE: func(c *cobra.Command, args []string) error { return e.runCheck(c.Context(), &o, args) },
 	}
 	f := c.Flags()
 	o.rowFlags.register(c, ", and for the output")
@@ -68,7 +69,7 @@ Like report, check reads the database, or loads FILEs into a temporary one.`,
 	return c
 }
 
-func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error {
+func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) error {
 	o.failOn = strings.ToUpper(o.failOn) // p1 as P1
 	if o.failOn != "P1" && o.failOn != "P2" {
 		return usagef("--fail-on %q: want P1 or P2", o.failOn)
@@ -102,12 +103,12 @@ func (e *env) runCheck(c *cobra.Command, o *checkOptions, files []string) error 
 	}
 	qo.Rules = rules
 	o.linkFlags.apply(&qo)
-	db, done, err := e.open(c, &o.rowFlags, files, &qo, false)
+	db, done, err := e.rows(ctx, &o.rowFlags, files, &qo, false)
 	if err != nil {
 		return err
 	}
 	defer done()
-	check, err := postmortem.Alerts(c.Context(), db, qo, o.failOn, o.maxAtt)
+	check, err := postmortem.Alerts(ctx, db, qo, o.failOn, o.maxAtt)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ type ingestOptions struct {
 	chunkMiB  int64
 	dryRun    int
 	dedupe    bool
+	changed   func(flag string) bool
 }
 
 func (e *env) ingestCmd() *cobra.Command {
@@ -79,9 +81,10 @@ flags, 4 more lines rejected than --max-reject-ratio allows.`,
 			}
 			return nil
 		},
-		RunE: func(c *cobra.Command, args []string) error { return e.runIngest(c, &o, args) },
+		RunE: func(c *cobra.Command, args []string) error { return e.runIngest(c.Context(), &o, args) },
 	}
 	c.Flags().StringVar(&o.db, "db", "", dbHelp)
+	o.changed = c.Flags().Changed
 	o.formats.register(c)
 	c.Flags().IntVar(&o.samples, "samples", 20, "rejected lines kept in full per file (all are counted)")
 	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print nothing but errors")
@@ -94,17 +97,17 @@ flags, 4 more lines rejected than --max-reject-ratio allows.`,
 	return c
 }
 
-func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error {
+func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) error {
 	// "--dry-run 3": the flag's value is optional, so the parser left 3 as a FILE. A
 	// number that names no file is the count.
-	if c.Flags().Changed("dry-run") && len(args) > 1 {
+	if o.changed("dry-run") && len(args) > 1 {
 		if n, err := strconv.Atoi(args[0]); err == nil && n > 0 {
 			if _, err := os.Stat(args[0]); errors.Is(err, fs.ErrNotExist) {
 				o.dryRun, args = n, args[1:]
 			}
 		}
 	}
-	format, err := o.formats.format(c)
+	format, err := o.formats.format()
 	if err != nil {
 		return err
 	}
@@ -134,7 +137,6 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 		}
 		return nil
 	}
-	ctx := c.Context()
 	if o.chunkMiB < 1 {
 		return usagef("--chunk-mib must be at least 1")
 	}
@@ -154,7 +156,7 @@ func (e *env) runIngest(c *cobra.Command, o *ingestOptions, args []string) error
 			)}
 		}
 	}
-	st, err := backend.Open(ctx, e.dbPath(o.db), backend.Options{Mode: backend.Create})
+	st, err := e.open(ctx, e.dbPath(o.db), backend.Options{Mode: backend.Create})
 	if err != nil {
 		return err
 	}

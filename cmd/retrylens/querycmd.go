@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -49,7 +50,7 @@ match (see 'retrylens verify').`,
 			}
 			return nil
 		},
-		RunE: func(c *cobra.Command, args []string) error { return e.runQuery(c, &o, args[0]) },
+		RunE: func(c *cobra.Command, args []string) error { return e.runQuery(c.Context(), &o, args[0]) },
 	}
 	c.Flags().StringVar(&o.db, "db", "", dbHelp)
 	c.Flags().StringVarP(&o.output, "output", "o", "", outputHelp)
@@ -58,7 +59,7 @@ match (see 'retrylens verify').`,
 	return c
 }
 
-func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
+func (e *env) runQuery(ctx context.Context, o *queryOptions, q string) error {
 	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, o.output == "" && terminal(e.stdout)),
 		report.FormatTable, report.FormatTSV, report.FormatCSV, report.FormatJSON)
 	if err != nil {
@@ -68,12 +69,12 @@ func (e *env) runQuery(c *cobra.Command, o *queryOptions, q string) error {
 	if o.write {
 		mode = backend.ReadWrite
 	}
-	st, err := backend.Open(c.Context(), e.dbPath(o.db), backend.Options{Mode: mode})
+	st, err := e.open(ctx, e.dbPath(o.db), backend.Options{Mode: mode})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	cols, vals, err := st.Run(c.Context(), q)
+	cols, vals, err := st.Run(ctx, q)
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -83,7 +84,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
   retrylens report --window 5m --format html -o postmortem.html
   retrylens report --format csv --section endpoints > endpoints.csv
   retrylens report --format markdown --log-format retry access.log`,
-		RunE: func(c *cobra.Command, args []string) error { return e.runReport(c, &o, args) },
+		RunE: func(c *cobra.Command, args []string) error { return e.runReport(c.Context(), &o, args) },
 	}
 	f := c.Flags()
 	o.rowFlags.register(c, ", window starts and day boundaries")
@@ -120,7 +121,7 @@ func loadRules(path string) ([]query.Rule, error) {
 	return rules, nil
 }
 
-func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) error {
+func (e *env) runReport(ctx context.Context, o *reportOptions, files []string) error {
 	toTerminal := o.output == "" && terminal(e.stdout)
 	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, toTerminal))
 	if err != nil {
@@ -130,13 +131,13 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 		return usagef("--section: %v", err)
 	}
 	// A flag that changes nothing in the chosen format is a mistake to say, not to ignore.
-	if c.Flags().Changed("section") && format != report.FormatCSV {
+	if o.changed("section") && format != report.FormatCSV {
 		return usagef("--section chooses the table --format csv writes; the %s format writes them all", format)
 	}
 	if o.wide && format != report.FormatTable {
 		return usagef("--wide applies to the table format; %s leaves no column out", format)
 	}
-	if c.Flags().Changed("top") && format != report.FormatTable && format != report.FormatMarkdown && format != report.FormatHTML {
+	if o.changed("top") && format != report.FormatTable && format != report.FormatMarkdown && format != report.FormatHTML {
 		return usagef("--top applies to the table, markdown and html formats; %s carries every endpoint", format)
 	}
 	if o.maxAtt < 1 {
@@ -176,12 +177,12 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 	}
 	qo.Rules, qo.Throttle = rules, o.throttle
 	o.linkFlags.apply(&qo)
-	db, done, err := e.open(c, &o.rowFlags, files, &qo, false)
+	db, done, err := e.rows(ctx, &o.rowFlags, files, &qo, false)
 	if err != nil {
 		return err
 	}
 	defer done()
-	pm, err := postmortem.Build(c.Context(), db, postmortem.Options{Query: qo, Width: width, Location: loc, By: o.by,
+	pm, err := postmortem.Build(ctx, db, postmortem.Options{Query: qo, Width: width, Location: loc, By: o.by,
 		MaxAttempts: o.maxAtt, PolicyBase: o.polBase, PolicyMaxRetries: o.polMax, Charts: format == report.FormatHTML})
 	if err != nil {
 		return err
@@ -202,11 +203,14 @@ func (e *env) runReport(c *cobra.Command, o *reportOptions, files []string) erro
 type rowFlags struct {
 	db, since, until, tz, endpoint string
 	formats                        formatFlags
+	command                        string // the command's name, for messages
+	changed                        func(flag string) bool
 }
 
 // register adds the flags to c; tzHelp says what --tz also sets for the command.
 func (o *rowFlags) register(c *cobra.Command, tzHelp string) {
 	f := c.Flags()
+	o.command, o.changed = c.Name(), f.Changed
 	f.StringVar(&o.db, "db", "", dbHelp)
 	o.formats.register(c)
 	f.StringVar(&o.since, "since", "", "first time included")
@@ -226,12 +230,11 @@ func (o *rowFlags) rows() (query.Options, *time.Location, error) {
 	return qo, loc, err
 }
 
-// open opens the store of the command's row flags (or loads FILEs into a temporary
+// rows opens the store of the command's row flags (or loads FILEs into a temporary
 // one), says what a report should say beside its figures, and returns the rows qo
 // reads, qo's endpoint resolved; every brings every row (a budget's replay). done
 // closes the store.
-func (e *env) open(c *cobra.Command, o *rowFlags, files []string, qo *query.Options, every bool) (*sql.DB, func(), error) {
-	ctx := c.Context()
+func (e *env) rows(ctx context.Context, o *rowFlags, files []string, qo *query.Options, every bool) (*sql.DB, func(), error) {
 	router, err := o.formats.router()
 	if err != nil {
 		return nil, nil, err
@@ -242,14 +245,14 @@ func (e *env) open(c *cobra.Command, o *rowFlags, files []string, qo *query.Opti
 		if e.getenv("RETRYLENS_TRAFFIC") != "" {
 			trace = e.stderr
 		}
-		if st, err = backend.Open(ctx, e.dbPath(o.db), backend.Options{Trace: trace}); err != nil {
+		if st, err = e.open(ctx, e.dbPath(o.db), backend.Options{Trace: trace}); err != nil {
 			if errors.Is(err, backend.ErrNoDatabase) {
-				err = fmt.Errorf("%w, or give log files to %s", err, c.Name())
+				err = fmt.Errorf("%w, or give log files to %s", err, o.command)
 			}
 			return nil, nil, err
 		}
 		e.sayHealth(st.Health(ctx))
-	} else if st, err = e.loadTemp(c, &o.formats, files, router); err != nil {
+	} else if st, err = e.loadTemp(ctx, o, files, router); err != nil {
 		return nil, nil, err
 	}
 	db, err := st.Rows(ctx, qo, router.Route, every)
@@ -280,18 +283,18 @@ func (e *env) sayHealth(h backend.Health) {
 }
 
 // loadTemp loads FILEs into a temporary store, for a report on them.
-func (e *env) loadTemp(c *cobra.Command, formats *formatFlags, files []string, router *backend.Router) (backend.Store, error) {
-	if c.Flags().Changed("db") {
+func (e *env) loadTemp(ctx context.Context, o *rowFlags, files []string, router *backend.Router) (backend.Store, error) {
+	if o.changed("db") {
 		return nil, usagef("--db and FILE arguments are exclusive: FILEs are read into a temporary database")
 	}
-	format, err := formats.format(c)
+	format, err := o.formats.format()
 	if err != nil {
 		return nil, err
 	}
 	if files, err = backend.Inputs(files); err != nil {
 		return nil, err
 	}
-	st, res, err := backend.Temp(c.Context(), files, backend.LoadOptions{Format: format, Stdin: e.stdin, Now: e.now, Router: router})
+	st, res, err := backend.Temp(ctx, files, backend.LoadOptions{Format: format, Stdin: e.stdin, Now: e.now, Router: router})
 	if t := res.Totals(); err != nil || t.Rejected > 0 {
 		backend.WriteSummary(e.stderr, &res)
 	}

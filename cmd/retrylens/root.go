@@ -41,6 +41,8 @@ type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	now            func() time.Time
+	// open opens a store (backend.Open); tests give a fake one to see what reaches it.
+	open func(ctx context.Context, location string, o backend.Options) (backend.Store, error)
 }
 
 // terminal reports whether w is a terminal (a character device), so that output can be
@@ -60,6 +62,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func (e *env) run(args []string) int {
+	if e.open == nil {
+		e.open = backend.Open
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	root := e.rootCmd()
@@ -200,9 +205,11 @@ type formatFlags struct {
 	attemptHdr  string
 	fields      []string // --field NAME=KEY.PATH
 	captures    string   // --haproxy-captures
+	changed     func(flag string) bool
 }
 
 func (f *formatFlags) register(c *cobra.Command) {
+	f.changed = c.Flags().Changed
 	c.Flags().StringVar(&f.logFormat, "log-format", "auto", "input format preset: auto, "+strings.Join(parse.PresetNames(), ", ")+" (see 'retrylens formats'), or json (keys from --field)")
 	c.Flags().StringVar(&f.nginxFormat, "nginx-format", "", "an nginx log_format string, verbatim (the quoted pieces from nginx.conf work too)")
 	c.Flags().StringVar(&f.escape, "escape", "default", "the escape= of --nginx-format: default, json or none")
@@ -238,10 +245,10 @@ func (f *formatFlags) router() (*backend.Router, error) {
 }
 
 // format returns the chosen format, nil for auto-detection.
-func (f *formatFlags) format(c *cobra.Command) (*parse.Format, error) {
-	pf, err := parse.Spec{Preset: f.logFormat, PresetGiven: c.Flags().Changed("log-format"), NginxFormat: f.nginxFormat,
+func (f *formatFlags) format() (*parse.Format, error) {
+	pf, err := parse.Spec{Preset: f.logFormat, PresetGiven: f.changed("log-format"), NginxFormat: f.nginxFormat,
 		Escape: f.escape, NginxConf: f.nginxConf, FormatName: f.formatName, Fields: f.fields,
-		Captures: f.captures, CapturesGiven: c.Flags().Changed("haproxy-captures"), AttemptHeader: f.attemptHdr}.Format()
+		Captures: f.captures, CapturesGiven: f.changed("haproxy-captures"), AttemptHeader: f.attemptHdr}.Format()
 	if err != nil {
 		return nil, usageError{err}
 	}

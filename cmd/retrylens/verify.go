@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -49,14 +50,14 @@ that cannot be read back included).`,
 			}
 			return nil
 		},
-		RunE: func(c *cobra.Command, _ []string) error { return e.runVerify(c, &o) },
+		RunE: func(c *cobra.Command, _ []string) error { return e.runVerify(c.Context(), &o) },
 	}
 	c.Flags().StringVar(&o.db, "db", "", dbHelp)
 	c.Flags().BoolVar(&o.repair, "repair", false, "repair what is found: delete rows no load registered and damaged loads, rebuild the cache")
 	return c
 }
 
-func (e *env) runVerify(c *cobra.Command, o *verifyOptions) error {
+func (e *env) runVerify(ctx context.Context, o *verifyOptions) error {
 	// Without --repair verify changes nothing, an old database's upgrade included.
 	mode := backend.ReadOnly
 	if o.repair {
@@ -70,12 +71,12 @@ func (e *env) runVerify(c *cobra.Command, o *verifyOptions) error {
 		}
 		return err
 	}
-	st, err := backend.Open(c.Context(), e.dbPath(o.db), backend.Options{Mode: mode})
+	st, err := e.open(ctx, e.dbPath(o.db), backend.Options{Mode: mode})
 	if err != nil {
 		return damaged(err)
 	}
 	defer st.Close()
-	v, err := st.Verify(c.Context(), o.repair)
+	v, err := st.Verify(ctx, o.repair)
 	for _, l := range v.Lines {
 		fmt.Fprintln(e.stdout, l)
 	}
