@@ -142,6 +142,34 @@ func Temp(ctx context.Context, files []string, opt LoadOptions) (Store, LoadResu
 	return loadTemp(ctx, files, opt)
 }
 
+// Counts are the count tables a report of qo reads from st (query.CountTables), each
+// summed by its keys and sorted, its first row the column names: what every store's stage
+// one must agree on for the same rows, whichever rows it counted where.
+func Counts(ctx context.Context, st Store, qo query.Options) (map[string][][]any, error) {
+	db, err := st.Rows(ctx, &qo, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	set, err := query.Open(ctx, db, qo)
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	out := map[string][][]any{}
+	for _, table := range query.CountTables {
+		cols, rows, err := set.Counts(ctx, table.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", table.Name, err)
+		}
+		header := make([]any, len(cols))
+		for i, c := range cols {
+			header[i] = c
+		}
+		out[table.Name] = append([][]any{header}, rows...)
+	}
+	return out, nil
+}
+
 // Damaged reports whether err says a store's file does not read back as it was
 // written (a disk, copy or filesystem fault).
 func Damaged(err error) bool { return ingest.Damaged(err) }

@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -115,26 +114,12 @@ func span(t *testing.T, st Store) (first, last time.Time) {
 	return rows[0][0].(time.Time), rows[0][1].(time.Time)
 }
 
-// counts are the count tables a report of qo reads from st, by table name.
+// counts are the count tables a report of qo reads from st (Counts).
 func counts(t *testing.T, st Store, qo query.Options) map[string][][]any {
 	t.Helper()
-	ctx := context.Background()
-	db, err := st.Rows(ctx, &qo, nil, false)
+	c, err := Counts(context.Background(), st, qo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := query.Open(ctx, db, qo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
-	out := map[string][][]any{}
-	for _, table := range query.CountTables {
-		cols, rows, err := set.Counts(ctx, table.Name)
-		if err != nil {
-			t.Fatalf("%s: %v", table.Name, err)
-		}
-		out[table.Name] = append([][]any{{fmt.Sprint(cols)}}, rows...)
-	}
-	return out
+	return c
 }

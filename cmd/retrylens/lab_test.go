@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,9 +18,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/retrylens/retrylens/backend"
 	"github.com/retrylens/retrylens/internal/testmain"
 	"github.com/retrylens/retrylens/lab"
 	"github.com/retrylens/retrylens/parse"
+	"github.com/retrylens/retrylens/query"
 )
 
 // labReport is the part of the JSON report the lab checks.
@@ -655,12 +658,36 @@ func labRun(t *testing.T, format, path string, onCluster bool) labReport {
 		if code != 0 || got != stdout {
 			t.Errorf("the cluster's report (exit %d, %s) differs from the DuckDB file's: %s", code, stderr, firstDiff(stdout, got))
 		}
+		sameCounts(t, db, url)
 	}
 	var r labReport
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// sameCounts requires the same count tables (backend.Counts) from the stores at a and b:
+// the backends' conformance, on a lab scenario's log.
+func sameCounts(t *testing.T, a, b string) {
+	t.Helper()
+	ctx := context.Background()
+	var tables []map[string][][]any
+	for _, location := range []string{a, b} {
+		st, err := backend.Open(ctx, location, backend.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := backend.Counts(ctx, st, query.Options{})
+		st.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, c)
+	}
+	if diff := cmp.Diff(tables[0], tables[1]); diff != "" {
+		t.Errorf("count tables differ (-%s +%s):\n%s", a, b, diff)
+	}
 }
 
 // TestGenerated checks retrylens against the truth the log generator counted while
