@@ -109,7 +109,11 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.Alerts, err = set.Alerts(ctx); err != nil {
+	// Alerts on the report's windows: minutes, or the windows themselves when they are
+	// shorter (each judged on its own counts, not its minute's).
+	if o.Width < time.Minute {
+		r.Alerts = query.WindowAlerts(r.Windows, o.Width, rules)
+	} else if r.Alerts, err = set.Alerts(ctx); err != nil {
 		return nil, err
 	}
 	for i, span := range query.Incidents(minutes, rules) {
@@ -122,7 +126,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 		}
 		r.Incidents = append(r.Incidents, in)
 	}
-	query.MarkFuelling(r.Windows, o.Width, r.Alerts)
+	query.MarkFuelling(r.Windows, o.Width, r.Alerts, rules)
 	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
 	r.Summary.Fired = query.Fired(r.Alerts)
 	return r, nil

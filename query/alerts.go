@@ -167,32 +167,41 @@ type Alert struct {
 // threshold without the evidence to say so (see Rule.judge) neither counts towards it nor
 // breaks it.
 func Alerts(minutes []Window, rules []Rule) []Alert {
-	return alertsIn(minutes, rules, time.Time{}, time.Time{})
+	return alertsIn(minutes, time.Minute, rules, time.Time{}, time.Time{})
 }
 
-// alertsIn is Alerts on minutes that reach past a range [since, until) (a zero bound is
-// open): each run is judged on all its minutes, and reported by those that overlap the
-// range (its start, end and peak), so that a range reports what its window of a report
-// over every row does.
-func alertsIn(minutes []Window, rules []Rule, since, until time.Time) []Alert {
-	in := func(minute time.Time) bool { // the minute overlaps the range
-		return (since.IsZero() || minute.Add(time.Minute).After(since)) && (until.IsZero() || minute.Before(until))
+// WindowAlerts evaluates rules on windows of a width under a minute, as Alerts does on
+// minutes, each judged on its own counts with the same evidence bounds: a rule sustained
+// for d fires on d/width consecutive windows (at least one). A report at such a width
+// says these alerts, not the minutes' (a healthy ten seconds inherits nothing from the
+// storm in the rest of its minute).
+func WindowAlerts(ws []Window, width time.Duration, rules []Rule) []Alert {
+	return alertsIn(ws, width, rules, time.Time{}, time.Time{})
+}
+
+// alertsIn is Alerts on windows of width that reach past a range [since, until) (a zero
+// bound is open): each run is judged on all its windows, and reported by those that
+// overlap the range (its start, end and peak), so that a range reports what its window of
+// a report over every row does.
+func alertsIn(ws []Window, width time.Duration, rules []Rule, since, until time.Time) []Alert {
+	in := func(start time.Time) bool { // the window overlaps the range
+		return (since.IsZero() || start.Add(width).After(since)) && (until.IsZero() || start.Before(until))
 	}
 	var out []Alert
 	for _, r := range rules {
 		if !r.alert() {
 			continue
 		}
-		need := int(r.Sustain / time.Minute)
+		need := int((r.Sustain + width - 1) / width)
 		if need < 1 {
 			need = 1
 		}
-		type minute struct {
+		type window struct {
 			start time.Time
 			v     float64
 		}
-		var run []minute
-		var last time.Time // the run's last minute, thin ones included
+		var run []window
+		var last time.Time // the run's last window, thin ones included
 		flush := func() {
 			if len(run) >= need {
 				var a *Alert
@@ -205,7 +214,7 @@ func alertsIn(minutes []Window, rules []Rule, since, until time.Time) []Alert {
 					} else if r.worse(m.v, a.Peak) {
 						a.Peak = m.v
 					}
-					a.End = m.start.Add(time.Minute)
+					a.End = m.start.Add(width)
 				}
 				if a != nil {
 					out = append(out, *a)
@@ -213,9 +222,9 @@ func alertsIn(minutes []Window, rules []Rule, since, until time.Time) []Alert {
 			}
 			run = run[:0]
 		}
-		for _, w := range minutes {
-			if len(run) > 0 && !w.Start.Equal(last.Add(time.Minute)) {
-				flush() // a minute without traffic in between
+		for _, w := range ws {
+			if len(run) > 0 && !w.Start.Equal(last.Add(width)) {
+				flush() // a window without traffic in between
 			}
 			state, v := r.judge(w.Metrics)
 			if state == thin {
@@ -226,7 +235,7 @@ func alertsIn(minutes []Window, rules []Rule, since, until time.Time) []Alert {
 				flush()
 				continue
 			}
-			run = append(run, minute{w.Start, v})
+			run = append(run, window{w.Start, v})
 			last = w.Start
 		}
 		flush()
@@ -315,15 +324,27 @@ func AtLeast(s, min string) bool {
 }
 
 // MarkFuelling sets the verdict of every window of the given width that an alert
-// overlaps to fuelling, and names the rules in its Fired.
-func MarkFuelling(ws []Window, width time.Duration, alerts []Alert) {
+// overlaps to fuelling, and names the rules in its Fired. Under a minute (the alerts are
+// WindowAlerts), only the windows whose own counts fire the alert's rule: one the
+// evidence bounds leave thin inside a run is judged on its counts alone.
+func MarkFuelling(ws []Window, width time.Duration, alerts []Alert, rules []Rule) {
+	byName := map[string]Rule{}
+	for _, r := range rules {
+		byName[r.Name] = r
+	}
 	for i := range ws {
 		end := ws[i].Start.Add(width)
 		for _, a := range alerts {
-			if a.Start.Before(end) && a.End.After(ws[i].Start) {
-				ws[i].Verdict = Fuelling
-				ws[i].Fired = fired(ws[i].Fired, a.Rule)
+			if !a.Start.Before(end) || !a.End.After(ws[i].Start) {
+				continue
 			}
+			if width < time.Minute {
+				if state, _ := byName[a.Rule].judge(ws[i].Metrics); state != firing {
+					continue
+				}
+			}
+			ws[i].Verdict = Fuelling
+			ws[i].Fired = fired(ws[i].Fired, a.Rule)
 		}
 	}
 }

@@ -631,7 +631,7 @@ func (s *Set) Alerts(ctx context.Context) ([]Alert, error) {
 		minutes = append(minutes, Window{Start: start, Metrics: c.metrics(s.rules)})
 	}
 	slices.SortFunc(minutes, func(a, b Window) int { return a.Start.Compare(b.Start) })
-	return alertsIn(minutes, s.rules, s.since, s.until), nil
+	return alertsIn(minutes, time.Minute, s.rules, s.since, s.until), nil
 }
 
 // groupAlerts returns, per group of a grouping (by its row expression), the rules that

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Windows under a minute are judged on their own counts, and alerts on the windows. The
+// log: two requests a second for 90 s from 14:00:00; those started in 14:00:20–14:01:19
+// fail twice (503) and succeed on their third attempt. By hand: each storm window of 10 s
+// holds 20 first attempts and 40 retries (amplification 3.0), each other window 20 first
+// attempts and no retry (quiet); minute 14:00 holds 120 first attempts and 160 retries,
+// minute 14:01 60 and 80 (retry_storm fires on both, so at --window 1m every window is
+// fuelling). At --window 10s retry_storm, sustained for a minute, fires on the six storm
+// windows, 14:00:20–14:01:20, and only they are fuelling: the windows 14:00:00, 14:00:10
+// and 14:01:20 inherit nothing from their minutes.
+func TestSubMinuteWindowsJudgedOnTheirOwn(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	id := 0
+	for s := range 90 {
+		for _, half := range []int{0, 500} {
+			id++
+			statuses := []int{200}
+			if s >= 20 && s < 80 {
+				statuses = []int{503, 503, 200}
+			}
+			for attempt, status := range statuses {
+				fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:%02d:%02d +0000] "GET /api/x HTTP/1.1" %d 2 "-" "c" rt=0.010 urt="0.010" us="%d" ra="%d" rr="-" rid="r%d" ik="-" retry_after="-" msec=%d.%03d`+"\n",
+					s/60, s%60, status, status, attempt, id, 1795960800+s, half+100*attempt)
+			}
+		}
+	}
+	log := filepath.Join(t.TempDir(), "storm.log")
+	os.WriteFile(log, []byte(b.String()), 0o644)
+
+	type window struct {
+		Start         string   `json:"start"`
+		FirstAttempts int64    `json:"first_attempts"`
+		Retries       int64    `json:"retries"`
+		Verdict       string   `json:"verdict"`
+		Fired         []string `json:"alerts"` // the rules that fired in it
+	}
+	var rep struct {
+		Windows []window `json:"windows"`
+		Alerts  []struct {
+			Rule  string `json:"rule"`
+			Start string `json:"start"`
+			End   string `json:"end"`
+		} `json:"alerts"`
+	}
+	read := func(width string) {
+		t.Helper()
+		stdout, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--window", width, "--format", "json", log)
+		if code != 0 {
+			t.Fatalf("report --window %s: exit %d: %s", width, code, stderr)
+		}
+		rep.Windows, rep.Alerts = nil, nil
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read("1m")
+	if len(rep.Windows) != 2 || rep.Windows[0].FirstAttempts != 120 || rep.Windows[0].Retries != 160 || rep.Windows[1].FirstAttempts != 60 ||
+		rep.Windows[1].Retries != 80 || rep.Windows[0].Verdict != "fuelling" || rep.Windows[1].Verdict != "fuelling" {
+		t.Fatalf("the minutes: %+v; want 120 and 60 first attempts, 160 and 80 retries, both fuelling", rep.Windows)
+	}
+	read("10s")
+	if len(rep.Windows) != 9 {
+		t.Fatalf("%d windows of 10 s, want 9: %+v", len(rep.Windows), rep.Windows)
+	}
+	for i, w := range rep.Windows {
+		storm := i >= 2 && i < 8
+		want := window{Start: w.Start, FirstAttempts: 20, Verdict: "quiet"}
+		if storm {
+			want.Retries, want.Verdict, want.Fired = 40, "fuelling", []string{"retry_storm"}
+		}
+		if w.FirstAttempts != want.FirstAttempts || w.Retries != want.Retries || w.Verdict != want.Verdict || !slices.Equal(w.Fired, want.Fired) {
+			t.Errorf("window %s: %+v; want %+v", w.Start, w, want)
+		}
+	}
+	var storms []string
+	for _, a := range rep.Alerts {
+		storms = append(storms, a.Rule+" "+a.Start+" "+a.End)
+	}
+	if want := []string{"retry_storm 2026-11-29T14:00:20Z 2026-11-29T14:01:20Z"}; !slices.Equal(storms, want) {
+		t.Errorf("alerts at 10 s: %q; want %q", storms, want)
+	}
+}
