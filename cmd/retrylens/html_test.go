@@ -134,6 +134,9 @@ func chromium(t *testing.T) string {
 // context, which gives up after 60 s; cancel closes it all.
 func browser(t *testing.T, w, h int) (context.Context, context.CancelFunc) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short starts no browser")
+	}
 	// Chromium leaves org.chromium.Chromium.* directories in $TMPDIR: give it its own,
 	// removed once it has exited.
 	tmp, err := os.MkdirTemp("", "retrylens-chromium-")
@@ -232,6 +235,9 @@ func openInBrowser(t *testing.T, path string) (pageFacts, []string, []byte, []by
 // for 1, 2 and 3 attempts, 2 gap histograms (retries 1 and 2) of 11 buckets each, the two
 // 429×2 loops, the synchronised finding.
 func TestHTMLInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short starts no browser")
+	}
 	t.Parallel()
 	dir := t.TempDir()
 	pagePath := filepath.Join(dir, "postmortem.html")
@@ -309,6 +315,9 @@ func TestNoControlBytesInAnyFormat(t *testing.T) {
 		runs = append(runs, []string{"report", "--db", db, "--window", "1m", "--by", "route", "--format", f})
 	}
 	for _, s := range report.Sections {
+		if testing.Short() && s != "windows" {
+			continue // -short: the CSV renderer once
+		}
 		runs = append(runs, []string{"report", "--db", db, "--window", "1m", "--by", "route", "--format", "csv", "--section", s})
 	}
 	runs = append(runs, []string{"query", "--db", db, "--format", "csv", "SELECT key_text, user_agent, uri FROM requests"})
@@ -331,6 +340,9 @@ func TestNoControlBytesInAnyFormat(t *testing.T) {
 // the timeline overlap, and the page does not scroll sideways. The log: one request a
 // second for 60 s, those started in 14:00:20–14:00:39 failing once (502) and retried.
 func TestHTMLShortRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short starts no browser")
+	}
 	t.Parallel()
 	var b strings.Builder
 	for s := range 60 {

@@ -21,6 +21,9 @@ import (
 // test is skipped on a developer machine and fails in CI, where .ci/run installs it.
 func startLab(t *testing.T) (*lab.Upstream, *lab.Nginx) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short starts no server")
+	}
 	u, err := lab.StartUpstream()
 	if err != nil {
 		t.Fatal(err)
