@@ -30,6 +30,10 @@ type Policy struct {
 	// attempt n+1 when attempt n has not answered within HedgeAfter, or at once when it
 	// failed, up to MaxRetries more; the first 2xx wins and the others are cancelled.
 	HedgeAfter time.Duration
+	// BudgetRatio, when set, caps retries with a retry budget (Finagle's, Linkerd's, in
+	// tokens): every first attempt deposits BudgetRatio, every retry takes one, and a
+	// retry without a whole token is not sent (the request ends with what it had).
+	BudgetRatio float64
 }
 
 // The lab's two policies (what a good client does, and what a naive one does).
@@ -82,6 +86,29 @@ type Client struct {
 	mu       sync.Mutex
 	attempts []Attempt
 	results  map[string]int // each logical request's result: the status Do returned
+	tokens   float64        // the retry budget's (Policy.BudgetRatio)
+}
+
+// budgetCap bounds the retry budget's savings: a quiet hour does not pay for a storm.
+const budgetCap = 10
+
+// spend reports whether the retry budget allows a retry (and takes its token), or, for a
+// first attempt, deposits the policy's ratio.
+func (c *Client) spend(first bool) bool {
+	if c.Policy.BudgetRatio <= 0 {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if first {
+		c.tokens = min(c.tokens+c.Policy.BudgetRatio, budgetCap)
+		return true
+	}
+	if c.tokens < 1 {
+		return false
+	}
+	c.tokens--
+	return true
 }
 
 // NewClient returns a client of base (http://host:port) with policy p.
@@ -118,6 +145,21 @@ func (c *Client) Run(reqs []Request, workers int, pace time.Duration) {
 		ch <- r
 	}
 	close(ch)
+	wg.Wait()
+}
+
+// RunOpen starts the requests at rate a second, each in its own goroutine whatever the
+// others do (an open loop: clients that keep arriving during an outage), and returns when
+// all are done.
+func (c *Client) RunOpen(reqs []Request, rate float64) {
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, r := range reqs {
+		time.Sleep(time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))))
+		wg.Go(func() {
+			c.Do(r, rand.New(rand.NewPCG(c.Seed, uint64(i))))
+		})
+	}
 	wg.Wait()
 }
 
@@ -239,9 +281,10 @@ func (c *Client) sequential(r Request, rng *rand.Rand) int {
 			time.Sleep(delay)
 			prev = c.send(r, n, key, reason)
 		} else {
+			c.spend(true)
 			prev = c.send(r, 0, key, "")
 		}
-		if !c.shouldRetry(prev, write, n, &retries429) {
+		if !c.shouldRetry(prev, write, n, &retries429) || !c.spend(false) {
 			return prev.Status
 		}
 	}

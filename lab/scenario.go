@@ -15,6 +15,9 @@ type Scenario struct {
 	Requests []Request
 	Workers  int
 	Pace     time.Duration // per worker, between the starts of two logical requests
+	// Rate, when set, starts the requests at this many a second whatever their answers
+	// (an open loop, Client.RunOpen) instead of Workers and Pace.
+	Rate float64
 }
 
 // incident is a GC-pause-like incident: 25 % 502s and 250 ms of added latency for 1.5 s
@@ -81,6 +84,42 @@ func Scenarios() []Scenario {
 func (s Scenario) Run(base string, u *Upstream) *Client {
 	u.Reset(s.Faults)
 	c := NewClient(base, s.Policy, s.Faults.Seed)
-	c.Run(s.Requests, s.Workers, s.Pace)
+	if s.Rate > 0 {
+		c.RunOpen(s.Requests, s.Rate)
+	} else {
+		c.Run(s.Requests, s.Workers, s.Pace)
+	}
 	return c
+}
+
+// overload is a capacity-limited service (4 workers of 10 ms: 400 requests a second,
+// 40 waiting at most) offered 200 first attempts a second, and a trigger from 1 s to 2 s
+// that makes its service four times slower (100 a second).
+var overload = Capacity{Workers: 4, Service: 10 * time.Millisecond, Queue: 40,
+	TriggerFrom: time.Second, TriggerTo: 2 * time.Second, TriggerFactor: 4}
+
+// The overload clients: all give up on an attempt after 60 ms (less than the 100 ms a
+// full queue takes to drain at full speed); the naive one retries at once, up to three
+// times, the budgeted one backs off with jitter under a 20 % retry budget.
+var (
+	OverloadNaive    = Policy{Name: "overload-naive", MaxRetries: 3, Base: 5 * time.Millisecond, Timeout: 60 * time.Millisecond}
+	OverloadNoRetry  = Policy{Name: "overload-none", Timeout: 60 * time.Millisecond}
+	OverloadBudgeted = Policy{Name: "overload-budget", MaxRetries: 3, Base: 20 * time.Millisecond, Exponential: true,
+		Timeout: 60 * time.Millisecond, BudgetRatio: 0.2}
+)
+
+// OverloadScenarios are runs of a retry-sustained outage (issue "Fuelling that outlives
+// its trigger"): 1,000 requests over 5 s against the overload service, with naive
+// retries, without retries, with a retry budget, and with naive retries and a trigger
+// that never ends (the service really is still broken).
+func OverloadScenarios() []Scenario {
+	reqs := Requests("work", 1000, http.MethodGet, "/api/work")
+	unending := overload
+	unending.TriggerTo = 0
+	return []Scenario{
+		{Name: "overload-naive", Policy: OverloadNaive, Faults: Faults{Seed: 29, Capacity: overload}, Requests: reqs, Rate: 200},
+		{Name: "overload-none", Policy: OverloadNoRetry, Faults: Faults{Seed: 29, Capacity: overload}, Requests: reqs, Rate: 200},
+		{Name: "overload-budget", Policy: OverloadBudgeted, Faults: Faults{Seed: 29, Capacity: overload}, Requests: reqs, Rate: 200},
+		{Name: "overload-unending", Policy: OverloadNaive, Faults: Faults{Seed: 29, Capacity: unending}, Requests: reqs, Rate: 200},
+	}
 }

@@ -29,6 +29,8 @@ type Faults struct {
 	SlowEvery      bool          // SlowWriteShare applies to every attempt, not only the first
 	WriteFail      float64       // share of writes answered 502 without writing
 	WriteLimit     int           // writes allowed per second; the rest get 429 before any handler runs (no write)
+
+	Capacity Capacity // GET /api/work: a service of fixed capacity (capacity.go)
 }
 
 // Upstream is the origin behind the gateways:
@@ -39,6 +41,8 @@ type Faults struct {
 //	                     performs the write at once, answers 201 (late, for slow writes),
 //	                     or 502 without writing (WriteFail), or 429 over WriteLimit a
 //	                     second, without writing
+//	GET  /api/work       a service of fixed capacity (Faults.Capacity): 503 when its
+//	                     queue is full, else 200 after waiting for a worker and its service
 //	any  ?status=S       answers S; ?fail=K answers 502 to attempts 0..K-1, then 200
 //
 // It counts the writes it performed per request (X-Lab-Id, which the lab's client sends
@@ -57,6 +61,7 @@ type Upstream struct {
 	// the write limiter's
 	writeWindow int64
 	writeUsed   int
+	capacity    capacityState
 }
 
 // StartUpstream listens on a free loopback port, never one freeAddr handed to a gateway
@@ -77,6 +82,7 @@ func (u *Upstream) Reset(f Faults) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.faults, u.start, u.writes, u.window, u.used, u.writeWindow, u.writeUsed, u.served = f, time.Now(), map[string]int{}, 0, 0, 0, 0, 0
+	u.resetCapacity(f.Capacity)
 }
 
 // draw returns a number in [0, 1) fixed by the seed, a salt, the request id and attempt.
@@ -119,6 +125,8 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u.write(w, r, attempt)
 	case r.URL.Path == "/api/limited":
 		u.limited(w, r)
+	case r.URL.Path == "/api/work":
+		u.work(w, r)
 	case strings.HasPrefix(r.URL.Path, "/api/items/"):
 		u.items(w, r)
 	default:
