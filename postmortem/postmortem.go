@@ -45,6 +45,7 @@ type Result struct {
 	Backoff   []query.Backoff
 	Hedging   query.Hedging
 	Incidents []query.Incident
+	Sustained []query.Sustained // stretches of retry-sustained overload, in the windows
 	// For html: the timeline's buckets (see ChartWidth), logical requests per number of
 	// attempts and the gap histograms.
 	Chart         []query.Window
@@ -127,6 +128,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 		r.Incidents = append(r.Incidents, in)
 	}
 	query.MarkFuelling(r.Windows, o.Width, r.Alerts, rules)
+	r.Sustained = query.RetrySustained(r.Windows, o.Width, rules)
 	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
 	r.Summary.Fired = query.Fired(r.Alerts)
 	return r, nil

@@ -27,6 +27,9 @@ type Rule struct {
 	// Confidence is how sure the figures must make it that the threshold is crossed (one
 	// sided, of the ratio's Wilson interval); 0.5 or less takes the figures as they are.
 	Confidence float64 `json:"confidence,omitempty"`
+	// MaxSuccess is retry_sustained's: the actual success at or under which success has
+	// collapsed.
+	MaxSuccess float64 `json:"max_success,omitempty"`
 }
 
 // DefaultRules are the thresholds of docs/metrics.md: alerts for a retry rate above 15 %
@@ -40,6 +43,7 @@ func DefaultRules() []Rule {
 		{Name: "retries_not_helping", Severity: "P2", Threshold: 0.40, MinRetryRate: 0.05, Sustain: time.Minute, MinFirstAttempts: 3, MinRetries: 3, Confidence: 0.95},
 		{Name: "retry_storm", Severity: "P1", Threshold: 1.5, Sustain: time.Minute, MinFirstAttempts: 3, MinRetries: 3, Confidence: 0.95},
 		{Name: rescuingRule, Threshold: 0.01},
+		{Name: sustainedRule, Threshold: 2, MaxSuccess: 0.2, MinFirstAttempts: 3, MinRetries: 3},
 	}
 }
 
@@ -254,6 +258,7 @@ type ruleFile struct {
 	MinFirst     *int64   `json:"min_first_attempts"`
 	MinRetries   *int64   `json:"min_retries"`
 	Confidence   *float64 `json:"confidence"`
+	MaxSuccess   *float64 `json:"max_success"`
 }
 
 // ReadRules reads a rules file and applies it to the default rules.
@@ -273,7 +278,16 @@ func ReadRules(r io.Reader) ([]Rule, error) {
 			}
 		}
 		if i < 0 {
-			return nil, fmt.Errorf("rules: unknown rule %q: want retry_rate_high, retries_not_helping, retry_storm or rescuing", f.Rule)
+			return nil, fmt.Errorf("rules: unknown rule %q: want retry_rate_high, retries_not_helping, retry_storm, rescuing or retry_sustained", f.Rule)
+		}
+		if f.Rule == sustainedRule && (f.Severity != "" || f.Sustain != "" || f.MinRetryRate != nil || f.Confidence != nil) {
+			return nil, fmt.Errorf("rules: retry_sustained is a finding: it takes threshold (least amplification), max_success, min_first_attempts and min_retries")
+		}
+		if f.MaxSuccess != nil {
+			if f.Rule != sustainedRule || *f.MaxSuccess < 0 || *f.MaxSuccess > 1 {
+				return nil, fmt.Errorf("rules: %s: max_success belongs to retry_sustained, as a share from 0 to 1", f.Rule)
+			}
+			rules[i].MaxSuccess = *f.MaxSuccess
 		}
 		if f.Rule == rescuingRule && (f.Severity != "" || f.Sustain != "" || f.MinRetryRate != nil || f.MinFirst != nil || f.MinRetries != nil || f.Confidence != nil) {
 			return nil, fmt.Errorf("rules: rescuing is not an alert: it takes a threshold only (the retry rate from which recovered requests make a verdict rescuing)")

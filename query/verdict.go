@@ -24,6 +24,9 @@ func Verdict(m Metrics, rules []Rule) string {
 	}
 	rescued, unsure := false, false
 	for _, r := range rules {
+		if r.Name == sustainedRule {
+			continue // a finding over windows, not a verdict (RetrySustained)
+		}
 		if !r.alert() {
 			ok, _ := r.holds(m)
 			rescued = rescued || ok

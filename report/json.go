@@ -12,23 +12,34 @@ import (
 // The JSON report is a contract (docs/metrics.md): field names are the metric names there,
 // rates are fractions, times RFC 3339 in UTC.
 type jsonReport struct {
-	GeneratedAt string         `json:"generated_at"`
-	Window      string         `json:"window"`
-	From        *string        `json:"from"`
-	To          *string        `json:"to"`
-	Endpoint    *string        `json:"endpoint"`
-	Summary     object         `json:"summary"`
-	Windows     []object       `json:"windows"`
-	Endpoints   []object       `json:"endpoints"`
-	By          *string        `json:"by,omitempty"`
-	Groups      []object       `json:"groups,omitempty"`
-	Loops429    jsonLoops      `json:"loops_429"`
-	Findings    []jsonFinding  `json:"findings"`
-	Linking     jsonLinking    `json:"linking"`
-	Alerts      []jsonAlert    `json:"alerts"`
-	Backoff     []jsonBackoff  `json:"backoff"`
-	Hedging     jsonHedging    `json:"hedging"`
-	Incidents   []jsonIncident `json:"incidents"`
+	GeneratedAt string          `json:"generated_at"`
+	Window      string          `json:"window"`
+	From        *string         `json:"from"`
+	To          *string         `json:"to"`
+	Endpoint    *string         `json:"endpoint"`
+	Summary     object          `json:"summary"`
+	Windows     []object        `json:"windows"`
+	Endpoints   []object        `json:"endpoints"`
+	By          *string         `json:"by,omitempty"`
+	Groups      []object        `json:"groups,omitempty"`
+	Loops429    jsonLoops       `json:"loops_429"`
+	Findings    []jsonFinding   `json:"findings"`
+	Linking     jsonLinking     `json:"linking"`
+	Alerts      []jsonAlert     `json:"alerts"`
+	Backoff     []jsonBackoff   `json:"backoff"`
+	Hedging     jsonHedging     `json:"hedging"`
+	Incidents   []jsonIncident  `json:"incidents"`
+	Sustained   []jsonSustained `json:"retry_sustained"`
+}
+
+// jsonSustained is query.Sustained (docs/json.md).
+type jsonSustained struct {
+	Start         string  `json:"start"`
+	End           string  `json:"end"`
+	Windows       int     `json:"windows"`
+	FirstAttempts int64   `json:"first_attempts"`
+	Attempts      int64   `json:"attempts"`
+	ShedPerSecond float64 `json:"shed_per_second"`
 }
 
 type jsonIncident struct {
@@ -135,6 +146,7 @@ func JSON(w io.Writer, r *Report) error {
 		Alerts:    toJSONAlerts(r.Alerts),
 		Backoff:   make([]jsonBackoff, 0, len(r.Backoff)),
 		Incidents: make([]jsonIncident, 0, len(r.Incidents)),
+		Sustained: make([]jsonSustained, 0, len(r.Sustained)),
 		Hedging: jsonHedging{Requests: r.Hedging.Requests, Hedges: r.Hedging.Hedges, Wins: r.Hedging.Wins, Cancelled: r.Hedging.Cancelled,
 			P10ms: r.Hedging.P10, P50ms: r.Hedging.P50, P90ms: r.Hedging.P90},
 		Linking: jsonLinking{Strong: r.Linking.Strong(), IdempotencyKey: r.Linking.IdempotencyKey, InvocationID: r.Linking.InvocationID,
@@ -148,6 +160,10 @@ func JSON(w io.Writer, r *Report) error {
 	for _, in := range r.Incidents {
 		out.Incidents = append(out.Incidents, jsonIncident{Start: *rfc3339(in.Start), End: *rfc3339(in.End),
 			Before: metricsJSON(in.Before), During: metricsJSON(in.During), After: metricsJSON(in.After)})
+	}
+	for _, s := range r.Sustained {
+		out.Sustained = append(out.Sustained, jsonSustained{Start: *rfc3339(s.Start), End: *rfc3339(s.End), Windows: s.Windows,
+			FirstAttempts: s.FirstAttempts, Attempts: s.Attempts, ShedPerSecond: s.Shed})
 	}
 	for _, b := range r.Backoff {
 		jb := jsonBackoff{Attempt: b.Attempt, Count: b.Count, P10ms: b.P10, P50ms: b.P50, P90ms: b.P90,

@@ -265,6 +265,11 @@ func (r *Report) parts(esc func(string) string) parts {
 		p.findings = append(p.findings, fmt.Sprintf("finding %s: %s, %s (%s), e.g. %s",
 			f.Kind, plural(f.Count, "request"), plural(f.Attempts, "attempt"), findingText[f.Kind], strings.Join(ex, ", ")))
 	}
+	for _, s := range r.Sustained {
+		p.findings = append(p.findings, fmt.Sprintf("retry-sustained overload %s–%s (%s): success collapsed while first attempts kept their baseline "+
+			"and the service took on more attempts than they bring; shedding the retries (%.3g attempts/s beyond first attempts) would end it",
+			s.Start.In(r.loc()).Format(r.clock()), s.End.In(r.loc()).Format(r.clock()), plural(int64(s.Windows), "window"), s.Shed))
+	}
 	if h := r.Hedging; h.Hedges > 0 || h.Cancelled > 0 {
 		line := fmt.Sprintf("hedged: %s (%s sent while another attempt was in flight, %d of them won), %s cancelled because another attempt won",
 			plural(h.Requests, "request"), plural(h.Hedges, "attempt"), h.Wins, plural(h.Cancelled, "attempt"))

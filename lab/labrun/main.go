@@ -4,6 +4,7 @@
 //
 //	go run ./lab/labrun -out lab-out
 //	retrylens report --log-format retry lab-out/limited-naive/nginx/access.log
+//	go run ./lab/labrun -out lab-out -scenario overload-naive   # lab.OverloadScenarios too
 //
 // The same runs, compared automatically, are TestLab in cmd/retrylens.
 package main
@@ -21,7 +22,7 @@ import (
 
 func main() {
 	out := flag.String("out", "lab-out", "directory for the logs and truth files")
-	only := flag.String("scenario", "", "run only this scenario")
+	only := flag.String("scenario", "", "run only this scenario (the overload scenarios run only when named)")
 	flag.Parse()
 	if err := run(*out, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "labrun:", err)
@@ -32,8 +33,8 @@ func main() {
 func run(out, only string) error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tgateway\trequests\tfirst\tretries\tampl.\tretry rate\tretry success\trecovered\texhausted\t429→retry\t429 loops\tpremature\tblind\tretried writes\tdup. writes\t")
-	for _, sc := range lab.Scenarios() {
-		if only != "" && sc.Name != only {
+	for _, sc := range append(lab.Scenarios(), lab.OverloadScenarios()...) {
+		if only != "" && sc.Name != only || only == "" && sc.Rate > 0 {
 			continue
 		}
 		for _, gw := range []string{"nginx", "caddy"} {

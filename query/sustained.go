@@ -1,0 +1,79 @@
+package query
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// sustainedRule is the rule of the retry-sustained overload finding (RetrySustained): its
+// thresholds and evidence bounds live in the rules file beside the alerts'.
+const sustainedRule = "retry_sustained"
+
+// baselineShare is how close to their baseline (the range's median window) first
+// attempts must stay for a window to read retry-sustained: the clients still arrive as
+// before, the load beyond them is retries.
+const baselineShare = 0.5
+
+// Sustained is a stretch of consecutive windows in which the overload was kept up by
+// retries (RetrySustained).
+type Sustained struct {
+	Start, End    time.Time
+	Windows       int
+	FirstAttempts int64
+	Attempts      int64 // tagged lines: first attempts and retries
+	// Shed is the attempts beyond first attempts a second: the load that shedding the
+	// retries would take off the service.
+	Shed float64
+}
+
+// RetrySustained finds the windows (of width, oldest first) of a retry-sustained
+// overload (docs/metrics.md): success has collapsed (actual success at most the rule's
+// max_success) while first attempts stay at their baseline (at least half the range's
+// median window's), the attempts are a multiple of the first attempts (amplification at
+// least the rule's threshold), and the service takes on more work than the first
+// attempts bring: more attempts answered 2xx or abandoned by a client that waited for
+// them (0, 499) than first attempts. A service that is simply broken answers at once
+// (5xx, 429, 503) and takes on less; one kept down by retries is busy with attempts whose
+// client has left. Each window needs the rule's evidence (first attempts and retries);
+// consecutive windows make one stretch.
+func RetrySustained(ws []Window, width time.Duration, rules []Rule) []Sustained {
+	i := slices.IndexFunc(rules, func(r Rule) bool { return r.Name == sustainedRule })
+	if i < 0 || len(ws) == 0 {
+		return nil
+	}
+	r := rules[i]
+	var firsts []float64
+	for _, w := range ws {
+		if w.FirstAttempts+w.Retries > 0 {
+			firsts = append(firsts, float64(w.FirstAttempts))
+		}
+	}
+	if len(firsts) == 0 {
+		return nil // no attempt data
+	}
+	baseline := median(firsts)
+	var out []Sustained
+	for _, w := range ws {
+		m := w.Metrics
+		tagged := m.FirstAttempts + m.Retries
+		taken := int64(math.Round(val(m.ActualSuccess)*float64(tagged))) + m.Abandoned.Total()
+		if m.FirstAttempts < max(r.MinFirstAttempts, 1) || m.Retries < r.MinRetries ||
+			float64(m.FirstAttempts) < baselineShare*baseline || val(m.Amplification) < r.Threshold ||
+			m.ActualSuccess == nil || *m.ActualSuccess > r.MaxSuccess || taken <= m.FirstAttempts {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].End.Equal(w.Start) {
+			out[n-1].End = w.Start.Add(width)
+			out[n-1].Windows++
+			out[n-1].FirstAttempts += m.FirstAttempts
+			out[n-1].Attempts += m.FirstAttempts + m.Retries
+		} else {
+			out = append(out, Sustained{Start: w.Start, End: w.Start.Add(width), Windows: 1, FirstAttempts: m.FirstAttempts, Attempts: m.FirstAttempts + m.Retries})
+		}
+	}
+	for k := range out {
+		out[k].Shed = float64(out[k].Attempts-out[k].FirstAttempts) / out[k].End.Sub(out[k].Start).Seconds()
+	}
+	return out
+}

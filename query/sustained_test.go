@@ -1,0 +1,47 @@
+package query
+
+import (
+	"testing"
+	"time"
+)
+
+// RetrySustained on hand-made windows of a second: a healthy second, two seconds kept down
+// by retries (200 first attempts, 800 attempts, none answered 2xx, 380 abandoned by a
+// client that waited: more work taken on than the 200 first attempts bring), a second as
+// broken but busy with less (100 abandoned), a second whose first attempts fell to 60
+// (under half the median 200), then two more kept down: two stretches, of 2 and 2 windows,
+// each shedding (800-200)·2/2 = 600 attempts a second.
+func TestRetrySustained(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	win := func(s int, first, retries, ok, abandoned int64) Window {
+		tagged := first + retries
+		success := float64(ok) / float64(tagged)
+		amp := float64(tagged) / float64(first)
+		return Window{Start: t0.Add(time.Duration(s) * time.Second), Metrics: Metrics{FirstAttempts: first, Retries: retries,
+			Amplification: &amp, ActualSuccess: &success, Abandoned: Split{First: abandoned / 4, Retry: abandoned - abandoned/4}}}
+	}
+	ws := []Window{
+		win(0, 200, 0, 200, 0),
+		win(1, 200, 600, 0, 380), win(2, 200, 600, 0, 380),
+		win(3, 200, 600, 0, 100), // broken: takes on less than its first attempts
+		win(4, 60, 180, 0, 200),  // first attempts far under their baseline
+		win(5, 200, 600, 0, 380), win(6, 200, 600, 0, 380),
+	}
+	got := RetrySustained(ws, time.Second, DefaultRules())
+	if len(got) != 2 {
+		t.Fatalf("%d stretches, want 2: %+v", len(got), got)
+	}
+	for i, from := range []int{1, 5} {
+		s := got[i]
+		if !s.Start.Equal(t0.Add(time.Duration(from)*time.Second)) || s.Windows != 2 || s.FirstAttempts != 400 || s.Attempts != 1600 || s.Shed != 600 {
+			t.Errorf("stretch %d: %+v; want from second %d, 2 windows, 400 first attempts, 1600 attempts, shed 600/s", i, s, from)
+		}
+	}
+	if got := RetrySustained(nil, time.Second, DefaultRules()); got != nil {
+		t.Errorf("no windows: %+v", got)
+	}
+	if got := RetrySustained([]Window{{Start: t0}}, time.Second, DefaultRules()); got != nil {
+		t.Errorf("no attempt data: %+v", got)
+	}
+}
