@@ -74,7 +74,7 @@ func runOverload(dir, gateway string, sc Scenario) (r *overloadRun) {
 //
 // retrylens, at one-second windows: the naive run's retry-sustained overload covers every
 // window from the trigger's end to the last arrival and none before the trigger; the
-// other runs have none. Each stretch's first attempts and attempts are the client's,
+// other runs have none. check (on minutes) finds it in the naive run only. Each stretch's first attempts and attempts are the client's,
 // counted by when it had its answer (within 3 %: the gateway logs an attempt as it
 // notices its end, a few milliseconds from the client, which can move it across a
 // second's bound).
@@ -186,6 +186,14 @@ func checkFinding(t *testing.T, sc Scenario, r *overloadRun) {
 				t.Errorf("%s via %s: the stretch from %s: %s %d, the client's %d", sc.Name, r.gateway, s.Start.Format("15:04:05"), f.name, f.got, f.client)
 			}
 		}
+	}
+	// check, on minutes: the finding there too, for --fail-on-finding retry_sustained
+	chk, err := postmortem.Alerts(ctx, db, qo, "P1", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if naive := sc.Name == "overload-naive"; naive != (len(chk.Sustained) > 0) {
+		t.Errorf("%s via %s: check's retry-sustained stretches: %+v", sc.Name, r.gateway, chk.Sustained)
 	}
 	c := sc.Faults.Capacity
 	triggerFrom, triggerTo := r.start.Add(c.TriggerFrom), r.start.Add(c.TriggerTo)

@@ -142,6 +142,8 @@ type Check struct {
 	Alerts   []query.Alert
 	Findings []query.Finding
 	Summary  query.Metrics // the rows checked: none, or none tagged, is no evidence of health
+	// Sustained are the stretches of retry-sustained overload in the checked minutes.
+	Sustained []query.Sustained
 }
 
 // Alerts evaluates the alert rules (qo.Rules, or the defaults) on the minutes of the rows
@@ -167,6 +169,11 @@ func Alerts(ctx context.Context, db *sql.DB, qo query.Options, failOn string, ma
 	if c.Findings, err = set.Findings(ctx, maxAttempts); err != nil {
 		return c, err
 	}
+	minutes, err := set.Windows(ctx, time.Minute, 0)
+	if err != nil {
+		return c, err
+	}
+	c.Sustained = query.RetrySustained(minutes, time.Minute, rules)
 	for _, a := range c.Alerts {
 		if query.AtLeast(a.Severity, failOn) {
 			c.Failing++

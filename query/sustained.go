@@ -7,8 +7,12 @@ import (
 )
 
 // sustainedRule is the rule of the retry-sustained overload finding (RetrySustained): its
-// thresholds and evidence bounds live in the rules file beside the alerts'.
+// thresholds and evidence bounds live in the rules file beside the alerts'. check's
+// --fail-on-finding takes its name.
 const sustainedRule = "retry_sustained"
+
+// SustainedFinding is the retry-sustained overload's name where findings are named.
+const SustainedFinding = sustainedRule
 
 // baselineShare is how close to their baseline (the range's median window) first
 // attempts must stay for a window to read retry-sustained: the clients still arrive as

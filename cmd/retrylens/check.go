@@ -60,13 +60,19 @@ Like report, check reads the database, or loads FILEs into a temporary one.`,
 	f := c.Flags()
 	o.rowFlags.register(c, ", and for the output")
 	f.StringVar(&o.failOn, "fail-on", "P1", "exit 3 when an alert of this severity or above fired: P1 or P2")
-	f.StringVar(&o.findings, "fail-on-finding", "", "exit 3 when one of these findings is present: "+strings.Join(query.FindingKinds, ", ")+" (comma-separated)")
+	f.StringVar(&o.findings, "fail-on-finding", "", "exit 3 when one of these findings is present: "+strings.Join(checkFindings(), ", ")+" (comma-separated)")
 	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for over_cap)")
 	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules")
 	f.StringVarP(&o.output, "output", "o", "", outputHelp)
 	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, json or markdown (a block for a pull request comment); default: table on a terminal, tsv in a pipe")
 	o.linkFlags.register(c)
 	return c
+}
+
+// checkFindings are what --fail-on-finding takes: the findings of logical requests, and
+// the retry-sustained overload of the checked minutes.
+func checkFindings() []string {
+	return append(slices.Clone(query.FindingKinds), query.SustainedFinding)
 }
 
 func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) error {
@@ -81,8 +87,8 @@ func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) err
 	var failKinds []string
 	if o.findings != "" {
 		for _, k := range strings.Split(o.findings, ",") {
-			if k = strings.TrimSpace(k); !slices.Contains(query.FindingKinds, k) {
-				return usagef("--fail-on-finding %q: want one or more of %s, joined by commas", k, strings.Join(query.FindingKinds, ", "))
+			if k = strings.TrimSpace(k); !slices.Contains(checkFindings(), k) {
+				return usagef("--fail-on-finding %q: want one or more of %s, joined by commas", k, strings.Join(checkFindings(), ", "))
 			}
 			failKinds = append(failKinds, k)
 		}
@@ -121,6 +127,11 @@ func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) err
 	for _, f := range check.Findings {
 		if slices.Contains(failKinds, f.Kind) {
 			found = append(found, fmt.Sprintf("%s (%d requests)", f.Kind, f.Count))
+		}
+	}
+	if slices.Contains(failKinds, query.SustainedFinding) {
+		for _, s := range check.Sustained {
+			found = append(found, fmt.Sprintf("%s (%s to %s)", query.SustainedFinding, s.Start.In(loc).Format("15:04"), s.End.In(loc).Format("15:04")))
 		}
 	}
 	if check.Failing > 0 || len(found) > 0 {
