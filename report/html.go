@@ -106,6 +106,7 @@ type htmlView struct {
 	Backoff        []string
 	Notes          []string
 	Timeline       *timeline
+	Load           *timeline // first attempts, attempts and goodput a second
 	Attempts       *barChart
 	Gaps           []barChart
 	Endpoints      *htmlTable
@@ -201,7 +202,7 @@ func HTML(w io.Writer, r *Report) error {
 	all.All = true
 	v.Windows.Rows = append(v.Windows.Rows, all)
 	if len(r.Chart) > 0 {
-		v.Timeline = r.timeline()
+		v.Timeline, v.Load = r.timeline(), r.load()
 	}
 	if len(r.AttemptCounts) > 0 {
 		v.Attempts = attemptBars(r.AttemptCounts)
@@ -324,6 +325,81 @@ func (r *Report) timeline() *timeline {
 		t.Grid = append(t.Grid, svgLine{t.Left, y, t.Right, y})
 		t.LeftLabels = append(t.LeftLabels, svgText{X: t.Left - 6, Y: y + 4, Text: fmt.Sprintf("%.2fx", 1+f*(maxAmp-1)), Anchor: "end"})
 		t.RightLabs = append(t.RightLabs, svgText{X: t.Right + 6, Y: y + 4, Text: fmt.Sprintf("%.0f%%", f*100), Anchor: "start"})
+	}
+	return t
+}
+
+// load is the chart of what the service was asked and what it delivered, a second: first
+// attempts, attempts (tagged lines) and goodput (attempts answered 2xx), with the
+// stretches of retry-sustained overload shaded: where the retries, not the clients, kept
+// it down.
+func (r *Report) load() *timeline {
+	t := &timeline{W: chartW, H: chartH, Left: padL, Right: chartW - padR, Top: padT, Bottom: chartH - padB,
+		Width: shortDuration(r.ChartWidth)}
+	from := r.Chart[0].Start
+	to := r.Chart[len(r.Chart)-1].Start.Add(r.ChartWidth)
+	for _, s := range r.Sustained {
+		from, to = minTime(from, s.Start), maxTime(to, s.End)
+	}
+	span := to.Sub(from).Seconds()
+	x := func(at time.Time) float64 { return t.Left + (t.Right-t.Left)*at.Sub(from).Seconds()/span }
+	per := r.ChartWidth.Seconds()
+	top := 1.0
+	for _, w := range r.Chart {
+		top = max(top, float64(w.FirstAttempts+w.Retries)/per)
+	}
+	step := 0.25 // the axis in four steps of 0.25, 0.5, 1, 2.5, 5, 10, …
+	for i := 0; 4*step < top; i++ {
+		step *= []float64{2, 2, 2.5}[i%3]
+	}
+	y := func(v float64) float64 { return t.Bottom - (t.Bottom-t.Top)*v/(4*step) }
+	for _, s := range r.Sustained {
+		t.Alerts = append(t.Alerts, svgRect{X: x(s.Start), Y: t.Top, W: math.Max(x(s.End)-x(s.Start), 1), H: t.Bottom - t.Top, Class: "sustained",
+			Title: fmt.Sprintf("retry-sustained overload %s: shedding the retries would take %.3g attempts/s off", r.span(s.Start, s.End), s.Shed)})
+	}
+	for _, s := range []struct {
+		class string
+		val   func(query.Metrics) float64
+	}{
+		{"first", func(m query.Metrics) float64 { return float64(m.FirstAttempts) }},
+		{"attempts", func(m query.Metrics) float64 { return float64(m.FirstAttempts + m.Retries) }},
+		{"goodput", func(m query.Metrics) float64 {
+			if m.ActualSuccess == nil {
+				return 0
+			}
+			return math.Round(*m.ActualSuccess * float64(m.FirstAttempts+m.Retries))
+		}},
+	} {
+		var pts []byte
+		var prev time.Time
+		for _, w := range r.Chart {
+			if !prev.IsZero() && !w.Start.Equal(prev.Add(r.ChartWidth)) && len(pts) > 0 {
+				t.Lines, pts = append(t.Lines, polyline{Class: s.class, Points: string(pts)}), nil
+			}
+			prev = w.Start
+			pts = fmt.Appendf(pts, "%.1f,%.1f ", x(w.Start.Add(r.ChartWidth/2)), y(s.val(w.Metrics)/per))
+		}
+		if len(pts) > 0 {
+			t.Lines = append(t.Lines, polyline{Class: s.class, Points: string(pts)})
+		}
+	}
+	for i := range timeTicks + 1 {
+		at := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / timeTicks))
+		layout := chartClock(r.ChartWidth)
+		if to.Sub(from) > 36*time.Hour {
+			layout = "01-02 15:04"
+		}
+		t.XLabels = append(t.XLabels, svgText{X: x(at), Y: t.Bottom + 18, Text: at.In(r.loc()).Format(layout), Anchor: "middle"})
+	}
+	for i := range 5 {
+		v := float64(i) * step
+		yy := y(v)
+		t.Grid = append(t.Grid, svgLine{t.Left, yy, t.Right, yy})
+		label := fmt.Sprintf("%.0f/s", v)
+		if v < 10 {
+			label = fmt.Sprintf("%.3g/s", v)
+		}
+		t.LeftLabels = append(t.LeftLabels, svgText{X: t.Left - 6, Y: yy + 4, Text: label, Anchor: "end"})
 	}
 	return t
 }

@@ -246,7 +246,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	}
 	facts, problems, shot, pdf := openInBrowser(t, pagePath)
 	want := pageFacts{
-		Charts:     4, // timeline, attempts, 2 gap histograms
+		Charts:     5, // timeline, load, attempts, 2 gap histograms
 		Series:     5, // amplification, retry rate, 5xx, 429 and abandoned share: each one unbroken line
 		AlertBands: 3, // retry_rate_high, retries_not_helping, retry_storm
 		Incidents:  1,
