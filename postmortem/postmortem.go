@@ -117,7 +117,13 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 	} else if r.Alerts, err = set.Alerts(ctx); err != nil {
 		return nil, err
 	}
-	for i, span := range query.Incidents(minutes, rules) {
+	// Incidents on minutes, or on the report's windows when they are shorter: an incident
+	// starts where its evidence starts.
+	incidents := query.Incidents(minutes, rules)
+	if o.Width < time.Minute {
+		incidents = query.IncidentsAt(r.Windows, o.Width, rules)
+	}
+	for i, span := range incidents {
 		if i == MaxIncidents {
 			break
 		}

@@ -20,6 +20,12 @@ type Span struct {
 // tried three times is no incident). Hot minutes at most one quiet minute apart make one
 // incident.
 func Incidents(minutes []Window, rules []Rule) []Span {
+	return IncidentsAt(minutes, time.Minute, rules)
+}
+
+// IncidentsAt is Incidents on windows of any width (a report's under a minute): an
+// incident starts where its evidence starts, in the first hot window, not at its minute.
+func IncidentsAt(minutes []Window, width time.Duration, rules []Rule) []Span {
 	if len(minutes) == 0 {
 		return nil
 	}
@@ -44,8 +50,8 @@ func Incidents(minutes []Window, rules []Rule) []Span {
 		if !hot || m.Retries < 3 && failed(m.Metrics) < 3 || m.FirstAttempts < minFirst {
 			continue
 		}
-		end := m.Start.Add(time.Minute)
-		if n := len(out); n > 0 && !m.Start.After(out[n-1].End.Add(time.Minute)) {
+		end := m.Start.Add(width)
+		if n := len(out); n > 0 && !m.Start.After(out[n-1].End.Add(width)) {
 			out[n-1].End = end
 			continue
 		}

@@ -34,3 +34,22 @@ func TestIncidents(t *testing.T) {
 		t.Errorf("Incidents (-want +got):\n%s", diff)
 	}
 }
+
+// At windows of 10 s an incident starts at its first hot window and ends with its last:
+// 30 calm windows, 3 hot from 14:02:30 (the fourth, 14:03:00, quiet) make one incident
+// [14:02:30, 14:03:00), not the minutes around it.
+func TestIncidentsAt(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	f := func(x float64) *float64 { return &x }
+	var ws []Window
+	for i := range 30 {
+		ws = append(ws, Window{Start: t0.Add(time.Duration(i) * 10 * time.Second), Metrics: Metrics{Requests: 10, FirstAttempts: 10, Amplification: f(1), RetryRate: f(0)}})
+	}
+	for i := 15; i < 18; i++ {
+		ws[i].Amplification, ws[i].RetryRate, ws[i].Retries = f(2), f(0.8), 10
+	}
+	want := []Span{{Start: t0.Add(150 * time.Second), End: t0.Add(180 * time.Second)}}
+	if diff := cmp.Diff(want, IncidentsAt(ws, 10*time.Second, DefaultRules())); diff != "" {
+		t.Errorf("IncidentsAt (-want +got):\n%s", diff)
+	}
+}
