@@ -29,7 +29,7 @@ func conformanceLogs(t *testing.T) map[string]string {
 	for _, p := range samples {
 		logs[filepath.Base(filepath.Dir(p))] = p
 	}
-	for _, format := range []string{"retry", "nginx-json", "caddy"} {
+	for _, format := range []string{"retry", "caddy"} { // a text and a JSON format (nginx-json: TestLab)
 		pf, err := parse.Preset(format)
 		if err != nil {
 			t.Fatal(err)

@@ -92,14 +92,14 @@ func (s Scenario) Run(base string, u *Upstream) *Client {
 	return c
 }
 
-// overload is a capacity-limited service (4 workers of 10 ms: 400 requests a second,
-// 40 waiting at most) offered 200 first attempts a second, and a trigger from 1 s to 2 s
-// that makes its service four times slower (100 a second).
-var overload = Capacity{Workers: 4, Service: 10 * time.Millisecond, Queue: 40,
+// overload is a capacity-limited service (2 workers of 10 ms: 200 requests a second,
+// 20 waiting at most) offered 100 first attempts a second, and a trigger from 1 s to 2 s
+// that makes its service four times slower (50 a second).
+var overload = Capacity{Workers: 2, Service: 10 * time.Millisecond, Queue: 20,
 	TriggerFrom: time.Second, TriggerTo: 2 * time.Second, TriggerFactor: 4}
 
 // The overload clients: all give up on an attempt after 60 ms (less than the 100 ms a
-// full queue takes to drain at full speed); the naive one retries at once, up to three
+// full queue takes to drain at full speed: 20 waiting for 2 workers of 10 ms); the naive one retries at once, up to three
 // times, the budgeted one backs off with jitter under a 20 % retry budget.
 var (
 	OverloadNaive    = Policy{Name: "overload-naive", MaxRetries: 3, Base: 5 * time.Millisecond, Timeout: 60 * time.Millisecond}
@@ -109,17 +109,17 @@ var (
 )
 
 // OverloadScenarios are runs of a retry-sustained outage (issue "Fuelling that outlives
-// its trigger"): 1,000 requests over 5 s against the overload service, with naive
+// its trigger"): 500 requests over 5 s against the overload service, with naive
 // retries, without retries, with a retry budget, and with naive retries and a trigger
 // that never ends (the service really is still broken).
 func OverloadScenarios() []Scenario {
-	reqs := Requests("work", 1000, http.MethodGet, "/api/work")
+	reqs := Requests("work", 500, http.MethodGet, "/api/work")
 	unending := overload
 	unending.TriggerTo = 0
 	return []Scenario{
-		{Name: "overload-naive", Policy: OverloadNaive, Faults: Faults{Seed: 29, Capacity: overload}, Requests: reqs, Rate: 200},
-		{Name: "overload-none", Policy: OverloadNoRetry, Faults: Faults{Seed: 29, Capacity: overload}, Requests: reqs, Rate: 200},
-		{Name: "overload-budget", Policy: OverloadBudgeted, Faults: Faults{Seed: 29, Capacity: overload}, Requests: reqs, Rate: 200},
-		{Name: "overload-unending", Policy: OverloadNaive, Faults: Faults{Seed: 29, Capacity: unending}, Requests: reqs, Rate: 200},
+		{Name: "overload-naive", Policy: OverloadNaive, Faults: Faults{Seed: 29, Capacity: overload}, Requests: reqs, Rate: 100},
+		{Name: "overload-none", Policy: OverloadNoRetry, Faults: Faults{Seed: 29, Capacity: overload}, Requests: reqs, Rate: 100},
+		{Name: "overload-budget", Policy: OverloadBudgeted, Faults: Faults{Seed: 29, Capacity: overload}, Requests: reqs, Rate: 100},
+		{Name: "overload-unending", Policy: OverloadNaive, Faults: Faults{Seed: 29, Capacity: unending}, Requests: reqs, Rate: 100},
 	}
 }
