@@ -151,7 +151,7 @@ func (e *env) runBudget(ctx context.Context, o *budgetOptions, files []string) e
 		return err
 	}
 	o.linkFlags.apply(&qo)
-	db, done, err := e.rows(ctx, &o.rowFlags, files, &qo, true)
+	db, done, err := e.openRows(ctx, &o.rowFlags, files, &qo, true)
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) err
 	}
 	qo.Rules = rules
 	o.linkFlags.apply(&qo)
-	db, done, err := e.rows(ctx, &o.rowFlags, files, &qo, false)
+	db, done, err := e.openRows(ctx, &o.rowFlags, files, &qo, false)
 	if err != nil {
 		return err
 	}

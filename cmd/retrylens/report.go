@@ -177,7 +177,7 @@ func (e *env) runReport(ctx context.Context, o *reportOptions, files []string) e
 	}
 	qo.Rules, qo.Throttle = rules, o.throttle
 	o.linkFlags.apply(&qo)
-	db, done, err := e.rows(ctx, &o.rowFlags, files, &qo, false)
+	db, done, err := e.openRows(ctx, &o.rowFlags, files, &qo, false)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (o *rowFlags) register(c *cobra.Command, tzHelp string) {
 	f.StringVar(&o.endpoint, "endpoint", "", "only this endpoint: as the tables show it ('GET /api/orders/:id'), a route (/api/orders/:id) or a raw path (/api/orders/1042)")
 }
 
-// rows parses the range flags into the rows to select (the endpoint as typed: open
+// rows parses the range flags into the rows to select (the endpoint as typed: openRows
 // resolves it), before anything is opened.
 func (o *rowFlags) rows() (query.Options, *time.Location, error) {
 	qo, loc, err := query.ParseRange(o.since, o.until, o.tz)
@@ -230,11 +230,11 @@ func (o *rowFlags) rows() (query.Options, *time.Location, error) {
 	return qo, loc, err
 }
 
-// rows opens the store of the command's row flags (or loads FILEs into a temporary
+// openRows opens the store of the command's row flags (or loads FILEs into a temporary
 // one), says what a report should say beside its figures, and returns the rows qo
 // reads, qo's endpoint resolved; every brings every row (a budget's replay). done
 // closes the store.
-func (e *env) rows(ctx context.Context, o *rowFlags, files []string, qo *query.Options, every bool) (*sql.DB, func(), error) {
+func (e *env) openRows(ctx context.Context, o *rowFlags, files []string, qo *query.Options, every bool) (*sql.DB, func(), error) {
 	router, err := o.formats.router()
 	if err != nil {
 		return nil, nil, err
