@@ -266,7 +266,7 @@ func (r *Report) parts(esc func(string) string) parts {
 			f.Kind, plural(f.Count, "request"), plural(f.Attempts, "attempt"), findingText[f.Kind], strings.Join(ex, ", ")))
 	}
 	for _, s := range r.Sustained {
-		p.findings = append(p.findings, fmt.Sprintf("retry-sustained overload %s–%s (%s): success collapsed while first attempts kept their baseline "+
+		p.incidents = append(p.incidents, fmt.Sprintf("retry-sustained overload %s–%s (%s): success collapsed while first attempts kept their baseline "+
 			"and the service took on more attempts than they bring; shedding the retries (%.3g attempts/s beyond first attempts) would end it",
 			s.Start.In(r.loc()).Format(r.clock()), s.End.In(r.loc()).Format(r.clock()), plural(int64(s.Windows), "window"), s.Shed))
 	}
