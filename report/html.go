@@ -225,18 +225,14 @@ func share(n, of int64) *float64 {
 }
 
 func (r *Report) timeline() *timeline {
-	t := &timeline{W: chartW, H: chartH, Left: padL, Right: chartW - padR, Top: padT, Bottom: chartH - padB,
-		Width: shortDuration(r.ChartWidth)}
-	from := r.Chart[0].Start
-	to := r.Chart[len(r.Chart)-1].Start.Add(r.ChartWidth)
-	for _, a := range r.Alerts { // alerts and incidents may reach past the chart's buckets
-		from, to = minTime(from, a.Start), maxTime(to, a.End)
+	var spans []query.Span // alerts and incidents may reach past the chart's buckets
+	for _, a := range r.Alerts {
+		spans = append(spans, query.Span{Start: a.Start, End: a.End})
 	}
 	for _, in := range r.Incidents {
-		from, to = minTime(from, in.Start), maxTime(to, in.End)
+		spans = append(spans, query.Span{Start: in.Start, End: in.End})
 	}
-	span := to.Sub(from).Seconds()
-	x := func(at time.Time) float64 { return t.Left + (t.Right-t.Left)*at.Sub(from).Seconds()/span }
+	t, x := r.frame(spans)
 	// The left axis runs from 1x in four steps of 0.25, 0.5, 1, 2, 5, … : round labels.
 	top := 1.0
 	for _, w := range r.Chart {
@@ -266,43 +262,11 @@ func (r *Report) timeline() *timeline {
 		}
 		t.Incidents = append(t.Incidents, rect)
 	}
-	// One polyline per series and run of buckets that have a value; a gap in the data
-	// (no traffic, or no first attempts) breaks the line.
-	type serie struct {
-		class string
-		val   func(query.Metrics) *float64
-		y     func(float64) float64
-	}
-	all := []serie{
-		{"amp", func(m query.Metrics) *float64 { return m.Amplification }, yAmp},
-		{"retry", func(m query.Metrics) *float64 { return m.RetryRate }, yPct},
-		{"s5xx", func(m query.Metrics) *float64 { return share(m.Status5xx.Total(), m.Requests) }, yPct},
-		{"s429", func(m query.Metrics) *float64 { return share(m.Status429.Total(), m.Requests) }, yPct},
-		{"abandoned", func(m query.Metrics) *float64 { return share(m.Abandoned.Total(), m.Requests) }, yPct},
-	}
-	for _, s := range all {
-		var pts []byte
-		var prev time.Time
-		flush := func() {
-			if len(pts) > 0 {
-				t.Lines = append(t.Lines, polyline{Class: s.class, Points: string(pts)})
-			}
-			pts = nil
-		}
-		for _, w := range r.Chart {
-			v := s.val(w.Metrics)
-			if v == nil || (!prev.IsZero() && !w.Start.Equal(prev.Add(r.ChartWidth))) {
-				flush()
-			}
-			if v == nil {
-				continue
-			}
-			prev = w.Start
-			mid := x(w.Start.Add(r.ChartWidth / 2))
-			pts = fmt.Appendf(pts, "%.1f,%.1f ", mid, s.y(*v))
-		}
-		flush()
-	}
+	r.series(t, x, "amp", func(m query.Metrics) *float64 { return m.Amplification }, yAmp)
+	r.series(t, x, "retry", func(m query.Metrics) *float64 { return m.RetryRate }, yPct)
+	r.series(t, x, "s5xx", func(m query.Metrics) *float64 { return share(m.Status5xx.Total(), m.Requests) }, yPct)
+	r.series(t, x, "s429", func(m query.Metrics) *float64 { return share(m.Status429.Total(), m.Requests) }, yPct)
+	r.series(t, x, "abandoned", func(m query.Metrics) *float64 { return share(m.Abandoned.Total(), m.Requests) }, yPct)
 	for _, w := range r.Chart {
 		x0, x1 := x(w.Start), x(w.Start.Add(r.ChartWidth))
 		m := w.Metrics
@@ -310,14 +274,6 @@ func (r *Report) timeline() *timeline {
 			Title: fmt.Sprintf("%s: %s, amplification %s, retry rate %s, 5xx %s, 429 %s, abandoned %s", w.Start.In(r.loc()).Format(chartClock(r.ChartWidth)),
 				plural(m.Requests, "request"), ratio(m.Amplification), pct(m.RetryRate), pct(share(m.Status5xx.Total(), m.Requests)),
 				pct(share(m.Status429.Total(), m.Requests)), pct(share(m.Abandoned.Total(), m.Requests)))})
-	}
-	for i := range timeTicks + 1 {
-		at := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / timeTicks))
-		layout := chartClock(r.ChartWidth)
-		if to.Sub(from) > 36*time.Hour {
-			layout = "01-02 15:04"
-		}
-		t.XLabels = append(t.XLabels, svgText{X: x(at), Y: t.Bottom + 18, Text: at.In(r.loc()).Format(layout), Anchor: "middle"})
 	}
 	for i := range 5 {
 		f := float64(i) / 4
@@ -329,20 +285,64 @@ func (r *Report) timeline() *timeline {
 	return t
 }
 
+// frame is a time chart over the chart's buckets and spans (which may reach past them):
+// its geometry, its time labels, and where a time falls on it.
+func (r *Report) frame(spans []query.Span) (*timeline, func(time.Time) float64) {
+	t := &timeline{W: chartW, H: chartH, Left: padL, Right: chartW - padR, Top: padT, Bottom: chartH - padB,
+		Width: shortDuration(r.ChartWidth)}
+	from := r.Chart[0].Start
+	to := r.Chart[len(r.Chart)-1].Start.Add(r.ChartWidth)
+	for _, s := range spans {
+		from, to = minTime(from, s.Start), maxTime(to, s.End)
+	}
+	span := to.Sub(from).Seconds()
+	x := func(at time.Time) float64 { return t.Left + (t.Right-t.Left)*at.Sub(from).Seconds()/span }
+	for i := range timeTicks + 1 {
+		at := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / timeTicks))
+		layout := chartClock(r.ChartWidth)
+		if to.Sub(from) > 36*time.Hour {
+			layout = "01-02 15:04"
+		}
+		t.XLabels = append(t.XLabels, svgText{X: x(at), Y: t.Bottom + 18, Text: at.In(r.loc()).Format(layout), Anchor: "middle"})
+	}
+	return t, x
+}
+
+// series draws one polyline of t per run of the chart's buckets that have a value; a gap
+// in the data (no traffic, or no value) breaks the line.
+func (r *Report) series(t *timeline, x func(time.Time) float64, class string, val func(query.Metrics) *float64, y func(float64) float64) {
+	var pts []byte
+	var prev time.Time
+	flush := func() {
+		if len(pts) > 0 {
+			t.Lines = append(t.Lines, polyline{Class: class, Points: string(pts)})
+		}
+		pts = nil
+	}
+	for _, w := range r.Chart {
+		v := val(w.Metrics)
+		if v == nil || (!prev.IsZero() && !w.Start.Equal(prev.Add(r.ChartWidth))) {
+			flush()
+		}
+		if v == nil {
+			continue
+		}
+		prev = w.Start
+		pts = fmt.Appendf(pts, "%.1f,%.1f ", x(w.Start.Add(r.ChartWidth/2)), y(*v))
+	}
+	flush()
+}
+
 // load is the chart of what the service was asked and what it delivered, a second: first
 // attempts, attempts (tagged lines) and goodput (attempts answered 2xx), with the
 // stretches of retry-sustained overload shaded: where the retries, not the clients, kept
 // it down.
 func (r *Report) load() *timeline {
-	t := &timeline{W: chartW, H: chartH, Left: padL, Right: chartW - padR, Top: padT, Bottom: chartH - padB,
-		Width: shortDuration(r.ChartWidth)}
-	from := r.Chart[0].Start
-	to := r.Chart[len(r.Chart)-1].Start.Add(r.ChartWidth)
+	var spans []query.Span
 	for _, s := range r.Sustained {
-		from, to = minTime(from, s.Start), maxTime(to, s.End)
+		spans = append(spans, query.Span{Start: s.Start, End: s.End})
 	}
-	span := to.Sub(from).Seconds()
-	x := func(at time.Time) float64 { return t.Left + (t.Right-t.Left)*at.Sub(from).Seconds()/span }
+	t, x := r.frame(spans)
 	per := r.ChartWidth.Seconds()
 	top := 1.0
 	for _, w := range r.Chart {
@@ -357,40 +357,15 @@ func (r *Report) load() *timeline {
 		t.Alerts = append(t.Alerts, svgRect{X: x(s.Start), Y: t.Top, W: math.Max(x(s.End)-x(s.Start), 1), H: t.Bottom - t.Top, Class: "sustained",
 			Title: fmt.Sprintf("retry-sustained overload %s: shedding the retries would take %.3g attempts/s off", r.span(s.Start, s.End), s.Shed)})
 	}
-	for _, s := range []struct {
-		class string
-		val   func(query.Metrics) float64
-	}{
-		{"first", func(m query.Metrics) float64 { return float64(m.FirstAttempts) }},
-		{"attempts", func(m query.Metrics) float64 { return float64(m.FirstAttempts + m.Retries) }},
-		{"goodput", func(m query.Metrics) float64 {
-			if m.ActualSuccess == nil {
-				return 0
-			}
-			return math.Round(*m.ActualSuccess * float64(m.FirstAttempts+m.Retries))
-		}},
-	} {
-		var pts []byte
-		var prev time.Time
-		for _, w := range r.Chart {
-			if !prev.IsZero() && !w.Start.Equal(prev.Add(r.ChartWidth)) && len(pts) > 0 {
-				t.Lines, pts = append(t.Lines, polyline{Class: s.class, Points: string(pts)}), nil
-			}
-			prev = w.Start
-			pts = fmt.Appendf(pts, "%.1f,%.1f ", x(w.Start.Add(r.ChartWidth/2)), y(s.val(w.Metrics)/per))
+	perSecond := func(n float64) *float64 { v := n / per; return &v }
+	r.series(t, x, "first", func(m query.Metrics) *float64 { return perSecond(float64(m.FirstAttempts)) }, y)
+	r.series(t, x, "attempts", func(m query.Metrics) *float64 { return perSecond(float64(m.FirstAttempts + m.Retries)) }, y)
+	r.series(t, x, "goodput", func(m query.Metrics) *float64 {
+		if m.ActualSuccess == nil {
+			return perSecond(0)
 		}
-		if len(pts) > 0 {
-			t.Lines = append(t.Lines, polyline{Class: s.class, Points: string(pts)})
-		}
-	}
-	for i := range timeTicks + 1 {
-		at := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / timeTicks))
-		layout := chartClock(r.ChartWidth)
-		if to.Sub(from) > 36*time.Hour {
-			layout = "01-02 15:04"
-		}
-		t.XLabels = append(t.XLabels, svgText{X: x(at), Y: t.Bottom + 18, Text: at.In(r.loc()).Format(layout), Anchor: "middle"})
-	}
+		return perSecond(math.Round(*m.ActualSuccess * float64(m.FirstAttempts+m.Retries)))
+	}, y)
 	for i := range 5 {
 		v := float64(i) * step
 		yy := y(v)
