@@ -62,6 +62,11 @@ type Options struct {
 	// Trace, when set, is told what a report read from where (a cluster: the rows and
 	// count rows that travelled), for measurements.
 	Trace io.Writer
+	// Wait is how long to wait for a file another process holds (DuckDB allows one
+	// writer, or readers: a report waits for a watch's batch, docs/live.md); 0 fails at once.
+	Wait time.Duration
+	// Waiting, when set, is called once when the open starts waiting, with why.
+	Waiting func(err error)
 }
 
 // Events are called during an ingest, for what a command shows while it runs.
@@ -133,8 +138,29 @@ func Open(ctx context.Context, location string, o Options) (Store, error) {
 		}
 		return open(ctx, location, o)
 	}
-	return openFile(ctx, location, o)
+	deadline := time.Now().Add(o.Wait)
+	for {
+		st, err := openFile(ctx, location, o)
+		if !errors.Is(err, ErrLocked) || !time.Now().Before(deadline) {
+			return st, err
+		}
+		if o.Waiting != nil {
+			o.Waiting(err)
+			o.Waiting = nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
+
+// IsFile reports whether location is a DuckDB file's path rather than a URL.
+func IsFile(location string) bool { return urlScheme.FindStringSubmatch(location) == nil }
+
+// ErrLocked means another process holds the file (DuckDB allows one writer).
+var ErrLocked = ingest.ErrLocked
 
 // Temp loads files into a private in-memory store, for a report on FILE arguments. Its
 // error says what did not load (the result says what did).

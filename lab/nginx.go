@@ -194,3 +194,7 @@ var (
 	usedMu sync.Mutex
 	used   = map[string]bool{} // the addresses freeAddr handed out
 )
+
+// Reopen makes nginx reopen its log files (SIGUSR1, what logrotate's postrotate sends):
+// until it has, it writes to the files it has open, wherever they were renamed to.
+func (n *Nginx) Reopen() error { return n.cmd.Process.Signal(syscall.SIGUSR1) }

@@ -182,6 +182,7 @@ var GapEdges = []float64{10, 50, 100, 250, 500, 1000, 2000, 5000, 10000, 30000}
 type GapHistogram struct {
 	Attempt int
 	Counts  []int64 // len(GapEdges)+1
+	SumMs   float64 // of every gap counted
 }
 
 // Gaps returns the gap histogram per attempt number, lowest first.
@@ -190,13 +191,15 @@ func (s *Set) Gaps(ctx context.Context) ([]GapHistogram, error) {
 	err := s.query(ctx, "gaps.sql", []any{GapEdges}, func(rows *sql.Rows) error {
 		var attempt, bucket int
 		var n int64
-		if err := rows.Scan(&attempt, &bucket, &n); err != nil {
+		var sum float64
+		if err := rows.Scan(&attempt, &bucket, &n, &sum); err != nil {
 			return err
 		}
 		if len(out) == 0 || out[len(out)-1].Attempt != attempt {
 			out = append(out, GapHistogram{Attempt: attempt, Counts: make([]int64, len(GapEdges)+1)})
 		}
 		out[len(out)-1].Counts[bucket] += n
+		out[len(out)-1].SumMs += sum
 		return nil
 	})
 	return out, err

@@ -373,18 +373,19 @@ func TestBackoffAndSynchronised(t *testing.T) {
 	if diff := cmp.Diff([]query.AttemptCount{{1, 2}, {2, 12}, {3, 12}}, counts); diff != "" {
 		t.Errorf("AttemptCounts (-want +got):\n%s", diff)
 	}
-	// Gaps before attempt 1: 24 of 20 ms, in [10, 50). Before attempt 2: 20..47 ms (10) in
-	// [10, 50), 50 and 53 ms in [50, 100).
+	// Gaps before attempt 1: 24 of 20 ms, in [10, 50), 480 ms in all. Before attempt 2:
+	// 20 + 3k ms for k = 0..11: 20..47 ms (10) in [10, 50), 50 and 53 ms in [50, 100),
+	// 12×20 + 3×66 = 438 ms in all.
 	gaps, err := set.Gaps(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := func(n int, b1, b2 int64) query.GapHistogram {
+	h := func(n int, b1, b2 int64, sum float64) query.GapHistogram {
 		c := make([]int64, len(query.GapEdges)+1)
 		c[1], c[2] = b1, b2
-		return query.GapHistogram{Attempt: n, Counts: c}
+		return query.GapHistogram{Attempt: n, Counts: c, SumMs: sum}
 	}
-	if diff := cmp.Diff([]query.GapHistogram{h(1, 24, 0), h(2, 10, 2)}, gaps); diff != "" {
+	if diff := cmp.Diff([]query.GapHistogram{h(1, 24, 0, 480), h(2, 10, 2, 438)}, gaps); diff != "" {
 		t.Errorf("Gaps (-want +got):\n%s", diff)
 	}
 	profile, err := set.Backoff(ctx, 20*time.Millisecond, 1)

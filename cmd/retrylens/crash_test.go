@@ -351,7 +351,7 @@ func TestDatabaseBusy(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	_, stderr, code := retrylens(t, nil, "report", "--db", db)
+	_, stderr, code := retrylens(t, nil, "report", "--wait", "0", "--db", db)
 	if code != exitError || !strings.Contains(stderr, want) || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("report during ingest: exit %d, want %d and one line containing %q:\n%s", code, exitError, want, stderr)
 	}

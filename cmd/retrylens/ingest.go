@@ -156,7 +156,7 @@ func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) er
 			)}
 		}
 	}
-	st, err := e.open(ctx, e.dbPath(o.db), backend.Options{Mode: backend.Create})
+	st, err := e.store(ctx, e.dbPath(o.db), backend.Options{Mode: backend.Create})
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func (e *env) runQuery(ctx context.Context, o *queryOptions, q string) error {
 	if o.write {
 		mode = backend.ReadWrite
 	}
-	st, err := e.open(ctx, e.dbPath(o.db), backend.Options{Mode: mode})
+	st, err := e.store(ctx, e.dbPath(o.db), backend.Options{Mode: mode})
 	if err != nil {
 		return err
 	}

@@ -245,7 +245,7 @@ func (e *env) openRows(ctx context.Context, o *rowFlags, files []string, qo *que
 		if e.getenv("RETRYLENS_TRAFFIC") != "" {
 			trace = e.stderr
 		}
-		if st, err = e.open(ctx, e.dbPath(o.db), backend.Options{Trace: trace}); err != nil {
+		if st, err = e.store(ctx, e.dbPath(o.db), backend.Options{Trace: trace}); err != nil {
 			if errors.Is(err, backend.ErrNoDatabase) {
 				err = fmt.Errorf("%w, or give log files to %s", err, o.command)
 			}

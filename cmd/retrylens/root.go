@@ -43,6 +43,16 @@ type env struct {
 	now            func() time.Time
 	// open opens a store (backend.Open); tests give a fake one to see what reaches it.
 	open func(ctx context.Context, location string, o backend.Options) (backend.Store, error)
+	wait time.Duration // --wait
+}
+
+// store opens a store (e.open), waiting --wait for a file another process holds.
+func (e *env) store(ctx context.Context, location string, o backend.Options) (backend.Store, error) {
+	o.Wait = e.wait
+	o.Waiting = func(err error) {
+		fmt.Fprintf(e.stderr, "retrylens: waiting up to %s: %v\n", e.wait, err)
+	}
+	return e.open(ctx, location, o)
 }
 
 // terminal reports whether w is a terminal (a character device), so that output can be
@@ -132,8 +142,10 @@ more lines rejected than --max-reject-ratio allows, 5 (verify) the database is d
 		Version:       version(),
 	}
 	root.SetVersionTemplate("retrylens {{.Version}}\n")
+	root.PersistentFlags().DurationVar(&e.wait, "wait", 30*time.Second,
+		"how long to wait for a database file another process holds (a 'retrylens watch' batch, an ingest); 0 fails at once")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(e.ingestCmd(), e.reportCmd(), e.checkCmd(), e.budgetCmd(), e.queryCmd(), e.verifyCmd(), e.formatsCmd(), e.versionCmd())
+	root.AddCommand(e.ingestCmd(), e.watchCmd(), e.reportCmd(), e.checkCmd(), e.budgetCmd(), e.queryCmd(), e.verifyCmd(), e.formatsCmd(), e.versionCmd())
 	return root
 }
 

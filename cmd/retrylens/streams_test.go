@@ -313,7 +313,7 @@ func TestReadOnlyCommands(t *testing.T) {
 		{"budget", 0, "finagle"},
 		{"query 'SELECT count(*) AS n FROM requests'", 0, "125"},
 		{"query 'DELETE FROM files'", exitError, "opened read-only; --write allows changes"},
-		{"ingest " + scenario("quiet-hour"), exitError, "database is in use by another process"}, // the lock is real
+		{"ingest --wait 0 " + scenario("quiet-hour"), exitError, "database is in use by another process"}, // the lock is real
 	} {
 		name, rest, _ := strings.Cut(tc.args, " ")
 		code, out := asRetrylens(t, ".", `"$RL" `+name+" --db "+db+" "+rest)

@@ -71,7 +71,7 @@ func (e *env) runVerify(ctx context.Context, o *verifyOptions) error {
 		}
 		return err
 	}
-	st, err := e.open(ctx, e.dbPath(o.db), backend.Options{Mode: mode})
+	st, err := e.store(ctx, e.dbPath(o.db), backend.Options{Mode: mode})
 	if err != nil {
 		return damaged(err)
 	}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/query"
+	"github.com/retrylens/retrylens/watch"
+)
+
+type watchOptions struct {
+	db, listen, rules, window string
+	formats                   formatFlags
+	interval, maxGap, settle  time.Duration
+	htmlWindow                time.Duration
+	maxEndpoints              int
+	once, promRules           bool
+}
+
+func (e *env) watchCmd() *cobra.Command {
+	var o watchOptions
+	c := &cobra.Command{
+		Use:   "watch [flags] FILE|GLOB...",
+		Short: "Follow access logs, load new lines as they come and serve retry metrics to Prometheus",
+		Long: `Follow access logs while they are written: every --interval, load what the files hold
+beyond what was loaded, through the same exactly-once ingest as 'retrylens ingest', and
+serve the figures on --listen: /metrics for Prometheus, / for the HTML report of the last
+--html-window.
+
+Give the rotated set as a quoted glob ('/var/log/nginx/access.log*'): rename rotation
+(the old file read to its end, then the new one), copytruncate, gzip of rotated files and
+files appearing under the glob load each line once; a restart, even after kill -9, goes
+on where the database stands. SIGTERM or Ctrl-C finishes the batch under way and exits 0.
+
+The counters count what is final: a logical request counts once its chain can no longer
+grow (--max-gap after its last attempt, --settle for lines to reach the file), so ratios
+are PromQL over counters and every figure up to retrylens_closed_until_seconds equals
+'retrylens report --until' that time. The window gauges are the last closed window's
+(--window). Endpoints get series of their own up to --max-endpoints, in the order they
+are first seen; the rest are counted as endpoint "other". docs/live.md has each metric,
+the Prometheus rules and a systemd unit.
+
+The database is held only during a batch: report, check, query and budget on the same
+--db wait for it (--wait) and read it meanwhile. A DuckDB file only.`,
+		Example: `  retrylens watch --db /var/lib/retrylens/gateway.duckdb '/var/log/nginx/access.log*'
+  retrylens watch --listen 127.0.0.1:9464 --interval 5s --window 1m access.log
+  retrylens watch --once access.log     # one batch, then exit: cron instead of a daemon
+  retrylens watch --prometheus-rules > /etc/prometheus/rules/retrylens.yml`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 && !o.promRules {
+				return usagef("watch needs at least one FILE or GLOB to follow")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error { return e.runWatch(c.Context(), &o, args) },
+	}
+	f := c.Flags()
+	f.StringVar(&o.db, "db", "", dbHelp)
+	o.formats.register(c)
+	f.DurationVar(&o.interval, "interval", 10*time.Second, "time between batches")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:9464", `where to serve /metrics and the HTML report ("" for nowhere)`)
+	f.IntVar(&o.maxEndpoints, "max-endpoints", 100, "endpoints with series of their own; the rest are one \"other\" series")
+	f.DurationVar(&o.maxGap, "max-gap", query.DefaultMaxGap, "how long after its last attempt a logical request is final: no retry comes later")
+	f.DurationVar(&o.settle, "settle", 2*time.Second, "how long a line may take to reach the file (a buffered access_log's flush=)")
+	f.StringVar(&o.window, "window", "1m", "the window whose last closed one the window gauges show (1m, 10s…)")
+	f.DurationVar(&o.htmlWindow, "html-window", time.Hour, "how much the HTML report at / shows, up to the last closed minute (0: none)")
+	f.StringVar(&o.rules, "rules", "", "alert rules file (JSON), as report's")
+	f.BoolVar(&o.once, "once", false, "run one batch and exit, serving nothing")
+	f.BoolVar(&o.promRules, "prometheus-rules", false, "print a Prometheus rules file for these metrics (recording rules, and alerts with the thresholds of --rules) and exit")
+	return c
+}
+
+func (e *env) runWatch(ctx context.Context, o *watchOptions, args []string) error {
+	if o.interval <= 0 || o.maxGap <= 0 || o.settle < 0 || o.htmlWindow < 0 {
+		return usagef("--interval and --max-gap must be positive, --settle and --html-window not negative")
+	}
+	if o.maxEndpoints < 0 {
+		return usagef("--max-endpoints must not be negative")
+	}
+	width, err := query.ParseWindow(o.window)
+	if err != nil {
+		return usagef("--window: %v", err)
+	}
+	if time.Minute%width != 0 && width%time.Minute != 0 {
+		return usagef("--window %s: want a width that divides a minute or whole minutes", o.window)
+	}
+	format, err := o.formats.format()
+	if err != nil {
+		return err
+	}
+	router, err := o.formats.router()
+	if err != nil {
+		return err
+	}
+	rules, err := loadRules(o.rules)
+	if err != nil {
+		return err
+	}
+	if o.promRules {
+		return watch.PrometheusRules(e.stdout, rules)
+	}
+	w, err := watch.New(watch.Options{
+		Location: e.dbPath(o.db), Args: args, Open: e.open,
+		Load:     backend.LoadOptions{Format: format, Router: router, Now: e.now},
+		Interval: o.interval, MaxGap: o.maxGap, Settle: o.settle, Width: width, MaxEndpoints: o.maxEndpoints,
+		Rules: rules, HTMLWindow: o.htmlWindow, Now: e.now, Log: e.stderr,
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	if o.once {
+		return w.Batch(ctx)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if o.listen != "" {
+		ln, err := net.Listen("tcp", o.listen)
+		if err != nil {
+			return fmt.Errorf("--listen: %w", err)
+		}
+		srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		fmt.Fprintf(e.stderr, "retrylens watch: serving http://%s/metrics and http://%s/\n", ln.Addr(), ln.Addr())
+	}
+	if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}

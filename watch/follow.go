@@ -1,0 +1,200 @@
+package watch
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/retrylens/retrylens/backend"
+)
+
+// follower finds what to load at each batch: the files the arguments name now (globs
+// expanded again, rotated sets oldest first), and a file that was renamed away from a
+// followed name (rename rotation: nginx writes to it until it reopens its logs), found
+// again by its inode in the same folder. Every file is loaded through the store's
+// registry of loaded content, which makes loading exactly once whatever the follower
+// hands it; the follower only saves work: a file whose size and modification time have
+// not changed since it was loaded to its end is not read again.
+type follower struct {
+	mu    sync.Mutex // the metrics read lagBytes while a batch runs
+	args  []string
+	files map[fileID]*followed
+	batch []*followed // what inputs handed the batch
+	// rotations counts names that came to point at another file (rename rotation) and
+	// files that got shorter (copytruncate, truncation).
+	rotations int64
+}
+
+type fileID struct{ dev, ino uint64 }
+
+type followed struct {
+	path  string // where it was last seen
+	size  int64  // as it was before its last load, which read it to its end
+	mtime time.Time
+	done  bool        // loaded, at that size
+	seen  os.FileInfo // at this batch's start, before the load
+}
+
+func newFollower(args []string) *follower {
+	return &follower{args: args, files: map[fileID]*followed{}}
+}
+
+// inputs returns the files to load now: every file the arguments name whose content may
+// have changed since it was loaded, and files renamed away from a followed name. A glob
+// that matches nothing yet, or a file that does not exist yet, is no error: it may appear.
+func (f *follower) inputs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var args []string
+	for _, a := range f.args {
+		if _, err := os.Stat(a); err == nil {
+			args = append(args, a)
+		} else if m, _ := filepath.Glob(a); len(m) > 0 && strings.ContainsAny(a, "*?[") {
+			args = append(args, m...)
+		}
+	}
+	named, err := backend.Inputs(args)
+	if err != nil {
+		named = args
+	}
+	now := map[fileID]string{}
+	for _, p := range named {
+		if id, _, ok := stat(p); ok {
+			now[id] = p
+		}
+	}
+	// A followed file no argument names any more: renamed by logrotate into a name
+	// outside the glob, or deleted. Found in its folder under another name, it is read
+	// to its end once more.
+	var moved []string
+	for id, fl := range f.files {
+		if _, ok := now[id]; ok {
+			continue
+		}
+		if p := findInode(filepath.Dir(fl.path), id); p != "" {
+			if _, size, ok := stat(p); ok && !(fl.done && size == fl.size) {
+				moved = append(moved, p)
+			}
+			fl.path = p
+			continue
+		}
+		delete(f.files, id) // gone: what was not read of it is lost (docs/live.md)
+	}
+	f.batch = f.batch[:0]
+	var out []string
+	for _, p := range moved {
+		if id, _, ok := stat(p); ok {
+			f.take(id, p)
+			out = append(out, p)
+		}
+	}
+	for _, p := range named {
+		id, size, ok := stat(p)
+		if !ok {
+			continue
+		}
+		fl, known := f.files[id]
+		if !known {
+			// A name that pointed at another file before: rotation.
+			for _, other := range f.files {
+				if other.path == p {
+					f.rotations++
+					break
+				}
+			}
+			f.files[id] = &followed{path: p}
+			if f.take(id, p) {
+				out = append(out, p)
+			}
+			continue
+		}
+		fl.path = p
+		if size < fl.size {
+			f.rotations++ // copytruncate or truncation: the registry sees new content
+		}
+		if st, err := os.Stat(p); err != nil || fl.done && size == fl.size && st.ModTime().Equal(fl.mtime) {
+			continue
+		}
+		if f.take(id, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// take notes a file's size and time before the batch loads it.
+func (f *follower) take(id fileID, p string) bool {
+	st, err := os.Stat(p)
+	if err != nil {
+		return false
+	}
+	fl := f.files[id]
+	if fl == nil {
+		fl = &followed{path: p}
+		f.files[id] = fl
+	}
+	fl.seen = st
+	f.batch = append(f.batch, fl)
+	return true
+}
+
+// loaded records that the batch loaded its files: each to its end as it was before the
+// load (lines written during it are read again next time, and the registry of loaded
+// content leaves out what was loaded).
+func (f *follower) loaded() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, fl := range f.batch {
+		fl.size, fl.mtime, fl.done = fl.seen.Size(), fl.seen.ModTime(), true
+	}
+	f.batch = f.batch[:0]
+}
+
+// lagBytes is how many bytes the followed files hold beyond what was loaded.
+func (f *follower) lagBytes() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n int64
+	for _, fl := range f.files {
+		if _, size, ok := stat(fl.path); ok && size > fl.size {
+			n += size - fl.size
+		}
+	}
+	return n
+}
+
+func stat(path string) (fileID, int64, bool) {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return fileID{}, 0, false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, st.Size(), false
+	}
+	return fileID{dev: uint64(sys.Dev), ino: sys.Ino}, st.Size(), true
+}
+
+// findInode is the path in dir of the file with id, or "".
+func findInode(dir string, id fileID) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if got, _, ok := stat(p); ok && got == id {
+			return p
+		}
+	}
+	return ""
+}
+
+func (f *follower) rotationsSeen() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rotations
+}

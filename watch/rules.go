@@ -1,0 +1,119 @@
+package watch
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/retrylens/retrylens/query"
+)
+
+// PrometheusRules writes a Prometheus rules file for the counters watch serves: recording
+// rules for amplification, retry rate and retry success over 5 minutes, in all and per
+// endpoint, and an alert for each of rules' alert rules with its threshold, its evidence
+// (per minute, over the 5 minutes) and its sustain as "for". The built-in judgement also
+// asks for 95 % confidence and judges each closed minute; the gauge
+// retrylens_window_alert_firing carries that one, and the RetrylensAlertFiring alert
+// forwards it. Thresholds come from one place: the rules a report uses.
+func PrometheusRules(w io.Writer, rules []query.Rule) error {
+	var b strings.Builder
+	b.WriteString(`# Prometheus rules for retrylens watch, written by 'retrylens watch --prometheus-rules'
+# from the alert rules (docs/metrics.md): edit the --rules file and write them again.
+groups:
+  - name: retrylens-recording
+    rules:
+`)
+	for _, level := range []struct{ name, by string }{{"retrylens", ""}, {"endpoint", " by (method, route)"}} {
+		rec := func(metric, expr string) {
+			fmt.Fprintf(&b, "      - record: %s:%s\n        expr: %s\n", level.name, metric, expr)
+		}
+		inc := func(series string) string { return fmt.Sprintf("sum%s (increase(%s[5m]))", level.by, series) }
+		rec("first_attempts:increase5m", inc(`retrylens_attempts_total{attempt="first"}`))
+		rec("retries:increase5m", inc(`retrylens_attempts_total{attempt="retry"}`))
+		rec("amplification:ratio5m", fmt.Sprintf("(%[1]s:first_attempts:increase5m + %[1]s:retries:increase5m) / %[1]s:first_attempts:increase5m", level.name))
+		rec("retry_rate:ratio5m", fmt.Sprintf("%[1]s:retries:increase5m / %[1]s:first_attempts:increase5m", level.name))
+		// Retry success leaves out the retries the client cancelled because another
+		// attempt of the request won (docs/metrics.md).
+		rec("retry_success:ratio5m", fmt.Sprintf("%s / (%s:retries:increase5m - %s)",
+			inc(`retrylens_attempts_succeeded_total{attempt="retry"}`), level.name, inc(`retrylens_attempts_cancelled_total{attempt="retry"}`)))
+	}
+	b.WriteString(`  - name: retrylens-alerts
+    rules:
+`)
+	for _, r := range rules {
+		if r.Severity == "" {
+			continue
+		}
+		var cond string
+		switch r.Name {
+		case "retry_rate_high":
+			cond = fmt.Sprintf("retrylens:retry_rate:ratio5m > %g", r.Threshold)
+		case "retries_not_helping":
+			cond = fmt.Sprintf("retrylens:retry_success:ratio5m < %g and retrylens:retry_rate:ratio5m > %g", r.Threshold, r.MinRetryRate)
+		case "retry_storm":
+			cond = fmt.Sprintf("retrylens:amplification:ratio5m > %g", r.Threshold)
+		default:
+			continue
+		}
+		// The evidence, per minute in the rules file, over the 5 minutes here.
+		cond += fmt.Sprintf(" and retrylens:first_attempts:increase5m >= %d and retrylens:retries:increase5m >= %d", 5*r.MinFirstAttempts, 5*r.MinRetries)
+		fmt.Fprintf(&b, `      - alert: Retrylens%s
+        expr: %s
+        for: %s
+        labels:
+          severity: %s
+          rule: %s
+        annotations:
+          summary: "%s over the last 5 minutes (retrylens rule %s)"
+`, camel(r.Name), cond, promDuration(r.Sustain), r.Severity, r.Name, describe(r), r.Name)
+	}
+	b.WriteString(`      - alert: RetrylensAlertFiring
+        expr: retrylens_window_alert_firing == 1
+        labels:
+          source: retrylens
+        annotations:
+          summary: "retrylens rule {{ $labels.rule }} ({{ $labels.severity }}) fired in the last closed window, as 'retrylens report' judges it"
+      - alert: RetrylensWatchStalled
+        expr: time() - retrylens_last_batch_timestamp_seconds > 120 or increase(retrylens_batch_failures_total[5m]) > 2
+        for: 2m
+        labels:
+          severity: P2
+        annotations:
+          summary: "retrylens watch has not loaded a batch for 2 minutes, or its batches fail: its figures are stale"
+`)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func camel(s string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(s, "_") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
+}
+
+func promDuration(d time.Duration) string {
+	if d <= 0 {
+		return "0s"
+	}
+	if d%time.Minute == 0 {
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return fmt.Sprintf("%ds", d/time.Second)
+}
+
+func describe(r query.Rule) string {
+	switch r.Name {
+	case "retry_rate_high":
+		return fmt.Sprintf("retry rate above %g", r.Threshold)
+	case "retries_not_helping":
+		return fmt.Sprintf("retry success under %g while the retry rate is above %g", r.Threshold, r.MinRetryRate)
+	case "retry_storm":
+		return fmt.Sprintf("amplification above %g", r.Threshold)
+	}
+	return r.Name
+}

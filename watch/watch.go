@@ -1,0 +1,205 @@
+// Package watch follows access logs as they are written, loads their new lines into a
+// store at every interval through the same exactly-once ingest as retrylens ingest, and
+// keeps the figures of what is final for Prometheus (docs/live.md): counters of every
+// logical request whose chain can no longer grow, the last closed window's verdict and
+// alerts, the health of the ingest.
+package watch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/internal/sanitize"
+	"github.com/retrylens/retrylens/postmortem"
+	"github.com/retrylens/retrylens/query"
+	"github.com/retrylens/retrylens/report"
+)
+
+// Options are what a watch follows, where it loads, and how it judges.
+type Options struct {
+	Location string   // the store (backend.Open)
+	Args     []string // files and globs, expanded again at every batch
+	Load     backend.LoadOptions
+	// Open opens the store; nil is backend.Open.
+	Open     func(ctx context.Context, location string, o backend.Options) (backend.Store, error)
+	Interval time.Duration // between batches
+	// MaxGap is how long after its last attempt a logical request is final: no retry
+	// comes later (query.Options.MaxGap's default, 60 s, unless set).
+	MaxGap time.Duration
+	// Settle is how long a line may take from its time to the file (a buffered
+	// access_log's flush=): lines are final that much later.
+	Settle       time.Duration
+	Width        time.Duration // the windows whose last closed one the gauges show
+	MaxEndpoints int           // endpoints with series of their own; the rest are "other"
+	Rules        []query.Rule  // nil: query.DefaultRules
+	HTMLWindow   time.Duration // how much the page at / shows, up to the last closed minute
+	Now          func() time.Time
+	Log          io.Writer // a line per batch that failed, and per rotation seen
+}
+
+// Watcher follows the logs and holds the latest figures.
+type Watcher struct {
+	o      Options
+	follow *follower
+
+	mu   sync.Mutex
+	snap *snapshot // nil until a batch has closed a minute
+	page []byte    // the HTML report of the last hours
+	// named are the endpoints with series of their own, in the order they were first
+	// seen (a series never moves to "other" and back); the rest are counted in other.
+	named map[string]bool
+	ovf   map[string]bool // the endpoints counted in "other"
+	stats batchStats
+}
+
+// batchStats are the ingest's own figures, for the health metrics.
+type batchStats struct {
+	batches, failed int64
+	lastBatch       time.Time
+	lastDuration    time.Duration
+	loadedLines     int64 // lines read in the files table: what every load counted
+	rejected        int64
+	rotations       int64
+}
+
+// New checks o and returns a Watcher; Run starts it.
+func New(o Options) (*Watcher, error) {
+	if len(o.Args) == 0 {
+		return nil, errors.New("nothing to watch: give log files or globs")
+	}
+	if !backend.IsFile(o.Location) {
+		return nil, fmt.Errorf("watch loads into a DuckDB file, not %s: on a cluster, run 'retrylens ingest' from each gateway", o.Location)
+	}
+	if o.Open == nil {
+		o.Open = backend.Open
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxGap <= 0 {
+		o.MaxGap = query.DefaultMaxGap
+	}
+	if o.Rules == nil {
+		o.Rules = query.DefaultRules()
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return &Watcher{o: o, follow: newFollower(o.Args), named: map[string]bool{}, ovf: map[string]bool{}}, nil
+}
+
+// Run loads a batch at every interval until ctx ends; a batch under way when it ends is
+// finished first (its chunks commit), then Run returns nil.
+func (w *Watcher) Run(ctx context.Context) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		start := time.Now()
+		if err := w.Batch(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(w.o.Log, "retrylens watch: %s\n", sanitize.Text(err.Error()))
+		}
+		t.Reset(max(0, w.o.Interval-time.Since(start)))
+	}
+}
+
+// lockWait is how long a batch waits for the store while another process (a report)
+// holds it.
+const lockWait = 30 * time.Second
+
+// Batch loads what the files hold beyond what was loaded, then computes the figures
+// of every logical request final by now and of the last closed window.
+func (w *Watcher) Batch(ctx context.Context) error {
+	started := w.o.Now()
+	files := w.follow.inputs()
+	err := w.batch(ctx, files, started)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stats.batches++
+	w.stats.lastBatch, w.stats.lastDuration = started, w.o.Now().Sub(started)
+	w.stats.rotations = w.follow.rotationsSeen()
+	if err != nil {
+		w.stats.failed++
+		return err
+	}
+	w.follow.loaded()
+	return nil
+}
+
+func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) error {
+	st, err := w.o.Open(ctx, w.o.Location, backend.Options{Mode: backend.Create, Wait: lockWait})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if len(files) > 0 {
+		done, err := st.Ingest(ctx, files, w.o.Load, backend.Events{})
+		if err != nil {
+			return err
+		}
+		if done.Removed {
+			return nil // nothing loaded yet, and no database made for it
+		}
+	}
+	h := st.Health(ctx)
+	w.mu.Lock()
+	w.stats.loadedLines, w.stats.rejected = h.Lines, h.Rejected
+	w.mu.Unlock()
+	qo := query.Options{Rules: w.o.Rules}
+	db, err := st.Rows(ctx, &qo, nil, false)
+	if err != nil {
+		return err
+	}
+	// Everything before the last whole minute (or window, under a minute) at or before
+	// where chains stop growing. A report up to a whole minute reads what the stored
+	// cache holds of those minutes; one up to a window inside a minute links the rows
+	// again (slower on a large database, the same figures).
+	closed, err := query.Closed(ctx, db, started.Add(-w.o.Settle-w.o.MaxGap), w.o.MaxGap)
+	if err != nil {
+		return err
+	}
+	until := closed.UTC().Truncate(min(w.o.Width, time.Minute))
+	w.mu.Lock()
+	same := w.snap != nil && w.snap.until.Equal(until)
+	w.mu.Unlock()
+	if same {
+		return nil
+	}
+	qo.Until = until
+	pm, err := postmortem.Build(ctx, db, postmortem.Options{Query: qo, Width: w.o.Width, Charts: true})
+	if err != nil {
+		return err
+	}
+	if pm.From.IsZero() {
+		return nil // nothing final yet
+	}
+	var page bytes.Buffer
+	if w.o.HTMLWindow > 0 {
+		hq := qo
+		// The last hours that have lines: a log replayed long after shows its end.
+		hq.Since = pm.To.Truncate(time.Minute).Add(time.Minute - w.o.HTMLWindow)
+		hp, err := postmortem.Build(ctx, db, postmortem.Options{Query: hq, Width: w.o.Width, Charts: true})
+		if err != nil {
+			return err
+		}
+		r := &report.Report{Result: *hp, GeneratedAt: w.o.Now(), Window: w.o.Width.String(), Top: 10}
+		if err := report.Write(&page, report.FormatHTML, r); err != nil {
+			return err
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.snap = w.newSnapshot(pm, until)
+	w.page = page.Bytes()
+	return nil
+}

@@ -1,0 +1,91 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// slug is n written in letters, which no route rule templates: a path of its own.
+func slug(n int) string {
+	var b []byte
+	for {
+		b = append(b, byte('a'+n%26))
+		n /= 26
+		if n == 0 {
+			return string(b)
+		}
+	}
+}
+
+// 100,000 distinct endpoints with MaxEndpoints 100: /metrics keeps 100 and "other", the
+// overflow is counted, and the series still add up to every attempt.
+func TestEndpointCap(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	const n = 100_000
+	var b strings.Builder
+	for i := range n {
+		// every tenth a retry of the one before, on the same path
+		attempt, path := 0, i
+		if i%10 == 9 {
+			attempt, path = 1, i-1
+		}
+		fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:%02d:%02d +0000] "GET /p/%s HTTP/1.1" 502 2 "-" "c/1" rt=0.012 urt="0.012" us="502" ra="%d" rr="-" rid="r%d" ik="-" retry_after="-" msec=-`+"\n",
+			i*59/n, i%60, slug(path), attempt, path)
+	}
+	if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(Options{Location: filepath.Join(dir, "w.duckdb"), Args: []string{log}, MaxEndpoints: 100, Width: time.Minute,
+		Now: func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Batch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(w)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	endpoints := map[string]bool{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if f.GetName() == "retrylens_attempts_total" {
+				endpoints[labels["method"]+" "+labels["route"]] = true
+				got["attempts "+labels["attempt"]] += m.GetCounter().GetValue()
+			}
+			if f.GetName() == "retrylens_endpoints_overflow_total" {
+				got["overflow"] = m.GetCounter().GetValue()
+			}
+			if f.GetName() == "retrylens_lines_total" {
+				got["lines"] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	// the paths: n - n/10 distinct ones, the retries repeating their first attempt's
+	want := map[string]float64{"attempts first": n - n/10, "attempts retry": n / 10, "attempts untagged": 0, "overflow": n - n/10 - 100, "lines": n}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %v, want %v", k, got[k], v)
+		}
+	}
+	if len(endpoints) != 101 || !endpoints["other other"] {
+		t.Errorf("%d endpoints in the series, want 100 and other", len(endpoints))
+	}
+}
