@@ -209,6 +209,7 @@ type (
 	Damage      = ingest.Damage
 	Router      = ingest.Router
 	Sample      = ingest.Sample
+	Positions   = ingest.Positions
 )
 
 // The load's helpers that touch no store.
@@ -219,4 +220,5 @@ var (
 	DryRun       = ingest.DryRun       // how a file's first lines parse
 	WriteDryRun  = ingest.WriteDryRun  // DryRun's samples, for a person
 	WriteSummary = ingest.WriteSummary // a LoadResult, for a person
+	NewPositions = ingest.NewPositions // where a follower's loads ended (LoadOptions.Positions)
 )

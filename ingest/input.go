@@ -154,6 +154,7 @@ type prefix struct {
 	sum   string
 	lines int64
 	path  string
+	from  int64 // where the load that registered it started
 }
 
 // scan is what planFile found of a file's content.

@@ -54,6 +54,9 @@ type Options struct {
 	// Step, when set, is called at each step of a chunk's transaction (see Step), so that
 	// crash tests can kill a load exactly there. Nil in the product.
 	Step func(step Step)
+	// Positions, when set, remembers where each file's loads ended, so that the next load
+	// of a file that only grew reads its new bytes only (retrylens watch).
+	Positions *Positions
 }
 
 // Step names a point in a chunk's transaction.
@@ -352,7 +355,16 @@ func loadFile(ctx context.Context, st store, path string, opt Options) (File, er
 	if err != nil {
 		return out, err
 	}
-	sc, err := planFile(src, known)
+	// A file this process loaded before and that only grew since goes on from there
+	// (Positions); any other is planned from its content.
+	resumed, rh, ok := opt.Positions.resume(src, known)
+	var sc scan
+	if ok && !stream {
+		sc, err = planResumed(src, resumed)
+	} else {
+		rh = nil
+		sc, err = planFile(src, known)
+	}
 	if err != nil {
 		return out, err
 	}
@@ -372,7 +384,18 @@ func loadFile(ctx context.Context, st store, path string, opt Options) (File, er
 	}
 	defer in.Close()
 	h := &countingHash{Hash: sha256.New()}
-	if from.bytes > 0 {
+	if rh != nil {
+		// Resumed: the hash of the loaded prefix is known, the file is read from its end.
+		f, _ := in.c.(*os.File)
+		if f == nil || in.gz != nil {
+			return out, fmt.Errorf("resume %s: not a plain file", path)
+		}
+		if _, err := f.Seek(from.bytes, io.SeekStart); err != nil {
+			return out, err
+		}
+		in.r.Reset(f)
+		h = rh
+	} else if from.bytes > 0 {
 		// The loaded prefix still goes into the hash of [0, end).
 		if _, err := io.CopyN(h, in.r, from.bytes); err != nil {
 			return out, fmt.Errorf("skip the %d bytes loaded before: %w", from.bytes, err)
@@ -423,6 +446,9 @@ func loadFile(ctx context.Context, st store, path string, opt Options) (File, er
 		if c.Last.After(out.Last) {
 			out.Last = c.Last
 		}
+	}
+	if !stream && in.gz == nil {
+		opt.Positions.remember(src, pos, line, h)
 	}
 	return out, truncated(sc)
 }
@@ -637,7 +663,7 @@ func registered(ctx context.Context, db *sql.DB) ([]prefix, error) {
 }
 
 // registeredQuery reads the loaded prefixes from the registry.
-const registeredQuery = "SELECT bytes, sha256, lines_end, path FROM files WHERE bytes > 0"
+const registeredQuery = "SELECT bytes, sha256, lines_end, path, offset_bytes FROM files WHERE bytes > 0"
 
 // prefixes reads registeredQuery's rows, from either engine's driver.
 func prefixes(rows interface {
@@ -648,7 +674,7 @@ func prefixes(rows interface {
 	var ps []prefix
 	for rows.Next() {
 		var p prefix
-		if err := rows.Scan(&p.bytes, &p.sum, &p.lines, &p.path); err != nil {
+		if err := rows.Scan(&p.bytes, &p.sum, &p.lines, &p.path, &p.from); err != nil {
 			return nil, err
 		}
 		ps = append(ps, p)

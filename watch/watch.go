@@ -91,6 +91,10 @@ func New(o Options) (*Watcher, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.Load.Positions == nil {
+		// a file that grew is read from where its last load ended, not hashed from its start
+		o.Load.Positions = backend.NewPositions()
+	}
 	return &Watcher{o: o, follow: newFollower(o.Args), named: map[string]bool{}, ovf: map[string]bool{}}, nil
 }
 
