@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"maps"
 	"math"
 	"strings"
 	"time"
@@ -11,55 +12,91 @@ import (
 	"github.com/retrylens/retrylens/query"
 )
 
-// snapshot is what a batch computed: the figures of every logical request that started
-// before until (final: see query.Closed), per endpoint, and the last closed window.
+// snapshot is what the batches computed: the figures of every logical request that
+// started before until (final: see query.Closed), per endpoint, and the last closed
+// window. A batch adds the figures of the minutes it closed (a range report counts what
+// its part of a report over every row counts), so its cost follows what was written
+// since, not the database's size; the first batch of a process counts all before.
 type snapshot struct {
 	until     time.Time
-	total     query.Metrics
-	endpoints map[string]query.Metrics // named endpoints, by "METHOD route"
-	loops     query.Loops429
-	hedging   query.Hedging
+	total     tally
+	endpoints map[string]tally // named endpoints, by "METHOD route"
+	loops     query.Loops429   // the counts only
+	hedging   query.Hedging    // the counts only
 	findings  map[string]int64
 	gaps      []int64      // per bucket of query.GapEdges, every attempt number
 	gapSum    float64      // ms
 	window    query.Window // the last closed window (zero figures when it had no request)
 }
 
+// tally is the endpoint counters' values: by counter name and label values, joined by
+// labelSep.
+type tally map[string]int64
+
+const labelSep = "\x00"
+
+func (t tally) add(m query.Metrics) {
+	for _, k := range endpointCounters {
+		for _, l := range k.values(m) {
+			t[k.name+labelSep+strings.Join(l.labels, labelSep)] += l.v
+		}
+	}
+}
+
 // otherEndpoint is the label of the endpoints past MaxEndpoints.
 const otherEndpoint = "other"
 
-// newSnapshot keeps pm's figures, giving endpoints series of their own in the order they
-// are first seen until MaxEndpoints have one (w.mu held).
-func (w *Watcher) newSnapshot(pm *postmortem.Result, until time.Time) *snapshot {
-	s := &snapshot{until: until, total: pm.Summary, endpoints: map[string]query.Metrics{}, loops: pm.Loops,
-		hedging: pm.Hedging, findings: map[string]int64{}, gaps: make([]int64, len(query.GapEdges)+1)}
+// add returns s with the figures of pm, the range [s.until, until), added; endpoints get
+// series of their own in the order they are first seen until MaxEndpoints have one (w.mu
+// held). A nil s is empty.
+func (w *Watcher) add(s *snapshot, pm *postmortem.Result, until time.Time) *snapshot {
+	next := &snapshot{until: until, total: tally{}, endpoints: map[string]tally{}, findings: map[string]int64{},
+		gaps: make([]int64, len(query.GapEdges)+1), window: query.Window{Start: until.Truncate(w.o.Width).Add(-w.o.Width)}}
+	next.window.Verdict = query.Quiet
+	if s != nil {
+		next.loops, next.hedging, next.gapSum = s.loops, s.hedging, s.gapSum
+		maps.Copy(next.total, s.total)
+		for k, t := range s.endpoints {
+			next.endpoints[k] = maps.Clone(t)
+		}
+		maps.Copy(next.findings, s.findings)
+		copy(next.gaps, s.gaps)
+	}
+	next.total.add(pm.Summary)
 	for _, e := range pm.Endpoints {
 		if !w.named[e.Key] && len(w.named) < w.o.MaxEndpoints {
 			w.named[e.Key] = true
 		}
-		if w.named[e.Key] {
-			s.endpoints[e.Key] = e.Metrics
-		} else {
+		if !w.named[e.Key] {
 			w.ovf[e.Key] = true
+			continue
 		}
+		if next.endpoints[e.Key] == nil {
+			next.endpoints[e.Key] = tally{}
+		}
+		next.endpoints[e.Key].add(e.Metrics)
 	}
+	next.loops.Loops += pm.Loops.Loops
+	next.loops.PrematureRetries += pm.Loops.PrematureRetries
+	next.loops.BlindRetries += pm.Loops.BlindRetries
+	next.hedging.Requests += pm.Hedging.Requests
+	next.hedging.Hedges += pm.Hedging.Hedges
+	next.hedging.Wins += pm.Hedging.Wins
 	for _, f := range pm.Findings {
-		s.findings[f.Kind] += f.Count
+		next.findings[f.Kind] += f.Count
 	}
 	for _, g := range pm.Gaps {
 		for i, n := range g.Counts {
-			s.gaps[i] += n
+			next.gaps[i] += n
 		}
-		s.gapSum += g.SumMs
+		next.gapSum += g.SumMs
 	}
-	s.window.Start = until.Truncate(w.o.Width).Add(-w.o.Width)
-	s.window.Verdict = query.Quiet
 	for _, win := range pm.Windows {
-		if win.Start.Equal(s.window.Start) {
-			s.window = win
+		if win.Start.Equal(next.window.Start) {
+			next.window = win
 		}
 	}
-	return s
+	return next
 }
 
 // counter is one counted figure of a slice's Metrics, with the labels that split it.
@@ -206,23 +243,28 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	c("retrylens_closed_until_seconds", "Logical requests that started before this time (Unix) are in the counters: their chains can no longer grow.", float64(s.until.Unix()), prometheus.GaugeValue)
-	// Per endpoint, and the rest as "other": the range's total less the named ones. Two
-	// endpoints whose labels read the same once made safe share a series.
+	// Per endpoint, and the rest as "other": the total less the named ones. Two endpoints
+	// whose labels read the same once made safe share a series.
 	for _, k := range endpointCounters {
 		desc := prometheus.NewDesc(k.name, k.help, append([]string{"method", "route"}, k.labels...), nil)
 		series := map[string]int64{}
-		for _, l := range k.values(s.total) {
-			series[strings.Join(append([]string{otherEndpoint, otherEndpoint}, l.labels...), "\x00")] += l.v
+		other := otherEndpoint + labelSep + otherEndpoint + labelSep
+		for key, v := range s.total {
+			if labels, ok := strings.CutPrefix(key, k.name+labelSep); ok {
+				series[other+labels] += v
+			}
 		}
-		for key, m := range s.endpoints {
-			ep := endpointLabels(key)
-			for _, l := range k.values(m) {
-				series[strings.Join(append([]string{otherEndpoint, otherEndpoint}, l.labels...), "\x00")] -= l.v
-				series[strings.Join(append(ep, l.labels...), "\x00")] += l.v
+		for ep, t := range s.endpoints {
+			named := strings.Join(endpointLabels(ep), labelSep) + labelSep
+			for key, v := range t {
+				if labels, ok := strings.CutPrefix(key, k.name+labelSep); ok {
+					series[other+labels] -= v
+					series[named+labels] += v
+				}
 			}
 		}
 		for key, v := range series {
-			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(max(0, v)), strings.Split(key, "\x00")...)
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(max(0, v)), strings.Split(key, labelSep)...)
 		}
 	}
 	c("retrylens_hedged_requests_total", "Logical requests with a hedge (an attempt sent while another was in flight).", float64(s.hedging.Requests), prometheus.CounterValue)

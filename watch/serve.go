@@ -19,12 +19,13 @@ func (w *Watcher) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, _ *http.Request) {
 		w.mu.Lock()
 		page := w.page
+		w.asked = w.o.Now()
 		w.mu.Unlock()
 		rw.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
 		if page == nil {
 			rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 			rw.Header().Set("Refresh", "10")
-			rw.Write([]byte("<!doctype html><title>retrylens watch</title><p>No closed minute yet: the report shows once a batch has closed one.</p>\n"))
+			rw.Write([]byte("<!doctype html><title>retrylens watch</title><p>The report shows after the next batch that has closed a minute.</p>\n"))
 			return
 		}
 		rw.Header().Set("Content-Type", "text/html; charset=utf-8")

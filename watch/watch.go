@@ -8,6 +8,7 @@ package watch
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,11 @@ type Watcher struct {
 
 	mu   sync.Mutex
 	snap *snapshot // nil until a batch has closed a minute
-	page []byte    // the HTML report of the last hours
+	last time.Time // the last request counted
+	// page is the HTML report of the last hours as of pageUntil, built by the batches
+	// while / is asked for (asked: when it last was).
+	page             []byte
+	pageUntil, asked time.Time
 	// named are the endpoints with series of their own, in the order they were first
 	// seen (a series never moves to "other" and back); the rest are counted in other.
 	named map[string]bool
@@ -174,36 +179,83 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	}
 	until := closed.UTC().Truncate(min(w.o.Width, time.Minute))
 	w.mu.Lock()
-	same := w.snap != nil && w.snap.until.Equal(until)
+	prev := w.snap
 	w.mu.Unlock()
-	if same {
-		return nil
+	if prev != nil && !until.After(prev.until) {
+		return w.buildPage(ctx, db, qo)
 	}
-	qo.Until = until
-	pm, err := postmortem.Build(ctx, db, postmortem.Options{Query: qo, Width: w.o.Width, Charts: true})
+	// The figures of what closed since the last batch, added to the counters.
+	inc := qo
+	inc.Until = until
+	if prev != nil {
+		inc.Since = prev.until
+	}
+	pm, err := postmortem.Build(ctx, db, postmortem.Options{Query: inc, Width: w.o.Width, Charts: true})
 	if err != nil {
 		return err
 	}
-	if pm.From.IsZero() {
+	if prev == nil && pm.From.IsZero() {
 		return nil // nothing final yet
 	}
-	var page bytes.Buffer
-	if w.o.HTMLWindow > 0 {
-		hq := qo
-		// The last hours that have lines: a log replayed long after shows its end.
-		hq.Since = pm.To.Truncate(time.Minute).Add(time.Minute - w.o.HTMLWindow)
-		hp, err := postmortem.Build(ctx, db, postmortem.Options{Query: hq, Width: w.o.Width, Charts: true})
-		if err != nil {
-			return err
-		}
-		r := &report.Report{Result: *hp, GeneratedAt: w.o.Now(), Window: w.o.Width.String(), Top: 10}
-		if err := report.Write(&page, report.FormatHTML, r); err != nil {
+	// The gauges' window, when it started before what this batch added (windows wider
+	// than a minute).
+	wstart := until.Truncate(w.o.Width).Add(-w.o.Width)
+	var win *postmortem.Result
+	if wstart.Before(inc.Since) {
+		wq := qo
+		wq.Since, wq.Until = wstart, wstart.Add(w.o.Width)
+		if win, err = postmortem.Build(ctx, db, postmortem.Options{Query: wq, Width: w.o.Width}); err != nil {
 			return err
 		}
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.snap = w.newSnapshot(pm, until)
-	w.page = page.Bytes()
+	next := w.add(prev, pm, until)
+	if win != nil {
+		for _, x := range win.Windows {
+			if x.Start.Equal(wstart) {
+				next.window = x
+			}
+		}
+	}
+	if pm.To.After(w.last) {
+		w.last = pm.To
+	}
+	w.snap = next
+	w.mu.Unlock()
+	return w.buildPage(ctx, db, qo)
+}
+
+// pageWanted is how long after / was last asked for the batches still build its report.
+const pageWanted = 5 * time.Minute
+
+// buildPage renders the HTML report of the last HTMLWindow that has lines, up to the last
+// closed minute, when / was asked for lately (it costs a report).
+func (w *Watcher) buildPage(ctx context.Context, db *sql.DB, qo query.Options) error {
+	w.mu.Lock()
+	want := w.o.HTMLWindow > 0 && w.snap != nil && !w.asked.IsZero() && w.o.Now().Sub(w.asked) < pageWanted &&
+		!(w.pageUntil.Equal(w.snap.until) && w.page != nil)
+	var until, last time.Time
+	if want {
+		until, last = w.snap.until, w.last
+	}
+	w.mu.Unlock()
+	if !want {
+		return nil
+	}
+	// The last hours that have lines: a log replayed long after shows its end.
+	qo.Since = last.Truncate(time.Minute).Add(time.Minute - w.o.HTMLWindow)
+	qo.Until = until
+	hp, err := postmortem.Build(ctx, db, postmortem.Options{Query: qo, Width: w.o.Width, Charts: true})
+	if err != nil {
+		return err
+	}
+	var page bytes.Buffer
+	r := &report.Report{Result: *hp, GeneratedAt: w.o.Now(), Window: w.o.Width.String(), Top: 10}
+	if err := report.Write(&page, report.FormatHTML, r); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.page, w.pageUntil = page.Bytes(), until
+	w.mu.Unlock()
 	return nil
 }

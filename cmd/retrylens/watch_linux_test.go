@@ -259,8 +259,16 @@ func TestWatchEndToEnd(t *testing.T) {
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
-	if page := get(t, "http://"+addr+"/"); !bytes.Contains(page, []byte("<!DOCTYPE html>")) {
-		t.Errorf("/ is not the HTML report:\n%.300s", page)
+	// The page is built by the batches after it is first asked for.
+	for i := 0; ; i++ {
+		page := get(t, "http://"+addr+"/")
+		if bytes.Contains(page, []byte("<!DOCTYPE html>")) && bytes.Contains(page, []byte("/api/items/:id")) {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("/ is not the HTML report 10 s after it was asked for:\n%.300s", page)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	w.stop(t)
 }
