@@ -332,26 +332,40 @@ func merge(t CountTable, parts map[string]int) []string {
 
 // sumInto returns the statements that replace the table stored, of t's columns, by the
 // sum of the rows of each source (a table, or a subquery in parentheses, with t's
-// columns) times its sign.
+// columns) times its sign, stored itself among them with sign 1. Only the stored rows
+// whose keys the other sources touch are rewritten (found by a hash of the keys: a
+// collision rewrites a row unchanged), so that an update costs what it adds, not the
+// table's size.
 func sumInto(stored string, t CountTable, sources map[string]int) []string {
 	var from, agg, nonzero []string
+	sel := "SELECT " + strings.Join(t.Keys, ", ")
 	for source, sign := range sources {
-		sel := "SELECT " + strings.Join(t.Keys, ", ")
-		for _, c := range t.Sums {
-			sel += fmt.Sprintf(", %d * %s AS %s", sign, c, c)
+		if source == stored {
+			continue
 		}
-		from = append(from, sel+" FROM "+source)
+		q := sel
+		for _, c := range t.Sums {
+			q += fmt.Sprintf(", %d * %s AS %s", sign, c, c)
+		}
+		from = append(from, q+" FROM "+source)
 	}
 	for _, c := range t.Sums {
 		agg = append(agg, "sum("+c+")::BIGINT AS "+c)
 		nonzero = append(nonzero, "coalesce(sum("+c+"), 0) <> 0")
 	}
+	keyHash := "hash(" + strings.Join(t.Keys, ", ") + ")"
+	touched := keyHash + " IN (SELECT h FROM cache_touched)"
 	return []string{
+		"CREATE TEMP TABLE cache_delta AS " + strings.Join(from, " UNION ALL "),
+		"CREATE TEMP TABLE cache_touched AS SELECT DISTINCT " + keyHash + " AS h FROM cache_delta",
 		"CREATE TEMP TABLE cache_merged AS SELECT " + strings.Join(t.Keys, ", ") + ", " + strings.Join(agg, ", ") +
-			" FROM (" + strings.Join(from, " UNION ALL ") + ") GROUP BY ALL HAVING " + strings.Join(nonzero, " OR "),
-		"DELETE FROM " + stored,
+			" FROM (" + sel + ", " + strings.Join(t.Sums, ", ") + " FROM " + stored + " WHERE " + touched +
+			" UNION ALL SELECT * FROM cache_delta) GROUP BY ALL HAVING " + strings.Join(nonzero, " OR "),
+		"DELETE FROM " + stored + " WHERE " + touched,
 		"INSERT INTO " + stored + " BY NAME SELECT * FROM cache_merged",
 		"DROP TABLE cache_merged",
+		"DROP TABLE cache_touched",
+		"DROP TABLE cache_delta",
 	}
 }
 
