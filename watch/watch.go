@@ -41,7 +41,7 @@ type Options struct {
 	Rules        []query.Rule  // nil: query.DefaultRules
 	HTMLWindow   time.Duration // how much the page at / shows, up to the last closed minute
 	Now          func() time.Time
-	Log          io.Writer // a line per batch that failed, and per rotation seen
+	Log          io.Writer // a line per batch that failed
 }
 
 // Watcher follows the logs and holds the latest figures.
@@ -146,7 +146,14 @@ func (w *Watcher) Batch(ctx context.Context) error {
 }
 
 func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) error {
-	st, err := w.o.Open(ctx, w.o.Location, backend.Options{Mode: backend.Create, Wait: lockWait})
+	mode := backend.Create
+	if len(files) == 0 {
+		mode = backend.ReadWrite // nothing to load: no database is made for it
+	}
+	st, err := w.o.Open(ctx, w.o.Location, backend.Options{Mode: mode, Wait: lockWait})
+	if errors.Is(err, backend.ErrNoDatabase) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -250,7 +257,7 @@ func (w *Watcher) buildPage(ctx context.Context, db *sql.DB, qo query.Options) e
 		return err
 	}
 	var page bytes.Buffer
-	r := &report.Report{Result: *hp, GeneratedAt: w.o.Now(), Window: w.o.Width.String(), Top: 10}
+	r := &report.Report{Result: *hp, GeneratedAt: w.o.Now(), Window: widthLabel(w.o.Width), Top: 10}
 	if err := report.Write(&page, report.FormatHTML, r); err != nil {
 		return err
 	}
@@ -258,4 +265,15 @@ func (w *Watcher) buildPage(ctx context.Context, db *sql.DB, qo query.Options) e
 	w.page, w.pageUntil = page.Bytes(), until
 	w.mu.Unlock()
 	return nil
+}
+
+// widthLabel is a window's width as --window takes it: 10s, 1m, 1h.
+func widthLabel(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return fmt.Sprintf("%ds", d/time.Second)
 }
