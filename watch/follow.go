@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,7 @@ type followed struct {
 	mtime time.Time
 	done  bool        // loaded, at that size
 	seen  os.FileInfo // at this batch's start, before the load
+	head  []byte      // its first bytes then: a file truncated and written again past its old size starts otherwise
 }
 
 func newFollower(args []string) *follower {
@@ -59,6 +61,10 @@ func (f *follower) inputs() []string {
 	named, err := backend.Inputs(args)
 	if err != nil {
 		named = args
+	}
+	before := map[string]bool{} // the names followed files had
+	for _, fl := range f.files {
+		before[fl.path] = true
 	}
 	now := map[fileID]string{}
 	for _, p := range named {
@@ -98,12 +104,8 @@ func (f *follower) inputs() []string {
 		}
 		fl, known := f.files[id]
 		if !known {
-			// A name that pointed at another file before: rotation.
-			for _, other := range f.files {
-				if other.path == p {
-					f.rotations++
-					break
-				}
+			if before[p] {
+				f.rotations++ // a name that pointed at another file: rotation
 			}
 			f.files[id] = &followed{path: p}
 			if f.take(id, p) {
@@ -112,7 +114,7 @@ func (f *follower) inputs() []string {
 			continue
 		}
 		fl.path = p
-		if size < fl.size {
+		if size < fl.size || fl.head != nil && !bytes.Equal(readHead(p, len(fl.head)), fl.head) {
 			f.rotations++ // copytruncate or truncation: the registry sees new content
 		}
 		if st, err := os.Stat(p); err != nil || fl.done && size == fl.size && st.ModTime().Equal(fl.mtime) {
@@ -136,9 +138,23 @@ func (f *follower) take(id fileID, p string) bool {
 		fl = &followed{path: p}
 		f.files[id] = fl
 	}
-	fl.seen = st
+	fl.seen, fl.head = st, readHead(p, headBytes)
 	f.batch = append(f.batch, fl)
 	return true
+}
+
+// headBytes is how much of a file's start tells it from another.
+const headBytes = 256
+
+func readHead(path string, n int) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	got, _ := f.ReadAt(b, 0)
+	return b[:got]
 }
 
 // loaded records that the batch loaded its files: each to its end as it was before the

@@ -89,3 +89,56 @@ func TestEndpointCap(t *testing.T) {
 		t.Errorf("%d endpoints in the series, want 100 and other", len(endpoints))
 	}
 }
+
+// Following a file by its name alone: renamed away by logrotate (to a name no argument
+// matches), the file is found again by its inode and read to its end, then the new file
+// is; truncated in place (copytruncate), it is read again from its start. Every line
+// once: what the batches count is what was written.
+func TestFollowByName(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	written := 0
+	write := func(path string, n int) {
+		t.Helper()
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for range n {
+			fmt.Fprintf(f, `10.0.0.1 - - [29/Nov/2026:14:00:%02d +0000] "GET /a/%d HTTP/1.1" 200 2 "-" "c/1" rt=0.01 urt="0.01" us="200" ra="0" rr="-" rid="r%d" ik="-" retry_after="-" msec=-`+"\n",
+				written%60, written, written)
+			written++
+		}
+	}
+	w, err := New(Options{Location: filepath.Join(dir, "w.duckdb"), Args: []string{log}, MaxEndpoints: 10, Width: time.Minute,
+		Now: func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(want int, rotations int64) {
+		t.Helper()
+		if err := w.Batch(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if w.stats.loadedLines != int64(want) || w.stats.rotations != rotations {
+			t.Fatalf("%d lines loaded, %d rotations seen; want %d, %d", w.stats.loadedLines, w.stats.rotations, want, rotations)
+		}
+	}
+	write(log, 10)
+	batch(10, 0)
+	batch(10, 0) // nothing new
+	// nginx writes on to the renamed file until it reopens its log.
+	write(log, 5)
+	if err := os.Rename(log, filepath.Join(dir, "old-access")); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(dir, "old-access"), 2)
+	write(log, 3)
+	batch(20, 1)
+	// Truncated in place (copytruncate; the copy is no argument's): the file starts again.
+	os.Truncate(log, 0)
+	write(log, 6)
+	batch(26, 2)
+}
