@@ -83,11 +83,12 @@ func (f *follower) inputs() []string {
 		if p := findInode(filepath.Dir(fl.path), id); p != "" {
 			if _, size, ok := stat(p); ok && !(fl.done && size == fl.size) {
 				moved = append(moved, p)
+				fl.path = p
+				continue
 			}
-			fl.path = p
-			continue
+			// Read to its end and unchanged for a batch: the writer has reopened its log.
 		}
-		delete(f.files, id) // gone: what was not read of it is lost (docs/live.md)
+		delete(f.files, id) // done with, or gone: what was not read of it is lost (docs/live.md)
 	}
 	f.batch = f.batch[:0]
 	var out []string
