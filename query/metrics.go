@@ -35,6 +35,8 @@ type Metrics struct {
 	UpstreamLoad *float64
 	Verdict      string   // see Verdict
 	Fired        []string // the alert rules that fired in the slice's own minutes: why it is fuelling
+	// Counts are the plain counts (see plainCount), by column name.
+	Counts map[string]int64
 }
 
 // Split is a count split between first attempts and retries.
@@ -57,18 +59,41 @@ type counts struct {
 	proxied, tries               int64 // lines that record the proxy's tries, and those tries
 	strongFirsts, strongFirstsOK int64 // strong-keyed first attempts over all rows
 	recovered, exhausted         int64
-	logical, finalOK             int64 // requests in _attempts, and those ending 2xx
-	multiFirsts, multiFirstsOK   int64 // strong-keyed first attempts of requests in _attempts
+	logical, finalOK             int64           // requests in _attempts, and those ending 2xx
+	multiFirsts, multiFirstsOK   int64           // strong-keyed first attempts of requests in _attempts
+	plain                        [maxPlain]int64 // the plain counts (plainCount), in their order
+}
+
+// countColumn is a count's column and its place in counts.
+type countColumn struct {
+	col   string
+	place func(*counts) *int64
+}
+
+// maxPlain is how many plain counts counts has room for.
+const maxPlain = 8
+
+// plainNames are the plain counts' columns, in the order of counts.plain.
+var plainNames []string
+
+// plainCount is a count no figure is derived from: it reaches the output as it is, by its
+// column's name (Metrics.Counts), so that adding one is its SQL line, its plainCount line
+// in countColumns and its report column.
+func plainCount(col string) countColumn {
+	i := len(plainNames)
+	if i == maxPlain {
+		panic("query: more plain counts than maxPlain")
+	}
+	plainNames = append(plainNames, col)
+	return countColumn{col, func(c *counts) *int64 { return &c.plain[i] }}
 }
 
 // countColumns are the catalogue of counts: each column metrics.sql or logical.sql
 // returns, and its place in counts. Rows are scanned by column name (countScan) and
-// added field by field (add): a new count is its SQL line, its field and its line here
-// (then, to show it, its Metrics field and its report column).
-var countColumns = []struct {
-	col   string
-	place func(*counts) *int64
-}{
+// added field by field (add). A new count is its SQL line and its line here: a
+// plainCount, which the report shows with one more line (its column, report/columns.go),
+// or a field that figures are derived from (then its Metrics field too).
+var countColumns = []countColumn{
 	{"requests", func(c *counts) *int64 { return &c.requests }},
 	{"untagged", func(c *counts) *int64 { return &c.untagged }},
 	{"inferred", func(c *counts) *int64 { return &c.inferred }},
@@ -150,6 +175,12 @@ func (c counts) metrics(rules []Rule) Metrics {
 	if m.Amplification != nil && m.ProxyAmplification != nil {
 		load := *m.Amplification * *m.ProxyAmplification
 		m.UpstreamLoad = &load
+	}
+	if len(plainNames) > 0 {
+		m.Counts = map[string]int64{}
+		for i, name := range plainNames {
+			m.Counts[name] = c.plain[i]
+		}
 	}
 	m.Verdict = Verdict(m, rules)
 	return m
