@@ -190,6 +190,10 @@ func listenUnused() (net.Listener, error) {
 	return nil, errors.New("lab: no loopback port that was not handed out before")
 }
 
+// FreeAddr is freeAddr for a server a test starts itself (retrylens watch): a port no
+// lab server is handed too.
+func FreeAddr() (string, error) { return freeAddr() }
+
 var (
 	usedMu sync.Mutex
 	used   = map[string]bool{} // the addresses freeAddr handed out

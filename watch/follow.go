@@ -27,6 +27,9 @@ type follower struct {
 	// rotations counts names that came to point at another file (rename rotation) and
 	// files that got shorter (copytruncate, truncation).
 	rotations int64
+	// missing are the arguments that named no file when last looked at, and said says
+	// which of them were reported (once each, until they name one).
+	missing, said map[string]bool
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -41,7 +44,7 @@ type followed struct {
 }
 
 func newFollower(args []string) *follower {
-	return &follower{args: args, files: map[fileID]*followed{}}
+	return &follower{args: args, files: map[fileID]*followed{}, said: map[string]bool{}}
 }
 
 // inputs returns the files to load now: every file the arguments name whose content may
@@ -51,11 +54,14 @@ func (f *follower) inputs() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var args []string
+	f.missing = map[string]bool{}
 	for _, a := range f.args {
 		if _, err := os.Stat(a); err == nil {
 			args = append(args, a)
 		} else if m, _ := filepath.Glob(a); len(m) > 0 && strings.ContainsAny(a, "*?[") {
 			args = append(args, m...)
+		} else {
+			f.missing[a] = true
 		}
 	}
 	named, err := backend.Inputs(args)
@@ -208,6 +214,24 @@ func findInode(dir string, id fileID) string {
 		}
 	}
 	return ""
+}
+
+// newlyMissing returns the arguments that name no file and were not said to before; an
+// argument that names a file again may be said to again.
+func (f *follower) newlyMissing() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, a := range f.args {
+		switch {
+		case f.missing[a] && !f.said[a]:
+			f.said[a] = true
+			out = append(out, a)
+		case !f.missing[a]:
+			delete(f.said, a)
+		}
+	}
+	return out
 }
 
 func (f *follower) rotationsSeen() int64 {

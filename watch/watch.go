@@ -41,7 +41,7 @@ type Options struct {
 	Rules        []query.Rule  // nil: query.DefaultRules
 	HTMLWindow   time.Duration // how much the page at / shows, up to the last closed minute
 	Now          func() time.Time
-	Log          io.Writer // a line per batch that failed
+	Log          io.Writer // a line per batch that failed, and per argument that names no file
 }
 
 // Watcher follows the logs and holds the latest figures.
@@ -131,6 +131,10 @@ const lockWait = 30 * time.Second
 func (w *Watcher) Batch(ctx context.Context) error {
 	started := w.o.Now()
 	files := w.follow.inputs()
+	for _, a := range w.follow.newlyMissing() {
+		// a typo would otherwise be watched in silence
+		fmt.Fprintf(w.o.Log, "retrylens watch: %s names no file yet: waiting for it\n", sanitize.Text(a))
+	}
 	err := w.batch(ctx, files, started)
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -112,8 +112,9 @@ func TestFollowByName(t *testing.T) {
 			written++
 		}
 	}
-	w, err := New(Options{Location: filepath.Join(dir, "w.duckdb"), Args: []string{log}, MaxEndpoints: 10, Width: time.Minute,
-		Now: func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }})
+	var said strings.Builder
+	w, err := New(Options{Location: filepath.Join(dir, "w.duckdb"), Args: []string{log, filepath.Join(dir, "typo.log")}, MaxEndpoints: 10,
+		Width: time.Minute, Log: &said, Now: func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,4 +142,8 @@ func TestFollowByName(t *testing.T) {
 	os.Truncate(log, 0)
 	write(log, 6)
 	batch(26, 2)
+	// The argument that names nothing is said once, not at every batch.
+	if n := strings.Count(said.String(), "typo.log names no file yet"); n != 1 {
+		t.Errorf("the missing argument said %d times, want once:\n%s", n, said.String())
+	}
 }

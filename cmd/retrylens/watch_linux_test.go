@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,7 +36,10 @@ func TestWatchEndToEnd(t *testing.T) {
 	u.Reset(lab.Faults{})
 	dir := n.Dir
 	db := filepath.Join(t.TempDir(), "watch.duckdb")
-	addr := freeLoopback(t)
+	addr, err := lab.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
 	contrib := filepath.Join("..", "..", "contrib")
 	prom, err := lab.StartPrometheus(t.TempDir(), addr, filepath.Join(contrib, "prometheus", "retrylens.rules.yml"))
 	if errors.Is(err, lab.ErrNoPrometheus) && os.Getenv("CI") == "" {
@@ -441,15 +443,4 @@ func value(page []byte, name string) float64 {
 		}
 	}
 	return math.NaN()
-}
-
-// freeLoopback is a loopback address nothing listens on.
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
