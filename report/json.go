@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"io"
 	"strings"
 	"time"
@@ -10,27 +9,8 @@ import (
 )
 
 // The JSON report is a contract (docs/metrics.md): field names are the metric names there,
-// rates are fractions, times RFC 3339 in UTC.
-type jsonReport struct {
-	GeneratedAt string          `json:"generated_at"`
-	Window      string          `json:"window"`
-	From        *string         `json:"from"`
-	To          *string         `json:"to"`
-	Endpoint    *string         `json:"endpoint"`
-	Summary     object          `json:"summary"`
-	Windows     []object        `json:"windows"`
-	Endpoints   []object        `json:"endpoints"`
-	By          *string         `json:"by,omitempty"`
-	Groups      []object        `json:"groups,omitempty"`
-	Loops429    jsonLoops       `json:"loops_429"`
-	Findings    []jsonFinding   `json:"findings"`
-	Linking     jsonLinking     `json:"linking"`
-	Alerts      []jsonAlert     `json:"alerts"`
-	Backoff     []jsonBackoff   `json:"backoff"`
-	Hedging     jsonHedging     `json:"hedging"`
-	Incidents   []jsonIncident  `json:"incidents"`
-	Sustained   []jsonSustained `json:"retry_sustained"`
-}
+// rates are fractions, times RFC 3339 in UTC. Its members, in order, are those JSON
+// writes (jsonw.go).
 
 // jsonSustained is query.Sustained (docs/json.md).
 type jsonSustained struct {
@@ -133,64 +113,65 @@ func rfc3339(t time.Time) *string {
 
 // JSON writes the report as one indented JSON object.
 func JSON(w io.Writer, r *Report) error {
-	out := jsonReport{
-		GeneratedAt: r.GeneratedAt.UTC().Format(time.RFC3339),
-		Window:      r.Window,
-		From:        rfc3339(r.From),
-		To:          rfc3339(r.To),
-		Summary:     metricsJSON(r.Summary),
-		Windows:     make([]object, 0, len(r.Windows)),
-		Loops429: jsonLoops{Loops: r.Loops.Loops, MaxLength: r.Loops.MaxLength, PrematureRetries: r.Loops.PrematureRetries,
-			BlindRetries: r.Loops.BlindRetries, Unparsable: r.Loops.UnparsableRetryAfter, Retry429Share: r.Loops.Retry429Share, Worst: loopOffenders(r.Loops.Worst)},
-		Endpoints: make([]object, 0, len(r.Endpoints)),
-		Alerts:    toJSONAlerts(r.Alerts),
-		Backoff:   make([]jsonBackoff, 0, len(r.Backoff)),
-		Incidents: make([]jsonIncident, 0, len(r.Incidents)),
-		Sustained: make([]jsonSustained, 0, len(r.Sustained)),
-		Hedging: jsonHedging{Requests: r.Hedging.Requests, Hedges: r.Hedging.Hedges, Wins: r.Hedging.Wins, Cancelled: r.Hedging.Cancelled,
-			P10ms: r.Hedging.P10, P50ms: r.Hedging.P50, P90ms: r.Hedging.P90},
-		Linking: jsonLinking{Strong: r.Linking.Strong(), IdempotencyKey: r.Linking.IdempotencyKey, InvocationID: r.Linking.InvocationID,
-			RequestID: r.Linking.RequestID, Heuristic: r.Linking.Heuristic, Inferred: r.Linking.Inferred,
-			Retries: r.Linking.Retries, HeuristicRetries: r.Linking.HeuristicRetries, Orphans: r.Linking.Orphans,
-			UntaggedFirsts: r.Linking.UntaggedFirsts, After2xx: r.Linking.After2xx},
-	}
+	var endpoint *string
 	if r.Endpoint != "" {
-		out.Endpoint = &r.Endpoint
+		endpoint = &r.Endpoint
 	}
+	incidents := make([]jsonIncident, 0, len(r.Incidents))
 	for _, in := range r.Incidents {
-		out.Incidents = append(out.Incidents, jsonIncident{Start: *rfc3339(in.Start), End: *rfc3339(in.End),
+		incidents = append(incidents, jsonIncident{Start: *rfc3339(in.Start), End: *rfc3339(in.End),
 			Before: metricsJSON(in.Before), During: metricsJSON(in.During), After: metricsJSON(in.After)})
 	}
+	sustained := make([]jsonSustained, 0, len(r.Sustained))
 	for _, s := range r.Sustained {
-		out.Sustained = append(out.Sustained, jsonSustained{Start: *rfc3339(s.Start), End: *rfc3339(s.End), Windows: s.Windows,
+		sustained = append(sustained, jsonSustained{Start: *rfc3339(s.Start), End: *rfc3339(s.End), Windows: s.Windows,
 			FirstAttempts: s.FirstAttempts, Attempts: s.Attempts, ShedPerSecond: s.Shed})
 	}
+	backoff := make([]jsonBackoff, 0, len(r.Backoff))
 	for _, b := range r.Backoff {
 		jb := jsonBackoff{Attempt: b.Attempt, Count: b.Count, P10ms: b.P10, P50ms: b.P50, P90ms: b.P90,
 			NearMedian: b.NearMedian, Within: b.Within, BeyondPolicy: b.BeyondRetry}
 		if b.Within != nil {
 			jb.PolicyMinMS, jb.PolicyMaxMS = &b.Min, &b.Max
 		}
-		out.Backoff = append(out.Backoff, jb)
+		backoff = append(backoff, jb)
 	}
-	for _, g := range r.Endpoints {
-		method, route, _ := strings.Cut(g.Key, " ")
-		out.Endpoints = append(out.Endpoints, metricsJSON(g.Metrics, member{"method", method}, member{"route", route}))
-	}
+	var by *string
 	if r.By != "" {
-		out.By = &r.By
-		out.Groups = make([]object, 0, len(r.Groups))
-		for _, g := range r.Groups {
-			out.Groups = append(out.Groups, metricsJSON(g.Metrics, member{"key", g.Key}))
-		}
+		by = &r.By
 	}
-	out.Findings = toJSONFindings(r.Findings)
-	for _, win := range r.Windows {
-		out.Windows = append(out.Windows, metricsJSON(win.Metrics, member{"start", *rfc3339(win.Start)}))
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return writeJSON(w, []field{
+		{key: "generated_at", value: r.GeneratedAt.UTC().Format(time.RFC3339)},
+		{key: "window", value: r.Window},
+		{key: "from", value: rfc3339(r.From)},
+		{key: "to", value: rfc3339(r.To)},
+		{key: "endpoint", value: endpoint},
+		{key: "summary", value: metricsJSON(r.Summary)},
+		{key: "windows", value: stream{len(r.Windows), func(i int) object {
+			return metricsJSON(r.Windows[i].Metrics, member{"start", *rfc3339(r.Windows[i].Start)})
+		}}},
+		{key: "endpoints", value: stream{len(r.Endpoints), func(i int) object {
+			method, route, _ := strings.Cut(r.Endpoints[i].Key, " ")
+			return metricsJSON(r.Endpoints[i].Metrics, member{"method", method}, member{"route", route})
+		}}},
+		{key: "by", value: by, omit: by == nil},
+		{key: "groups", value: stream{len(r.Groups), func(i int) object {
+			return metricsJSON(r.Groups[i].Metrics, member{"key", r.Groups[i].Key})
+		}}, omit: by == nil || len(r.Groups) == 0},
+		{key: "loops_429", value: jsonLoops{Loops: r.Loops.Loops, MaxLength: r.Loops.MaxLength, PrematureRetries: r.Loops.PrematureRetries,
+			BlindRetries: r.Loops.BlindRetries, Unparsable: r.Loops.UnparsableRetryAfter, Retry429Share: r.Loops.Retry429Share, Worst: loopOffenders(r.Loops.Worst)}},
+		{key: "findings", value: toJSONFindings(r.Findings)},
+		{key: "linking", value: jsonLinking{Strong: r.Linking.Strong(), IdempotencyKey: r.Linking.IdempotencyKey, InvocationID: r.Linking.InvocationID,
+			RequestID: r.Linking.RequestID, Heuristic: r.Linking.Heuristic, Inferred: r.Linking.Inferred,
+			Retries: r.Linking.Retries, HeuristicRetries: r.Linking.HeuristicRetries, Orphans: r.Linking.Orphans,
+			UntaggedFirsts: r.Linking.UntaggedFirsts, After2xx: r.Linking.After2xx}},
+		{key: "alerts", value: toJSONAlerts(r.Alerts)},
+		{key: "backoff", value: backoff},
+		{key: "hedging", value: jsonHedging{Requests: r.Hedging.Requests, Hedges: r.Hedging.Hedges, Wins: r.Hedging.Wins, Cancelled: r.Hedging.Cancelled,
+			P10ms: r.Hedging.P10, P50ms: r.Hedging.P50, P90ms: r.Hedging.P90}},
+		{key: "incidents", value: incidents},
+		{key: "retry_sustained", value: sustained},
+	})
 }
 
 // jsonLoopOffender is one of the longest 429 loops.
