@@ -22,6 +22,10 @@ type Options struct {
 	PolicyBase       time.Duration  // the declared policy, for the backoff profile (0: none)
 	PolicyMaxRetries int
 	Charts           bool // compute what only the HTML page draws
+	// Top is how many endpoints with retries the report shows (0: every endpoint): only
+	// those are judged against the alert rules and kept in Endpoints, the work that grows
+	// with the routes.
+	Top int
 }
 
 // MaxIncidents is how many incident windows a postmortem compares before and after: the
@@ -37,15 +41,17 @@ type Result struct {
 	Summary   query.Metrics
 	Windows   []query.Window
 	Endpoints []query.Group // by "METHOD route"
-	Groups    []query.Group
-	Loops     query.Loops429
-	Findings  []query.Finding
-	Linking   query.Linking
-	Alerts    []query.Alert
-	Backoff   []query.Backoff
-	Hedging   query.Hedging
-	Incidents []query.Incident
-	Sustained []query.Sustained // stretches of retry-sustained overload, in the windows
+	// MoreEndpoints is how many endpoints with retries Endpoints leaves out (Options.Top).
+	MoreEndpoints int
+	Groups        []query.Group
+	Loops         query.Loops429
+	Findings      []query.Finding
+	Linking       query.Linking
+	Alerts        []query.Alert
+	Backoff       []query.Backoff
+	Hedging       query.Hedging
+	Incidents     []query.Incident
+	Sustained     []query.Sustained // stretches of retry-sustained overload, in the windows
 	// For html: the timeline's buckets (see ChartWidth), logical requests per number of
 	// attempts and the gap histograms.
 	Chart         []query.Window
@@ -66,6 +72,10 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 	}
 	defer set.Close()
 	r := &Result{Width: o.Width, Location: o.Location, By: o.By}
+	top := o.Top
+	if o.By == "route" {
+		top = 0 // the --by table shows them all
+	}
 	if r.From, r.To, err = set.Span(ctx); err != nil {
 		return nil, err
 	}
@@ -80,7 +90,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 	steps := []func() error{
 		func() (err error) { r.Summary, err = set.Summary(ctx); return },
 		func() (err error) { r.Windows, err = set.Windows(ctx, o.Width, offset); return },
-		func() (err error) { r.Endpoints, err = set.Groups(ctx, "route"); return },
+		func() (err error) { r.Endpoints, r.MoreEndpoints, err = set.TopGroups(ctx, "route", top); return },
 		func() (err error) { r.Loops, err = set.Loops(ctx); return },
 		func() (err error) { r.Findings, err = set.Findings(ctx, o.MaxAttempts); return },
 		func() (err error) { r.Linking, err = set.Linking(ctx); return },
@@ -89,7 +99,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 	}
 	switch o.By {
 	case "":
-	case "route":
+	case "route": // every endpoint, judged (top is then 0)
 		steps = append(steps, func() error { r.Groups = r.Endpoints; return nil })
 	default:
 		steps = append(steps, func() (err error) { r.Groups, err = set.Groups(ctx, o.By); return })

@@ -59,6 +59,18 @@ func readAll(t *testing.T, set *query.Set) everything {
 		e.Groups[by], err = set.Groups(ctx, by)
 		check(by, err)
 	}
+	// A table's top groups are the first of them with retries, judged alike.
+	top, more, err := set.TopGroups(ctx, "route", 3)
+	check("top routes", err)
+	var retried []query.Group
+	for _, g := range e.Groups["route"] {
+		if g.Retries > 0 {
+			retried = append(retried, g)
+		}
+	}
+	if want := retried[:min(3, len(retried))]; !cmp.Equal(top, want) || more != len(retried)-len(want) {
+		t.Fatalf("top 3 routes %+v and %d more; want %+v and %d more", top, more, want, len(retried)-len(want))
+	}
 	e.Loops, err = set.Loops(ctx)
 	check("loops", err)
 	e.Findings, err = set.Findings(ctx, query.DefaultMaxAttempts)

@@ -1,10 +1,12 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -125,15 +127,9 @@ func (s *Set) findings(ctx context.Context, maxAttempts int, rows int64) ([]Find
 }
 
 func sortGroups(gs []Group) {
-	sort.SliceStable(gs, func(i, j int) bool {
-		// The extra load retries caused first, then plain traffic.
-		if gs[i].Retries != gs[j].Retries {
-			return gs[i].Retries > gs[j].Retries
-		}
-		if gs[i].Requests != gs[j].Requests {
-			return gs[i].Requests > gs[j].Requests
-		}
-		return gs[i].Key < gs[j].Key
+	slices.SortFunc(gs, func(a, b Group) int {
+		// The extra load retries caused first, then plain traffic; keys are distinct.
+		return cmp.Or(cmp.Compare(b.Retries, a.Retries), cmp.Compare(b.Requests, a.Requests), strings.Compare(a.Key, b.Key))
 	})
 }
 

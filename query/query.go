@@ -489,13 +489,14 @@ func (s *Set) bucketsOf(ctx context.Context, grain int) ([]bucket, error) {
 			return nil, err
 		}
 	}
-	bs := []bucket{}
-	err := s.grouped(ctx, "ts", "time", grain, func(k any, c counts) {
-		t := k.(*sql.NullTime)
-		bs = append(bs, bucket{start: t.Time.UTC(), valid: t.Valid, c: c})
-	}, func() any { return new(sql.NullTime) })
+	entries, _, err := s.grouped(ctx, "ts", "time", grain, 0, func() any { return new(sql.NullTime) })
 	if err != nil {
 		return nil, err
+	}
+	bs := make([]bucket, len(entries))
+	for i, e := range entries {
+		t := e.k.(*sql.NullTime)
+		bs[i] = bucket{start: t.Time.UTC(), valid: t.Valid, c: e.c}
 	}
 	s.buckets[grain] = bs
 	return bs, nil
@@ -567,27 +568,39 @@ func GroupingKey(by string) (string, error) {
 }
 
 // Groups returns the metrics per value of a grouping (see GroupingKey), the most retries
-// first.
+// first, each judged against the alert rules on its own minutes.
 func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
+	gs, _, err := s.TopGroups(ctx, by, 0)
+	return gs, err
+}
+
+// TopGroups is Groups cut to the first top groups with retries (0: every group), what a
+// table shows: only those are judged on their minutes, the work that grows with the
+// groups. more is how many groups with retries it left out.
+func (s *Set) TopGroups(ctx context.Context, by string, top int) (gs []Group, more int, err error) {
 	key, err := GroupingKey(by)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var gs []Group
-	err = s.grouped(ctx, key, "groups", minuteGrain, func(k any, c counts) {
-		gs = append(gs, Group{Key: k.(*sql.NullString).String, Metrics: c.metrics(s.rules)})
-	}, func() any { return new(sql.NullString) })
+	entries, retried, err := s.grouped(ctx, key, "groups", minuteGrain, top, func() any { return new(sql.NullString) })
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	fired, err := s.groupAlerts(ctx, key)
+	gs = make([]Group, len(entries))
+	for i, e := range entries {
+		gs[i] = Group{Key: e.k.(*sql.NullString).String, Metrics: e.c.metrics(s.rules)}
+	}
+	sortGroups(gs)
+	if top > 0 {
+		more = max(retried-len(gs), 0)
+	}
+	fired, err := s.groupAlerts(ctx, key, gs)
 	for i := range gs {
 		if rules := fired[gs[i].Key]; len(rules) > 0 {
 			gs[i].Verdict, gs[i].Fired = Fuelling, rules
 		}
 	}
-	sortGroups(gs)
-	return gs, err
+	return gs, more, err
 }
 
 // Alerts evaluates the Set's alert rules on its one-minute windows and on those of the
@@ -634,11 +647,12 @@ func (s *Set) Alerts(ctx context.Context) ([]Alert, error) {
 	return alertsIn(minutes, time.Minute, s.rules, s.since, s.until), nil
 }
 
-// groupAlerts returns, per group of a grouping (by its row expression), the rules that
+// groupAlerts returns, per group of gs (grouped by the row expression key), the rules that
 // fired on the group's own minutes: the verdict of a group follows the same alerts as the
 // range's and the windows'. Only the minutes of groups that have a minute with the
-// evidence an alert needs are read (alert_groups.sql).
-func (s *Set) groupAlerts(ctx context.Context, key string) (map[string][]string, error) {
+// evidence an alert needs are read (alert_groups.sql), among the groups whose totals have
+// it: a report of 100K routes has a few of them, not millions of minutes.
+func (s *Set) groupAlerts(ctx context.Context, key string, gs []Group) (map[string][]string, error) {
 	var first, retries int64 = -1, -1 // the least any alert rule needs
 	for _, r := range s.rules {
 		if r.alert() {
@@ -646,15 +660,21 @@ func (s *Set) groupAlerts(ctx context.Context, key string) (map[string][]string,
 		}
 	}
 	fired := map[string][]string{}
-	if first < 0 {
-		return fired, nil // no alert rule
+	var keys []string // a minute has at most its group's first attempts and retries
+	for _, g := range gs {
+		if first >= 0 && g.FirstAttempts >= first && g.Retries >= retries {
+			keys = append(keys, g.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return fired, nil
 	}
 	candidates := s.table + "_galert_keys"
 	q, err := s.statement("alert_groups.sql", key, "groups", minuteGrain)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE "+candidates+" AS "+q, first, retries); err != nil {
+	if _, err := s.conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE "+candidates+" AS "+q, first, retries, keys); err != nil {
 		return nil, fmt.Errorf("alert_groups.sql: %w", err)
 	}
 	view := "CREATE OR REPLACE TEMP VIEW " + s.table + "_galert AS SELECT * FROM " + s.table + "_groups WHERE (" + key + ") IN (SELECT k FROM " + candidates + ")"
@@ -692,49 +712,77 @@ func least(a, b int64) int64 {
 	return a
 }
 
+// keyCounts are the counts of one group (grouped). A slice of pointers: one of 100K
+// counts took half a second to grow.
+type keyCounts struct {
+	k any
+	c counts
+}
+
 // grouped runs the row and logical metrics grouped by key over the count tables (table:
 // "time" at grain, or "groups") and adds them up by group (a NULL key can come back twice
-// from logical.sql's full join: added, not replaced).
-func (s *Set) grouped(ctx context.Context, key, table string, grain int, each func(k any, c counts), newKey func() any) error {
-	type entry struct {
-		k any
-		c counts
-	}
-	var order []string
-	byKey := map[string]*entry{}
+// from logical.sql's full join: added, not replaced). With top > 0 it reads only the
+// first top groups with retries in sortGroups's order (keys are then text), and returns
+// how many groups had retries: the groups stay in the database, what a table shows
+// crosses to Go.
+func (s *Set) grouped(ctx context.Context, key, table string, grain, top int, newKey func() any) (entries []*keyCounts, retried int, err error) {
+	byKey := map[string]int{}
 	var rowScan, logicalScan countScan
-	err := s.queryOn(ctx, "metrics.sql", key, table, grain, nil, func(rows *sql.Rows) error {
-		e := &entry{k: newKey()}
+	rowsQ, err := s.statement("metrics.sql", key, table, grain)
+	if err != nil {
+		return nil, 0, err
+	}
+	if top > 0 {
+		tmp := s.table + "_gtop"
+		if _, err := s.conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE "+tmp+" AS "+rowsQ); err != nil {
+			return nil, 0, fmt.Errorf("metrics.sql: %w", err)
+		}
+		if err := s.conn.QueryRowContext(ctx, "SELECT count(*) FROM "+tmp+" WHERE retries > 0").Scan(&retried); err != nil {
+			return nil, 0, err
+		}
+		rowsQ = fmt.Sprintf("SELECT * FROM %s WHERE retries > 0 ORDER BY retries DESC, requests DESC, k LIMIT %d", tmp, top)
+	}
+	err = s.rowsOf(ctx, "metrics.sql", rowsQ, nil, func(rows *sql.Rows) error {
+		e := &keyCounts{k: newKey()}
 		if err := rowScan.scan(rows, e.k, &e.c); err != nil {
 			return err
 		}
 		id := keyID(e.k)
-		if prev, ok := byKey[id]; ok {
-			prev.c.add(e.c)
+		if i, ok := byKey[id]; ok {
+			entries[i].c.add(e.c)
 			return nil
 		}
-		order = append(order, id)
-		byKey[id] = e
+		byKey[id] = len(entries)
+		entries = append(entries, e)
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	err = s.queryOn(ctx, "logical.sql", key, table, grain, nil, func(rows *sql.Rows) error {
+	logicalQ, err := s.statement("logical.sql", key, table, grain)
+	if err != nil {
+		return nil, 0, err
+	}
+	var args []any
+	if top > 0 {
+		keys := make([]string, len(entries))
+		for i, e := range entries {
+			keys[i] = e.k.(*sql.NullString).String
+		}
+		logicalQ, args = "SELECT * FROM ("+logicalQ+") WHERE k IN (SELECT unnest($1::VARCHAR[]))", []any{keys}
+	}
+	err = s.rowsOf(ctx, "logical.sql", logicalQ, args, func(rows *sql.Rows) error {
 		k := newKey()
 		var c counts
 		if err := logicalScan.scan(rows, k, &c); err != nil {
 			return err
 		}
-		if e, ok := byKey[keyID(k)]; ok {
-			e.c.add(c)
+		if i, ok := byKey[keyID(k)]; ok {
+			entries[i].c.add(c)
 		}
 		return nil
 	})
-	for _, id := range order {
-		each(byKey[id].k, byKey[id].c)
-	}
-	return err
+	return entries, retried, err
 }
 
 // keyID is a group key as a map key: fmt.Sprint costs more than the query on 100K routes.
@@ -855,6 +903,11 @@ func (s *Set) queryOn(ctx context.Context, name, key, table string, grain int, a
 	if err != nil {
 		return err
 	}
+	return s.rowsOf(ctx, name, q, args, each)
+}
+
+// rowsOf runs the statement q (of the file name, for errors) and calls each on its rows.
+func (s *Set) rowsOf(ctx context.Context, name, q string, args []any, each func(*sql.Rows) error) error {
 	rows, err := s.conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)

@@ -142,8 +142,10 @@ func Table(w io.Writer, r *Report) error {
 }
 
 // retriedEndpoints are the endpoints whose retries added the most load, at most r.Top
-// (see Report.Top), and how many endpoints had retries in all.
+// (see Report.Top), and how many endpoints had retries in all (with those the postmortem
+// left out: Result.MoreEndpoints).
 func (r *Report) retriedEndpoints() (shown []query.Group, all int) {
+	all = r.MoreEndpoints
 	top := r.Top
 	if top == 0 {
 		top = 10

@@ -182,8 +182,12 @@ func (e *env) runReport(ctx context.Context, o *reportOptions, files []string) e
 		return err
 	}
 	defer done()
+	top := 0 // the machine formats carry every endpoint
+	if format == report.FormatTable || format == report.FormatMarkdown || format == report.FormatHTML {
+		top = o.top
+	}
 	pm, err := postmortem.Build(ctx, db, postmortem.Options{Query: qo, Width: width, Location: loc, By: o.by,
-		MaxAttempts: o.maxAtt, PolicyBase: o.polBase, PolicyMaxRetries: o.polMax, Charts: format == report.FormatHTML})
+		MaxAttempts: o.maxAtt, PolicyBase: o.polBase, PolicyMaxRetries: o.polMax, Charts: format == report.FormatHTML, Top: top})
 	if err != nil {
 		return err
 	}
