@@ -193,7 +193,27 @@ func rebuild(ctx context.Context, tx *sql.Tx) error {
 	if err := prepare(ctx, tx, cacheName, "TABLE", cacheLiterals, nil, steps); err != nil {
 		return err
 	}
-	return dropTemp(ctx, tx, cacheName)
+	if err := dropTemp(ctx, tx, cacheName); err != nil {
+		return err
+	}
+	// Stored in time order, so that a range reads the row groups of its minutes alone
+	// (DuckDB skips the others by their min and max); update appends new rows at the end,
+	// which for logs read in order is still time order.
+	var sorts []string
+	for _, name := range cachedTables() {
+		t := cacheName + "_" + name
+		sorts = append(sorts, "CREATE TABLE "+t+"_sorted AS SELECT * FROM "+t+" ORDER BY "+cacheOrder(name),
+			"DROP TABLE "+t, "ALTER TABLE "+t+"_sorted RENAME TO "+t)
+	}
+	return execAll(ctx, tx, sorts...)
+}
+
+// cacheOrder is the column a stored table is kept in the order of: what ranges cut it by.
+func cacheOrder(name string) string {
+	if name == "attempts" {
+		return "first_ts" // a range's requests are those whose first attempt is in it
+	}
+	return "ts"
 }
 
 // legacyTables are what older versions stored before the count tables had their names.
