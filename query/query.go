@@ -489,7 +489,7 @@ func (s *Set) bucketsOf(ctx context.Context, grain int) ([]bucket, error) {
 			return nil, err
 		}
 	}
-	entries, _, err := s.grouped(ctx, "ts", "time", grain, 0, func() any { return new(sql.NullTime) })
+	entries, err := s.grouped(ctx, "ts", "time", grain, nil, func() any { return new(sql.NullTime) })
 	if err != nil {
 		return nil, err
 	}
@@ -575,14 +575,39 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 }
 
 // TopGroups is Groups cut to the first top groups with retries (0: every group), what a
-// table shows: only those are judged on their minutes, the work that grows with the
-// groups. more is how many groups with retries it left out.
+// table shows: only those are counted in full and judged on their minutes, the work that
+// grows with the groups. more is how many groups with retries it left out.
 func (s *Set) TopGroups(ctx context.Context, by string, top int) (gs []Group, more int, err error) {
 	key, err := GroupingKey(by)
 	if err != nil {
 		return nil, 0, err
 	}
-	entries, retried, err := s.grouped(ctx, key, "groups", minuteGrain, top, func() any { return new(sql.NullString) })
+	table, only := "groups", []string(nil)
+	if top > 0 {
+		rank, err := s.statement("rank_groups.sql", key, "groups", minuteGrain)
+		if err != nil {
+			return nil, 0, err
+		}
+		retried := 0
+		only = []string{}
+		err = s.rowsOf(ctx, "rank_groups.sql", rank, []any{top}, func(rows *sql.Rows) error {
+			var k string
+			err := rows.Scan(&k, &retried)
+			only = append(only, k)
+			return err
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		more = retried - len(only)
+		// the rows of those groups, which the counts and the alerts below read
+		table = "gtop"
+		q := "CREATE OR REPLACE TEMP TABLE " + s.table + "_gtop AS SELECT * FROM " + s.table + "_groups WHERE (" + key + ") IN (SELECT unnest($1::VARCHAR[]))"
+		if _, err := s.conn.ExecContext(ctx, q, only); err != nil {
+			return nil, 0, err
+		}
+	}
+	entries, err := s.grouped(ctx, key, table, minuteGrain, only, func() any { return new(sql.NullString) })
 	if err != nil {
 		return nil, 0, err
 	}
@@ -591,10 +616,7 @@ func (s *Set) TopGroups(ctx context.Context, by string, top int) (gs []Group, mo
 		gs[i] = Group{Key: e.k.(*sql.NullString).String, Metrics: e.c.metrics(s.rules)}
 	}
 	sortGroups(gs)
-	if top > 0 {
-		more = max(retried-len(gs), 0)
-	}
-	fired, err := s.groupAlerts(ctx, key, gs)
+	fired, err := s.groupAlerts(ctx, key, table, gs)
 	for i := range gs {
 		if rules := fired[gs[i].Key]; len(rules) > 0 {
 			gs[i].Verdict, gs[i].Fired = Fuelling, rules
@@ -652,7 +674,7 @@ func (s *Set) Alerts(ctx context.Context) ([]Alert, error) {
 // range's and the windows'. Only the minutes of groups that have a minute with the
 // evidence an alert needs are read (alert_groups.sql), among the groups whose totals have
 // it: a report of 100K routes has a few of them, not millions of minutes.
-func (s *Set) groupAlerts(ctx context.Context, key string, gs []Group) (map[string][]string, error) {
+func (s *Set) groupAlerts(ctx context.Context, key, table string, gs []Group) (map[string][]string, error) {
 	var first, retries int64 = -1, -1 // the least any alert rule needs
 	for _, r := range s.rules {
 		if r.alert() {
@@ -670,14 +692,14 @@ func (s *Set) groupAlerts(ctx context.Context, key string, gs []Group) (map[stri
 		return fired, nil
 	}
 	candidates := s.table + "_galert_keys"
-	q, err := s.statement("alert_groups.sql", key, "groups", minuteGrain)
+	q, err := s.statement("alert_groups.sql", key, table, minuteGrain)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE "+candidates+" AS "+q, first, retries, keys); err != nil {
 		return nil, fmt.Errorf("alert_groups.sql: %w", err)
 	}
-	view := "CREATE OR REPLACE TEMP VIEW " + s.table + "_galert AS SELECT * FROM " + s.table + "_groups WHERE (" + key + ") IN (SELECT k FROM " + candidates + ")"
+	view := "CREATE OR REPLACE TEMP VIEW " + s.table + "_galert AS SELECT * FROM " + s.table + "_" + table + " WHERE (" + key + ") IN (SELECT k FROM " + candidates + ")"
 	if _, err := s.conn.ExecContext(ctx, view); err != nil {
 		return nil, err
 	}
@@ -720,29 +742,14 @@ type keyCounts struct {
 }
 
 // grouped runs the row and logical metrics grouped by key over the count tables (table:
-// "time" at grain, or "groups") and adds them up by group (a NULL key can come back twice
-// from logical.sql's full join: added, not replaced). With top > 0 it reads only the
-// first top groups with retries in sortGroups's order (keys are then text), and returns
-// how many groups had retries: the groups stay in the database, what a table shows
-// crosses to Go.
-func (s *Set) grouped(ctx context.Context, key, table string, grain, top int, newKey func() any) (entries []*keyCounts, retried int, err error) {
+// "time" at grain, or "groups" or a table of its rows) and adds them up by group (a NULL
+// key can come back twice from logical.sql's full join: added, not replaced). only, when
+// not nil, are the groups to read the logical counts of (text keys).
+func (s *Set) grouped(ctx context.Context, key, table string, grain int, only []string, newKey func() any) ([]*keyCounts, error) {
+	var entries []*keyCounts
 	byKey := map[string]int{}
 	var rowScan, logicalScan countScan
-	rowsQ, err := s.statement("metrics.sql", key, table, grain)
-	if err != nil {
-		return nil, 0, err
-	}
-	if top > 0 {
-		tmp := s.table + "_gtop"
-		if _, err := s.conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE "+tmp+" AS "+rowsQ); err != nil {
-			return nil, 0, fmt.Errorf("metrics.sql: %w", err)
-		}
-		if err := s.conn.QueryRowContext(ctx, "SELECT count(*) FROM "+tmp+" WHERE retries > 0").Scan(&retried); err != nil {
-			return nil, 0, err
-		}
-		rowsQ = fmt.Sprintf("SELECT * FROM %s WHERE retries > 0 ORDER BY retries DESC, requests DESC, k LIMIT %d", tmp, top)
-	}
-	err = s.rowsOf(ctx, "metrics.sql", rowsQ, nil, func(rows *sql.Rows) error {
+	err := s.queryOn(ctx, "metrics.sql", key, table, grain, nil, func(rows *sql.Rows) error {
 		e := &keyCounts{k: newKey()}
 		if err := rowScan.scan(rows, e.k, &e.c); err != nil {
 			return err
@@ -757,19 +764,15 @@ func (s *Set) grouped(ctx context.Context, key, table string, grain, top int, ne
 		return nil
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	logicalQ, err := s.statement("logical.sql", key, table, grain)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	var args []any
-	if top > 0 {
-		keys := make([]string, len(entries))
-		for i, e := range entries {
-			keys[i] = e.k.(*sql.NullString).String
-		}
-		logicalQ, args = "SELECT * FROM ("+logicalQ+") WHERE k IN (SELECT unnest($1::VARCHAR[]))", []any{keys}
+	if only != nil {
+		logicalQ, args = "SELECT * FROM ("+logicalQ+") WHERE k IN (SELECT unnest($1::VARCHAR[]))", []any{only}
 	}
 	err = s.rowsOf(ctx, "logical.sql", logicalQ, args, func(rows *sql.Rows) error {
 		k := newKey()
@@ -782,7 +785,7 @@ func (s *Set) grouped(ctx context.Context, key, table string, grain, top int, ne
 		}
 		return nil
 	})
-	return entries, retried, err
+	return entries, err
 }
 
 // keyID is a group key as a map key: fmt.Sprint costs more than the query on 100K routes.

@@ -49,7 +49,7 @@ func TestMinuteRollup(t *testing.T) {
 		if _, err := set.bucketsOf(ctx, 1); err != nil { // builds the one-second tables
 			t.Fatal(err)
 		}
-		entries, _, err := set.grouped(ctx, key, "time", 1, 0, func() any { return new(sql.NullTime) })
+		entries, err := set.grouped(ctx, key, "time", 1, nil, func() any { return new(sql.NullTime) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestMinuteRollup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, _, err := set.grouped(ctx, "0", "groups", minuteGrain, 0, func() any { return new(sql.NullInt64) })
+	entries, err := set.grouped(ctx, "0", "groups", minuteGrain, nil, func() any { return new(sql.NullInt64) })
 	if err != nil || len(entries) != 1 {
 		t.Fatal(len(entries), err)
 	}
