@@ -7,6 +7,7 @@ WITH h AS (
     SELECT lkey, hedge, won, cancelled,
         CASE WHEN hedge THEN (epoch_us(started) - epoch_us(prev_started)) / 1000.0 END AS delay_ms
     FROM {{.Table}}_attempts
+    WHERE hedge OR cancelled -- what every figure below counts
 )
 SELECT
     count(DISTINCT lkey) FILTER (hedge)   AS requests,
