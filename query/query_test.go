@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -575,6 +576,64 @@ func TestCloseDiscardsTheSetsTables(t *testing.T) {
 		}
 		if n != 0 {
 			t.Fatalf("%d temporary tables and views outlive the Set", n)
+		}
+	}
+}
+
+// A table's endpoints (TopGroups): the first groups with retries, by retries, then
+// requests, then key; the groups left out are counted. Counted by hand from the rows.
+func TestTopGroups(t *testing.T) {
+	ctx := context.Background()
+	db := memDB(t)
+	// route: statuses of each request's attempts 0, 1, ...
+	requests := []struct {
+		route    string
+		statuses []int
+	}{
+		{"/c", []int{502, 502, 503, 200}}, // /c: 3 retries, 4 requests
+		{"/b", []int{502, 200}},           // /b: 2 retries, 6 requests
+		{"/b", []int{502, 200}},
+		{"/b", []int{200}},
+		{"/b", []int{200}},
+		{"/f", []int{502, 502, 200}}, // /f: 2 retries, 3 requests, after /a by key
+		{"/a", []int{502, 502, 200}}, // /a: 2 retries, 3 requests
+		{"/d", []int{502, 200}},      // /d: 1 retry, 2 requests
+		{"/e", []int{200}},           // /e: no retry
+	}
+	line := 0
+	for i, r := range requests {
+		for attempt, status := range r.statuses {
+			line++
+			_, err := db.Exec(`INSERT INTO lines (file_id, line, ts, method, uri, route, attempt, status, request_id)
+				VALUES (1, ?, TIMESTAMP '2026-11-29 10:00:00' + to_seconds(?), 'GET', ?, ?, ?, ?, ?)`,
+				line, line, r.route, r.route, attempt, status, fmt.Sprint("r", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	set := openSet(t, db, query.Options{})
+	for _, tt := range []struct {
+		top  int
+		want []string // key retries requests
+		more int
+	}{
+		{2, []string{"GET /c 3 4", "GET /b 2 6"}, 3},
+		{3, []string{"GET /c 3 4", "GET /b 2 6", "GET /a 2 3"}, 2}, // cut between /a and /f
+		{4, []string{"GET /c 3 4", "GET /b 2 6", "GET /a 2 3", "GET /f 2 3"}, 1},
+		{9, []string{"GET /c 3 4", "GET /b 2 6", "GET /a 2 3", "GET /f 2 3", "GET /d 1 2"}, 0},
+		{0, []string{"GET /c 3 4", "GET /b 2 6", "GET /a 2 3", "GET /f 2 3", "GET /d 1 2", "GET /e 0 1"}, 0},
+	} {
+		gs, more, err := set.TopGroups(ctx, "route", tt.top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, g := range gs {
+			got = append(got, fmt.Sprint(g.Key, " ", g.Retries, " ", g.Requests))
+		}
+		if !slices.Equal(got, tt.want) || more != tt.more {
+			t.Errorf("top %d: %q and %d more; want %q and %d more", tt.top, got, more, tt.want, tt.more)
 		}
 	}
 }
