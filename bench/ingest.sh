@@ -16,6 +16,8 @@
 #   BASE=d251cf8 bash bench/ingest.sh           # and against commit d251cf8
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/base.sh
+. bench/base.sh
 n=${1:-1000000}
 rounds=${2:-3}
 if ! command -v goaccess >/dev/null || [ ! -x /usr/bin/time ]; then
@@ -28,15 +30,14 @@ if ! command -v goaccess >/dev/null || [ ! -x /usr/bin/time ]; then
 fi
 dir=$(mktemp -d)
 cleanup() {
-  [ -d "$dir/base-src" ] && git worktree remove --force "$dir/base-src" >/dev/null 2>&1
+  remove_base
   rm -rf "$dir"
 }
 trap cleanup EXIT
 go build -o "$dir/retrylens" ./cmd/retrylens
 cmds="cat goaccess retrylens"
 if [ -n "${BASE:-}" ]; then
-  git worktree add --detach "$dir/base-src" "$BASE" >/dev/null 2>&1
-  (cd "$dir/base-src" && go build -o "$dir/base" ./cmd/retrylens)
+  build_base
   cmds="$cmds base"
 fi
 go run ./bench/genlog --lines "$n" --seed 1 --format retry > "$dir/access.log"

@@ -13,20 +13,21 @@
 #   KEEP=/tmp/rl-bench bash bench/report.sh          # keep (and reuse) the log and databases there
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/base.sh
+. bench/base.sh
 rounds=${1:-3}
 [ -x /usr/bin/time ] || { echo "bench: needs GNU time (apt-get install time)" >&2; exit 1; }
 dir=${KEEP:-$(mktemp -d)}
 mkdir -p "$dir"
 cleanup() {
-  [ -d "$dir/base-src" ] && git worktree remove --force "$dir/base-src" >/dev/null 2>&1
+  remove_base
   [ -n "${KEEP:-}" ] || rm -rf "$dir"
 }
 trap cleanup EXIT
 go build -o "$dir/new" ./cmd/retrylens
 bins="new"
 if [ -n "${BASE:-}" ]; then
-  git worktree add --detach "$dir/base-src" "$BASE" >/dev/null 2>&1
-  (cd "$dir/base-src" && go build -o "$dir/base" ./cmd/retrylens)
+  build_base
   bins="new base"
 fi
 [ -s "$dir/10m.log" ] || go run ./bench/genlog --lines 10000000 --seed 7 > "$dir/10m.log"
