@@ -126,14 +126,27 @@ func Refresh(ctx context.Context, db *sql.DB) (string, error) {
 		return "", err
 	}
 	v, err := cacheVersion(ctx, conn)
-	if err != nil || v == st.version {
-		return CacheFresh, err
+	if err != nil {
+		return "", err
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return "", err
 	}
 	defer tx.Rollback()
+	if err := ensureAnswers(ctx, tx); err != nil {
+		return "", err
+	}
+	if v == st.version {
+		// Fresh; its answers may have been stored by another version of retrylens.
+		stored, err := answersStored(ctx, tx, v)
+		if err == nil && !stored {
+			if err = storeAnswers(ctx, tx, v); err == nil {
+				err = tx.Commit()
+			}
+		}
+		return CacheFresh, err
+	}
 	var watermark, rows, seen int64
 	err = tx.QueryRowContext(ctx, `SELECT coalesce(max(file_id), 0), count(*), count(*) FILTER (file_id <= ?) FROM requests`, st.watermark).
 		Scan(&watermark, &rows, &seen)
@@ -169,6 +182,17 @@ func Refresh(ctx context.Context, db *sql.DB) (string, error) {
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO "+cacheName+"_state VALUES (?, ?, ?)", v, watermark, rows); err != nil {
 		return "", err
+	}
+	stored, err := answersStored(ctx, tx, st.version)
+	switch {
+	case err != nil:
+	case how == CacheFresh && stored: // the same rows: the same answers, for the new version
+		_, err = tx.ExecContext(ctx, "UPDATE "+answersTable+" SET version = ?", v)
+	default:
+		err = storeAnswers(ctx, tx, v)
+	}
+	if err != nil {
+		return "", fmt.Errorf("cache: %w", err)
 	}
 	return how, tx.Commit()
 }
@@ -447,6 +471,17 @@ func CheckCache(ctx context.Context, db *sql.DB) (state string, problems []strin
 		if extra+missing > 0 {
 			problems = append(problems, fmt.Sprintf("%s: %d stored rows not in the rows' own, %d of theirs missing", stored, extra, missing))
 		}
+	}
+	// The answers stored beside them (this program's) equal the rows' own.
+	if stored, err := answersStored(ctx, tx, st.version); err != nil {
+		return "", nil, err
+	} else if stored {
+		s, _, _ := newSet(tx, again, Options{MaxGap: DefaultMaxGap})
+		differ, err := checkAnswers(ctx, tx, s)
+		if err != nil {
+			return "", nil, fmt.Errorf("answer again: %w", err)
+		}
+		problems = append(problems, differ...)
 	}
 	if len(problems) > 0 {
 		return CacheDiffers, problems, nil

@@ -26,7 +26,10 @@ type everything struct {
 	Hours, Mins   []query.Window
 	Odd           []query.Window // 90 s windows: computed from the rows either way
 	Groups        map[string][]query.Group
+	Top           []query.Group // the default --top routes
+	More          int
 	Loops         query.Loops429
+	Hedging       query.Hedging
 	Findings      []query.Finding
 	Linking       query.Linking
 	Backoff       []query.Backoff
@@ -71,8 +74,12 @@ func readAll(t *testing.T, set *query.Set) everything {
 	if want := retried[:min(3, len(retried))]; !cmp.Equal(top, want) || more != len(retried)-len(want) {
 		t.Fatalf("top 3 routes %+v and %d more; want %+v and %d more", top, more, want, len(retried)-len(want))
 	}
+	e.Top, e.More, err = set.TopGroups(ctx, "route", query.DefaultTop)
+	check("top routes", err)
 	e.Loops, err = set.Loops(ctx)
 	check("loops", err)
+	e.Hedging, err = set.Hedging(ctx)
+	check("hedging", err)
 	e.Findings, err = set.Findings(ctx, query.DefaultMaxAttempts)
 	check("findings", err)
 	e.Linking, err = set.Linking(ctx)
@@ -230,5 +237,82 @@ func TestCacheSameFigures(t *testing.T) {
 		if openSet(t, db, o).Cached() {
 			t.Errorf("%+v: reads the cache", o)
 		}
+	}
+}
+
+// A report over every row reads the answers Refresh stored (query/answers.go), and only it:
+// an answer altered in the database is what it gets, while a range cut from the cache,
+// other rules or other arguments compute theirs; verify names the altered answer and a
+// rebuild puts back the rows' own.
+func TestStoredAnswers(t *testing.T) {
+	ctx := context.Background()
+	db := memDB(t)
+	retry, _ := parse.Preset("retry")
+	if _, err := ingest.Load(ctx, db, []string{"../testdata/incident-hour/access.log"}, ingest.Options{Format: retry}); err != nil {
+		t.Fatal(err)
+	}
+	if how, err := query.Refresh(ctx, db); err != nil || how != query.CacheRebuilt {
+		t.Fatalf("refresh: %q, %v", how, err)
+	}
+	var names []string
+	rows, err := db.QueryContext(ctx, "SELECT split_part(name, ' rules=', 1) FROM cache_answers ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		names = append(names, n)
+	}
+	want := []string{"Backoff 0 0", "Findings 3", "Hedging", "Linking", "Loops", `TopGroups "route" 10`}
+	if !cmp.Equal(names, want) {
+		t.Fatalf("stored answers %q, want %q", names, want)
+	}
+	linked := readAll(t, openSet(t, db, query.Options{NoCache: true}))
+	if diff := cmp.Diff(linked, readAll(t, openSet(t, db, query.Options{}))); diff != "" {
+		t.Fatalf("stored answers differ from the rows' own (-linked +stored):\n%s", diff)
+	}
+	if linked.Loops.Loops == 0 || len(linked.Findings) == 0 || len(linked.Top) == 0 {
+		t.Fatalf("the sample has too little in it to compare: %+v", linked.Loops)
+	}
+
+	const altered = 424242
+	if _, err := db.ExecContext(ctx, "UPDATE cache_answers SET answer = '{\"Requests\": 424242}' WHERE starts_with(name, 'Hedging ')"); err != nil {
+		t.Fatal(err)
+	}
+	hedging := func(o query.Options) int64 {
+		t.Helper()
+		h, err := openSet(t, db, o).Hedging(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.Requests
+	}
+	if got := hedging(query.Options{}); got != altered {
+		t.Errorf("every row: hedged requests %d, want the stored %d", got, altered)
+	}
+	rules := query.DefaultRules()
+	rules[0].Threshold += 0.01
+	for _, o := range []query.Options{
+		{Since: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), Until: time.Date(2026, 11, 29, 14, 30, 0, 0, time.UTC)},
+		{Rules: rules},
+		{Throttle: []int{429, 503}},
+	} {
+		if got := hedging(o); got == altered {
+			t.Errorf("%+v reads the answer stored for the defaults", o)
+		}
+	}
+	state, problems, err := query.CheckCache(ctx, db)
+	if err != nil || state != query.CacheDiffers || len(problems) != 1 || !strings.Contains(problems[0], "Hedging") {
+		t.Errorf("verify: %s %q %v; want the Hedging answer to differ", state, problems, err)
+	}
+	if err := query.Rebuild(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if got := hedging(query.Options{}); got != linked.Hedging.Requests {
+		t.Errorf("after a rebuild: hedged requests %d, want %d", got, linked.Hedging.Requests)
+	}
+	if state, problems, err := query.CheckCache(ctx, db); err != nil || state != query.CacheMatches {
+		t.Errorf("verify after a rebuild: %s %q %v", state, problems, err)
 	}
 }

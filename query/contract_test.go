@@ -185,7 +185,7 @@ func TestRangeTablesEqualStored(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			conn = set.conn
+			conn = set.conn.(*sql.Conn)
 			in := fmt.Sprintf("ts >= TIMESTAMP '%s' AND ts < TIMESTAMP '%s'", from.Format(time.DateTime), to.Format(time.DateTime))
 			where := func(name string) string {
 				return "SELECT * FROM " + cacheName + "_" + name + " WHERE " + in

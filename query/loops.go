@@ -34,6 +34,10 @@ type LoopOffender struct {
 
 // Loops returns the 429 loop figures of the Set.
 func (s *Set) Loops(ctx context.Context) (Loops429, error) {
+	return answered(ctx, s, "Loops", func() (Loops429, error) { return s.loops(ctx) })
+}
+
+func (s *Set) loops(ctx context.Context) (Loops429, error) {
 	var l Loops429
 	q, err := s.statement("loops.sql", "", "time", minuteGrain)
 	if err != nil {
@@ -85,6 +89,10 @@ const DefaultMaxAttempts = 3
 // Findings returns the policy findings of the Set; maxAttempts is the cap on attempts per
 // logical request (attempt numbers from maxAttempts on are over it).
 func (s *Set) Findings(ctx context.Context, maxAttempts int) ([]Finding, error) {
+	return answered(ctx, s, fmt.Sprintf("Findings %d", maxAttempts), func() ([]Finding, error) { return s.allFindings(ctx, maxAttempts) })
+}
+
+func (s *Set) allFindings(ctx context.Context, maxAttempts int) ([]Finding, error) {
 	fs, err := s.findings(ctx, maxAttempts, exampleRows)
 	if err != nil {
 		return nil, err
@@ -149,6 +157,10 @@ type Backoff struct {
 // Backoff returns the gap profile per attempt number. base and maxRetries describe the
 // declared policy (base·2^(n−1) plus up to base of jitter before retry n); zero for none.
 func (s *Set) Backoff(ctx context.Context, base time.Duration, maxRetries int) ([]Backoff, error) {
+	return answered(ctx, s, fmt.Sprintf("Backoff %d %d", base, maxRetries), func() ([]Backoff, error) { return s.backoff(ctx, base, maxRetries) })
+}
+
+func (s *Set) backoff(ctx context.Context, base time.Duration, maxRetries int) ([]Backoff, error) {
 	baseMS := float64(base) / float64(time.Millisecond)
 	var out []Backoff
 	err := s.query(ctx, "backoff.sql", []any{baseMS}, func(rows *sql.Rows) error {
@@ -234,6 +246,10 @@ type Hedging struct {
 
 // Hedging returns the hedging figures of the Set's logical requests.
 func (s *Set) Hedging(ctx context.Context) (Hedging, error) {
+	return answered(ctx, s, "Hedging", func() (Hedging, error) { return s.hedging(ctx) })
+}
+
+func (s *Set) hedging(ctx context.Context) (Hedging, error) {
 	var h Hedging
 	q, err := s.statement("hedging.sql", "", "time", minuteGrain)
 	if err != nil {

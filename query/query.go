@@ -122,16 +122,17 @@ func rangeContext(maxGap time.Duration, rules []Rule) time.Duration {
 // Set is the rows of one report and their count tables (stage one, prepare.sql), built
 // once; every figure is a query over those tables (stage two). Close it.
 type Set struct {
-	conn     *sql.Conn
+	conn     setConn // a connection of its own (Open), or the transaction that stores answers
 	table    string
 	cached   bool // the count tables are views of the stored cache (see Refresh)
 	counted  bool // Options.Counted
 	lit      prepareLiterals
 	throttle string // Options.Throttle as an SQL list of integers
 
-	buckets      map[int][]bucket // the time table's counts, per grain in seconds (see buckets)
-	rules        []Rule           // for verdicts
-	since, until time.Time        // the range; zero when open
+	buckets      map[int][]bucket  // the time table's counts, per grain in seconds (see buckets)
+	rules        []Rule            // for verdicts
+	since, until time.Time         // the range; zero when open
+	recorded     map[string][]byte // the answers computed, by name, when storeAnswers asks (see answered)
 }
 
 var setID atomic.Int64
@@ -154,37 +155,7 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Set{conn: conn, table: fmt.Sprintf("report_rows_%d", setID.Add(1)), rules: o.Rules, buckets: map[int][]bucket{}, throttle: "429",
-		since: o.Since, until: o.Until}
-	if len(o.Throttle) > 0 {
-		codes := make([]string, len(o.Throttle))
-		for i, c := range o.Throttle {
-			codes[i] = strconv.Itoa(c)
-		}
-		s.throttle = strings.Join(codes, ", ")
-	}
-	if s.rules == nil {
-		s.rules = DefaultRules()
-	}
-	var route, method any
-	if o.Route != "" {
-		route = o.Route
-	}
-	if o.Method != "" {
-		method = o.Method
-	}
-	before, after := o.Context()
-	s.lit = prepareLiterals{
-		Since:     timeLiteral(o.Since, openSince),
-		Until:     timeLiteral(o.Until, openUntil),
-		Before:    timeLiteral(before, openSince),
-		After:     timeLiteral(after, openUntil),
-		MaxGap:    strconv.FormatFloat(o.MaxGap.Seconds(), 'f', -1, 64),
-		Infer:     strconv.FormatBool(o.InferAttempts),
-		HasRoute:  o.Route != "",
-		HasMethod: o.Method != "",
-	}
-	s.counted = o.Counted
+	s, route, method := newSet(conn, fmt.Sprintf("report_rows_%d", setID.Add(1)), o)
 	if o.defaultLinking() && !o.NoCache && !o.Counted {
 		// A range of whole minutes is cut from the cache; one around every row is all of it.
 		all, err := o.whole(), error(nil)
@@ -205,6 +176,42 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// newSet is a Set of o's rows on conn, its tables named after table, before stage one;
+// route and method are the parameters build selects by. o.MaxGap is set.
+func newSet(conn setConn, table string, o Options) (s *Set, route, method any) {
+	s = &Set{conn: conn, table: table, rules: o.Rules, buckets: map[int][]bucket{}, throttle: "429",
+		since: o.Since, until: o.Until}
+	if len(o.Throttle) > 0 {
+		codes := make([]string, len(o.Throttle))
+		for i, c := range o.Throttle {
+			codes[i] = strconv.Itoa(c)
+		}
+		s.throttle = strings.Join(codes, ", ")
+	}
+	if s.rules == nil {
+		s.rules = DefaultRules()
+	}
+	if o.Route != "" {
+		route = o.Route
+	}
+	if o.Method != "" {
+		method = o.Method
+	}
+	before, after := o.Context()
+	s.lit = prepareLiterals{
+		Since:     timeLiteral(o.Since, openSince),
+		Until:     timeLiteral(o.Until, openUntil),
+		Before:    timeLiteral(before, openSince),
+		After:     timeLiteral(after, openUntil),
+		MaxGap:    strconv.FormatFloat(o.MaxGap.Seconds(), 'f', -1, 64),
+		Infer:     strconv.FormatBool(o.InferAttempts),
+		HasRoute:  o.Route != "",
+		HasMethod: o.Method != "",
+	}
+	s.counted = o.Counted
+	return s, route, method
 }
 
 // build runs stage one: it links the rows, then builds the count tables, or, when the
@@ -339,11 +346,15 @@ func (s *Set) Cached() bool { return s.cached }
 // connection is closed rather than returned to the pool, which DuckDB's temporary catalog
 // goes with (a tenth of a small report's time went into dropping them one by one).
 func (s *Set) Close() error {
-	err := s.conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn, ok := s.conn.(*sql.Conn)
+	if !ok {
+		return nil // a transaction's (storeAnswers): its owner drops the tables
+	}
+	err := conn.Raw(func(any) error { return driver.ErrBadConn })
 	if errors.Is(err, driver.ErrBadConn) {
 		err = nil
 	}
-	if cerr := s.conn.Close(); err == nil && !errors.Is(cerr, sql.ErrConnDone) {
+	if cerr := conn.Close(); err == nil && !errors.Is(cerr, sql.ErrConnDone) {
 		err = cerr
 	}
 	return err
@@ -353,6 +364,12 @@ func (s *Set) Close() error {
 type lister interface {
 	execer
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// setConn is what a Set runs its statements on.
+type setConn interface {
+	lister
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // dropTemp drops the temporary views and tables named prefix or prefix_…: what stage one
@@ -578,6 +595,21 @@ func (s *Set) Groups(ctx context.Context, by string) ([]Group, error) {
 // table shows: only those are counted in full and judged on their minutes, the work that
 // grows with the groups. more is how many groups with retries it left out.
 func (s *Set) TopGroups(ctx context.Context, by string, top int) (gs []Group, more int, err error) {
+	type ranked struct {
+		Groups []Group
+		More   int
+	}
+	r, err := answered(ctx, s, fmt.Sprintf("TopGroups %q %d", by, top), func() (r ranked, err error) {
+		r.Groups, r.More, err = s.topGroups(ctx, by, top)
+		return r, err
+	})
+	return r.Groups, r.More, err
+}
+
+// DefaultTop is how many endpoints with retries a report's table shows by default.
+const DefaultTop = 10
+
+func (s *Set) topGroups(ctx context.Context, by string, top int) (gs []Group, more int, err error) {
 	key, err := GroupingKey(by)
 	if err != nil {
 		return nil, 0, err
@@ -860,6 +892,10 @@ func (l Linking) Strong() int64 { return l.IdempotencyKey + l.InvocationID + l.R
 
 // Linking returns how the Set's logical requests were linked.
 func (s *Set) Linking(ctx context.Context) (Linking, error) {
+	return answered(ctx, s, "Linking", func() (Linking, error) { return s.linking(ctx) })
+}
+
+func (s *Set) linking(ctx context.Context) (Linking, error) {
 	var l Linking
 	q, err := s.statement("linking.sql", "", "time", minuteGrain)
 	if err != nil {

@@ -98,7 +98,7 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.DurationVar(&o.polBase, "policy-base", 0, "the declared retry policy's base delay (base·2^(n−1) + up to base of jitter before retry n), to compare the backoff profile with")
 	f.IntVar(&o.polMax, "policy-max-retries", 0, "the declared retry policy's number of retries")
 	f.BoolVar(&o.wide, "wide", false, "table format: every column, however wide (by default columns are left out to fit the terminal, or $COLUMNS)")
-	f.IntVar(&o.top, "top", 10, "endpoints with retries shown in table, markdown and html (0: all; json and csv carry all)")
+	f.IntVar(&o.top, "top", query.DefaultTop, "endpoints with retries shown in table, markdown and html (0: all; json and csv carry all)")
 	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules' thresholds, sustain times or severities")
 	f.IntSliceVar(&o.throttle, "throttle-status", []int{http.StatusTooManyRequests}, "the statuses that throttle, for 429 loops and blind retries (nginx's limit_req answers 503: 429,503)")
 	return c

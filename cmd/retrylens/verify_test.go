@@ -10,8 +10,8 @@ import (
 )
 
 // verify passes on a clean database; rows planted under a registered load (doubling part
-// of it) and under a load id with no registry entry, or a stored cache table changed, make
-// it exit 5 naming what is wrong. The next ingest repairs the rows (the file's 123 lines,
+// of it) and under a load id with no registry entry, or a stored cache table or answer
+// changed, make it exit 5 naming what is wrong. The next ingest repairs the rows (the file's 123 lines,
 // counted with wc -l, are then each in once); --repair repairs the cache.
 func TestVerify(t *testing.T) {
 	t.Parallel()
@@ -73,6 +73,14 @@ func TestVerify(t *testing.T) {
 	if strings.Contains(out, "cache_attempts") {
 		t.Errorf("only cache_time was changed:\n%s", out)
 	}
+	if out, stderr, code := retrylens(t, nil, "verify", "--repair", "--db", db); code != 0 || !strings.Contains(out, "repaired: report cache rebuilt from the rows") {
+		t.Errorf("verify --repair: exit %d\n%s%s", code, out, stderr)
+	}
+	verify(0, "report cache: matches the rows")
+
+	// So does an answer stored for whole reports (query/answers.go).
+	execSQL(t, db, `UPDATE cache_answers SET answer = '{"Loops": 7}' WHERE starts_with(name, 'Loops ')`)
+	verify(exitDamaged, "report cache: cache_answers: the stored answer to Loops differs from the rows' own")
 	if out, stderr, code := retrylens(t, nil, "verify", "--repair", "--db", db); code != 0 || !strings.Contains(out, "repaired: report cache rebuilt from the rows") {
 		t.Errorf("verify --repair: exit %d\n%s%s", code, out, stderr)
 	}

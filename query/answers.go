@@ -1,0 +1,215 @@
+package query
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"reflect"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/retrylens/retrylens/internal/duckerr"
+)
+
+// Stored answers. Some figures of a report are not sums of count rows: the 429 loops,
+// the policy findings, hedging, backoff and linking read every attempt of the retried
+// requests, and the endpoints are ranked, counted and judged on their minutes route by
+// route; over every row of a large log they are most of a report's time, the same at
+// every report until the next load. Refresh therefore asks them with a report's default
+// options (defaultQuestions) on the cache it has just built, and stores each answer as
+// JSON in cache_answers under its question's name (answerName: the call, its arguments,
+// the rules, the throttling statuses, the SQL), the program that answered (programID) and
+// the cache's version. A Set over every row of a fresh cache reads an answer stored under
+// the name of what it is asked; any other question, a range or another option, is
+// computed as before. An answer is stored only when its JSON reads back as the same
+// value (a string that is not UTF-8 would not), so reading one changes nothing but speed.
+const answersTable = cacheName + "_answers"
+
+// defaultQuestions asks s what a report and check ask with the default options
+// (cmd/retrylens's flags). Not every endpoint, as JSON has them: 100K routes' answer is
+// 55 MB of JSON, which took as long to read back and doubled the memory of ingest.
+func defaultQuestions(ctx context.Context, s *Set) error {
+	for _, ask := range []func() error{
+		func() error { _, err := s.Loops(ctx); return err },
+		func() error { _, err := s.Findings(ctx, DefaultMaxAttempts); return err },
+		func() error { _, err := s.Hedging(ctx); return err },
+		func() error { _, err := s.Linking(ctx); return err },
+		func() error { _, err := s.Backoff(ctx, 0, 0); return err },
+		func() error { _, _, err := s.TopGroups(ctx, "route", DefaultTop); return err },
+	} {
+		if err := ask(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// answered returns what compute returns, or the answer stored under name when s reads
+// every row of the cache; a Set that records (storeAnswers) keeps what it computes.
+func answered[T any](ctx context.Context, s *Set, name string, compute func() (T, error)) (T, error) {
+	if s.cached && !s.lit.Bounded && s.recorded == nil {
+		var b []byte
+		err := s.conn.QueryRowContext(ctx, "SELECT answer FROM "+answersTable+
+			" WHERE name = $1 AND program = $2 AND version = (SELECT version FROM "+cacheName+"_state)", s.answerName(name), programID()).Scan(&b)
+		var v T
+		switch {
+		case err == nil:
+			if json.Unmarshal(b, &v) == nil {
+				return v, nil
+			}
+		case err != sql.ErrNoRows && !duckerr.Missing(err):
+			return v, fmt.Errorf("%s: %w", answersTable, err)
+		}
+	}
+	v, err := compute()
+	if err != nil || s.recorded == nil {
+		return v, err
+	}
+	// stored only if it reads back the same
+	if b, err := json.Marshal(v); err == nil {
+		var back T
+		if json.Unmarshal(b, &back) == nil && reflect.DeepEqual(back, v) {
+			s.recorded[s.answerName(name)] = b
+		}
+	}
+	return v, nil
+}
+
+// answerName names a question: what was asked of the Set (call), with the options the Set
+// holds that change its answer, and the statements that answer it.
+func (s *Set) answerName(call string) string {
+	return fmt.Sprintf("%s rules=%+v throttle=%s sql=%s", call, s.rules, s.throttle, statementsDigest)
+}
+
+// statementsDigest changes with any statement file.
+var statementsDigest = func() string {
+	h := sha256.New()
+	err := fs.WalkDir(sqlFiles, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(sqlFiles, path)
+		h.Write([]byte(path + "\x00"))
+		h.Write(b)
+		return err
+	})
+	if err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}()
+
+// programID names this build of retrylens, so that an upgrade does not read what the last
+// version answered: the commit it was built from, or, from a tree with changes (or built
+// without its history, as by go test), the executable's size and time; an executable it
+// cannot stat gets a name nothing else has.
+var programID = sync.OnceValue(func() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev string
+		modified := true
+		for _, kv := range bi.Settings {
+			switch kv.Key {
+			case "vcs.revision":
+				rev = kv.Value
+			case "vcs.modified":
+				modified = kv.Value == "true"
+			}
+		}
+		if rev != "" && !modified {
+			return rev
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		if fi, err := os.Stat(exe); err == nil {
+			return strconv.FormatInt(fi.Size(), 10) + "@" + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
+		}
+	}
+	return "pid" + strconv.Itoa(os.Getpid())
+})
+
+// storeAnswers asks the default questions of every row of the cache tx has just brought
+// to version, and stores the answers in place of those it held.
+func storeAnswers(ctx context.Context, tx *sql.Tx, version string) error {
+	const table = "cache_answering"
+	s, _, _ := newSet(tx, table, Options{MaxGap: DefaultMaxGap})
+	s.cached = true
+	err := s.build(ctx, nil, nil)
+	var answers map[string][]byte
+	if err == nil {
+		answers, err = s.answerDefaults(ctx)
+	}
+	if derr := dropTemp(ctx, tx, table); err == nil {
+		err = derr
+	}
+	if err != nil {
+		return fmt.Errorf("answers: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM "+answersTable); err != nil {
+		return err
+	}
+	for name, b := range answers {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO "+answersTable+" VALUES ($1, $2, $3, $4)", name, programID(), version, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// answerDefaults asks s the default questions and returns the answers it can store, by name.
+func (s *Set) answerDefaults(ctx context.Context) (map[string][]byte, error) {
+	s.recorded = map[string][]byte{}
+	defer func() { s.recorded = nil }()
+	err := defaultQuestions(ctx, s)
+	return s.recorded, err
+}
+
+// checkAnswers compares the answers this program stored with those s, a Set of every row
+// linked again, gives, and names the questions whose answers differ.
+func checkAnswers(ctx context.Context, tx *sql.Tx, s *Set) ([]string, error) {
+	answers, err := s.answerDefaults(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var differ []string
+	for name, b := range answers {
+		var stored []byte
+		err := tx.QueryRowContext(ctx, "SELECT answer FROM "+answersTable+" WHERE name = $1 AND program = $2", name, programID()).Scan(&stored)
+		switch {
+		case err == sql.ErrNoRows:
+		case err != nil:
+			return nil, err
+		case !bytes.Equal(stored, b):
+			call, _, _ := strings.Cut(name, " rules=")
+			differ = append(differ, fmt.Sprintf("%s: the stored answer to %s differs from the rows' own", answersTable, call))
+		}
+	}
+	slices.Sort(differ)
+	return differ, nil
+}
+
+// ensureAnswers creates the answers' table where there is none, so that a query of it
+// in a transaction cannot fail (a statement that fails ends the transaction).
+func ensureAnswers(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+answersTable+
+		" (name VARCHAR NOT NULL, program VARCHAR NOT NULL, version VARCHAR NOT NULL, answer BLOB NOT NULL)")
+	return err
+}
+
+// answersStored reports whether this program has stored answers for the cache's version.
+func answersStored(ctx context.Context, q querier, version string) (bool, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+answersTable+" WHERE program = $1 AND version = $2", programID(), version).Scan(&n)
+	if duckerr.Missing(err) {
+		return false, nil
+	}
+	return n > 0, err
+}
