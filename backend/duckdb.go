@@ -103,7 +103,7 @@ func (f *file) Ingest(ctx context.Context, files []string, opt LoadOptions, ev E
 		ev.Caching()
 	}
 	start := time.Now()
-	how, err := query.RefreshAfterLoad(ctx, f.db)
+	how, err := query.RefreshAfterLoad(ctx, f.db, !opt.NoAnswers)
 	switch {
 	case err != nil && (ingest.Damaged(err) || ctx.Err() != nil):
 		return out, errors.Join(loadErr, err)

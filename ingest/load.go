@@ -51,6 +51,9 @@ type Options struct {
 	// Dedupe leaves out the rows that repeat rows of earlier loads (see repeats); without
 	// it they are loaded and counted in File.Repeats.
 	Dedupe bool
+	// NoAnswers leaves out, when the report cache is brought up to date after the load,
+	// the answers whole reports read (query.RefreshAfterLoad): retrylens watch's batches.
+	NoAnswers bool
 	// Step, when set, is called at each step of a chunk's transaction (see Step), so that
 	// crash tests can kill a load exactly there. Nil in the product.
 	Step func(step Step)

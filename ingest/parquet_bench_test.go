@@ -54,7 +54,7 @@ func BenchmarkParquet1M(b *testing.B) {
 			}
 			lap(way+"-load", start)
 			start = time.Now()
-			if _, err := query.RefreshAfterLoad(ctx, db); err != nil {
+			if _, err := query.RefreshAfterLoad(ctx, db, true); err != nil {
 				b.Fatal(err)
 			}
 			lap(way+"-cache", start)

@@ -116,6 +116,12 @@ const (
 // loads were added since, it updates the cache from the new rows and the logical requests
 // they belong to; otherwise (no cache, another retrylens's SQL) it builds it from every row.
 func Refresh(ctx context.Context, db *sql.DB) (string, error) {
+	return refresh(ctx, db, true)
+}
+
+// refresh is Refresh, storing the answers of whole reports (storeAnswers) when answers is
+// set.
+func refresh(ctx context.Context, db *sql.DB, answers bool) (string, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return "", err
@@ -140,7 +146,7 @@ func Refresh(ctx context.Context, db *sql.DB) (string, error) {
 	if v == st.version {
 		// Fresh; its answers may have been stored by another version of retrylens.
 		stored, err := answersStored(ctx, tx, v)
-		if err == nil && !stored {
+		if err == nil && !stored && answers {
 			if err = storeAnswers(ctx, tx, v); err == nil {
 				err = tx.Commit()
 			}
@@ -188,7 +194,7 @@ func Refresh(ctx context.Context, db *sql.DB) (string, error) {
 	case err != nil:
 	case how == CacheFresh && stored: // the same rows: the same answers, for the new version
 		_, err = tx.ExecContext(ctx, "UPDATE "+answersTable+" SET version = ?", v)
-	default:
+	case answers:
 		err = storeAnswers(ctx, tx, v)
 	}
 	if err != nil {
@@ -509,10 +515,12 @@ func SetCacheMemory(ctx context.Context, db *sql.DB) error {
 	return err
 }
 
-// RefreshAfterLoad is Refresh with the memory a build takes, as ingest runs it.
-func RefreshAfterLoad(ctx context.Context, db *sql.DB) (string, error) {
+// RefreshAfterLoad is Refresh with the memory a build takes, as ingest runs it. Without
+// answers it leaves out the answers whole reports read (storeAnswers), a second or two on
+// a large database: retrylens watch, whose reports are ranges, refreshes every batch.
+func RefreshAfterLoad(ctx context.Context, db *sql.DB, answers bool) (string, error) {
 	if err := SetCacheMemory(ctx, db); err != nil {
 		return "", err
 	}
-	return Refresh(ctx, db)
+	return refresh(ctx, db, answers)
 }

@@ -315,4 +315,28 @@ func TestStoredAnswers(t *testing.T) {
 	if state, problems, err := query.CheckCache(ctx, db); err != nil || state != query.CacheMatches {
 		t.Errorf("verify after a rebuild: %s %q %v", state, problems, err)
 	}
+
+	// A refresh without answers (retrylens watch's batches) stores none for the new rows:
+	// the next whole report computes them, and the next ingest stores them.
+	current := func() int {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM cache_answers WHERE version = (SELECT version FROM cache_state)").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := ingest.Load(ctx, db, []string{"../testdata/quiet-hour/access.log"}, ingest.Options{Format: retry}); err != nil {
+		t.Fatal(err)
+	}
+	if how, err := query.RefreshAfterLoad(ctx, db, false); err != nil || how != query.CacheUpdated || current() != 0 {
+		t.Fatalf("refresh without answers: %q, %v, %d answers for the new rows", how, err, current())
+	}
+	linked = readAll(t, openSet(t, db, query.Options{NoCache: true}))
+	if diff := cmp.Diff(linked, readAll(t, openSet(t, db, query.Options{}))); diff != "" {
+		t.Fatalf("a cache without answers differs from the rows (-linked +cached):\n%s", diff)
+	}
+	if how, err := query.Refresh(ctx, db); err != nil || how != query.CacheFresh || current() != len(want) {
+		t.Fatalf("refresh: %q, %v, %d answers, want %d", how, err, current(), len(want))
+	}
 }

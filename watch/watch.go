@@ -163,7 +163,9 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	}
 	defer st.Close()
 	if len(files) > 0 {
-		done, err := st.Ingest(ctx, files, w.o.Load, backend.Events{})
+		load := w.o.Load
+		load.NoAnswers = true // its reports are ranges, which compute theirs
+		done, err := st.Ingest(ctx, files, load, backend.Events{})
 		if err != nil {
 			return err
 		}
