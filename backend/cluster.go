@@ -64,7 +64,25 @@ func (c *cluster) Ingest(ctx context.Context, files []string, opt LoadOptions, e
 	if err != nil && ctx.Err() == nil {
 		err = fmt.Errorf("some input was not loaded:\n%w", err)
 	}
-	return Ingested{Load: res}, err
+	out := Ingested{Load: res}
+	if ctx.Err() != nil || opt.NoAnswers {
+		return out, err
+	}
+	// The answers of whole reports (cluster_answers.go), for what did load even when some
+	// input failed; without them reports read the shards, as slow as before, not wrong.
+	if ev.Caching != nil && res.Totals().Rows > 0 {
+		ev.Caching()
+	}
+	took, aerr := c.refreshAnswers(ctx)
+	switch {
+	case aerr != nil && ctx.Err() != nil:
+		return out, errors.Join(err, aerr)
+	case aerr != nil:
+		out.CacheErr = aerr
+	case took > 0:
+		out.Cache, out.CacheTime = query.CacheRebuilt, took
+	}
+	return out, err
 }
 
 func (c *cluster) Health(ctx context.Context) Health {
@@ -88,16 +106,38 @@ func (c *cluster) Rows(ctx context.Context, qo *query.Options, route func(string
 			return nil, err
 		}
 	}
-	db, tr, err := materialize(ctx, c.cl, *qo, every)
+	// read copies into db what a Set of o reads from the shards.
+	read := func(ctx context.Context, db *sql.DB, o query.Options) error {
+		tr, err := fill(ctx, c.cl, db, o, every)
+		if err == nil && c.trace != nil {
+			fmt.Fprintf(c.trace, "retrylens: from the cluster: %d rows to link (%.1fs), %d count rows standing for %d rows (%.1fs)\n",
+				tr.Rows, tr.RowsTime.Seconds(), tr.CountRows, tr.CountedRows, tr.CountsTime.Seconds())
+		}
+		return err
+	}
+	if !every && wholeDefault(*qo) {
+		// The answers ingest stored (cluster_answers.go), and the shards for any other.
+		db, ok, err := c.answers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			c.read = append(c.read, db)
+			o := *qo
+			qo.Counted, qo.Answers = true, true
+			qo.Fill = func(ctx context.Context) error { return read(ctx, db, o) }
+			return db, nil
+		}
+	}
+	db, err := ingest.Open(ctx, "")
 	if err != nil {
 		return nil, err
 	}
 	c.read = append(c.read, db)
-	qo.Counted = true
-	if c.trace != nil {
-		fmt.Fprintf(c.trace, "retrylens: from the cluster: %d rows to link (%.1fs), %d count rows standing for %d rows (%.1fs)\n",
-			tr.Rows, tr.RowsTime.Seconds(), tr.CountRows, tr.CountedRows, tr.CountsTime.Seconds())
+	if err := read(ctx, db, *qo); err != nil {
+		return nil, err
 	}
+	qo.Counted = true
 	return db, nil
 }
 

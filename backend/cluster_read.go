@@ -55,9 +55,24 @@ type traffic struct {
 }
 
 // materialize reads what a Set of o needs from the cluster into a new in-memory DuckDB
-// database: the rows that linking can change, and the counts of the others. Open the Set
-// on it with o.Counted. With every, all rows travel (a budget replays each attempt).
+// database (see fill). Open the Set on it with o.Counted.
 func materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every bool) (*sql.DB, traffic, error) {
+	db, err := ingest.Open(ctx, "")
+	if err != nil {
+		return nil, traffic{}, err
+	}
+	tr, err := fill(ctx, cl, db, o, every)
+	if err != nil {
+		db.Close()
+		return nil, tr, err
+	}
+	return db, tr, nil
+}
+
+// fill reads what a Set of o needs from the cluster into db, an in-memory DuckDB
+// database with an empty requests table: the rows that linking can change, and the
+// counts of the others. With every, all rows travel (a budget replays each attempt).
+func fill(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, every bool) (traffic, error) {
 	var tr traffic
 	before, after := o.Context()
 	us := func(t time.Time, open int64) int64 {
@@ -100,14 +115,7 @@ func materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 	}
 	inRange := fmt.Sprintf("(ts_us >= %d AND ts_us < %d)", since, until)
 
-	db, err := ingest.Open(ctx, "")
-	if err != nil {
-		return nil, tr, err
-	}
-	fail := func(err error) (*sql.DB, traffic, error) {
-		db.Close()
-		return nil, tr, err
-	}
+	fail := func(err error) (traffic, error) { return tr, err }
 	if _, err := db.ExecContext(ctx, `
 		CREATE TABLE counted_time (ts TIMESTAMP, in_range BOOLEAN, status SMALLINT, attempt INTEGER, inferred BOOLEAN,
 			strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN, n BIGINT, proxied BIGINT, tries BIGINT);
@@ -229,7 +237,7 @@ func materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 	}
 	tr.CountRows, tr.CountedRows = *jobs[1].n+*jobs[2].n, counted
 	tr.CountsTime = max(tr.CountsTime, *jobs[2].took)
-	return db, tr, nil
+	return tr, nil
 }
 
 // copyRows runs q on the cluster and appends its rows to the DuckDB table, each row's

@@ -12,6 +12,8 @@
 #   KEEP=/tmp/rl-bench bash bench/report.sh          # keep (and reuse) the log and databases there
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/cases.sh
+. bench/cases.sh
 # shellcheck source=bench/base.sh
 . bench/base.sh
 rounds=${1:-3}
@@ -35,15 +37,6 @@ for b in $bins; do
 done
 echo "10M lines (genlog --seed 7), $rounds rounds${BASE:+, base $BASE}; $(nproc) cores, $(date -u +%F), $(git rev-parse --short HEAD)"
 
-cases="table json hour-table hour-json"
-args() {
-  case $1 in
-    table) echo "--format table" ;;
-    json) echo "--format json" ;;
-    hour-table) echo "--format table --since 2026-11-29T12:00:00Z --until 2026-11-29T13:00:00Z" ;;
-    hour-json) echo "--format json --since 2026-11-29T12:00:00Z --until 2026-11-29T13:00:00Z" ;;
-  esac
-}
 for r in $(seq "$rounds"); do
   for c in $cases; do
     for b in $bins; do
@@ -53,8 +46,6 @@ for r in $(seq "$rounds"); do
     done
   done
 done
-# median and spread of a column of numbers
-stats() { sort -n | awk '{ v[NR] = $1 } END { printf "%s (%s-%s)", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
 printf "%-11s %-6s %-22s %-28s %s\n" case binary "wall s, median (range)" "peak MiB, median (range)" output
 for c in $cases; do
   for b in $bins; do

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/retrylens/retrylens/internal/duckerr"
 )
@@ -35,17 +37,27 @@ import (
 const answersTable = cacheName + "_answers"
 
 // defaultQuestions asks s what a report and check ask with the default options
-// (cmd/retrylens's flags). Not every endpoint, as JSON has them: 100K routes' answer is
-// 55 MB of JSON, which took as long to read back and doubled the memory of ingest.
-func defaultQuestions(ctx context.Context, s *Set) error {
-	for _, ask := range []func() error{
+// (cmd/retrylens's flags), and with everyEndpoint every endpoint, as JSON has them: a DuckDB
+// file leaves that out (100K routes' answer is 55 MB of JSON, which took as long to read
+// back as to compute, and doubled the memory of ingest), a cluster keeps it.
+func defaultQuestions(ctx context.Context, s *Set, everyEndpoint bool) error {
+	asks := []func() error{
+		func() error { _, _, err := s.Span(ctx); return err },
+		func() error { _, err := s.bucketsOf(ctx, minuteGrain); return err },
+		func() error { _, err := s.Alerts(ctx); return err },
+		func() error { _, err := s.AttemptCounts(ctx); return err },
+		func() error { _, err := s.Gaps(ctx); return err },
 		func() error { _, err := s.Loops(ctx); return err },
 		func() error { _, err := s.Findings(ctx, DefaultMaxAttempts); return err },
 		func() error { _, err := s.Hedging(ctx); return err },
 		func() error { _, err := s.Linking(ctx); return err },
 		func() error { _, err := s.Backoff(ctx, 0, 0); return err },
 		func() error { _, _, err := s.TopGroups(ctx, "route", DefaultTop); return err },
-	} {
+	}
+	if everyEndpoint {
+		asks = append(asks, func() error { _, _, err := s.TopGroups(ctx, "route", 0); return err })
+	}
+	for _, ask := range asks {
 		if err := ask(); err != nil {
 			return err
 		}
@@ -56,10 +68,10 @@ func defaultQuestions(ctx context.Context, s *Set) error {
 // answered returns what compute returns, or the answer stored under name when s reads
 // every row of the cache; a Set that records (storeAnswers) keeps what it computes.
 func answered[T any](ctx context.Context, s *Set, name string, compute func() (T, error)) (T, error) {
-	if s.cached && !s.lit.Bounded && s.recorded == nil {
+	if s.readAnswers && s.recorded == nil {
 		var b []byte
 		err := s.conn.QueryRowContext(ctx, "SELECT answer FROM "+answersTable+
-			" WHERE name = $1 AND program = $2 AND version = (SELECT version FROM "+cacheName+"_state)", s.answerName(name), programID()).Scan(&b)
+			" WHERE name = $1 AND program = $2 AND version = (SELECT version FROM "+cacheName+"_state)", s.answerName(name), ProgramID()).Scan(&b)
 		var v T
 		switch {
 		case err == nil:
@@ -108,11 +120,11 @@ var statementsDigest = func() string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }()
 
-// programID names this build of retrylens, so that an upgrade does not read what the last
+// ProgramID names this build of retrylens, so that an upgrade does not read what the last
 // version answered: the commit it was built from, or, from a tree with changes (or built
 // without its history, as by go test), the executable's size and time; an executable it
 // cannot stat gets a name nothing else has.
-var programID = sync.OnceValue(func() string {
+var ProgramID = sync.OnceValue(func() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		var rev string
 		modified := true
@@ -145,7 +157,7 @@ func storeAnswers(ctx context.Context, tx *sql.Tx, version string) error {
 	err := s.build(ctx, nil, nil)
 	var answers map[string][]byte
 	if err == nil {
-		answers, err = s.answerDefaults(ctx)
+		answers, err = s.answerDefaults(ctx, false)
 	}
 	if derr := dropTemp(ctx, tx, table); err == nil {
 		err = derr
@@ -157,7 +169,7 @@ func storeAnswers(ctx context.Context, tx *sql.Tx, version string) error {
 		return err
 	}
 	for name, b := range answers {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO "+answersTable+" VALUES ($1, $2, $3, $4)", name, programID(), version, b); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO "+answersTable+" VALUES ($1, $2, $3, $4)", name, ProgramID(), version, b); err != nil {
 			return err
 		}
 	}
@@ -165,24 +177,69 @@ func storeAnswers(ctx context.Context, tx *sql.Tx, version string) error {
 }
 
 // answerDefaults asks s the default questions and returns the answers it can store, by name.
-func (s *Set) answerDefaults(ctx context.Context) (map[string][]byte, error) {
+func (s *Set) answerDefaults(ctx context.Context, everyEndpoint bool) (map[string][]byte, error) {
 	s.recorded = map[string][]byte{}
 	defer func() { s.recorded = nil }()
-	err := defaultQuestions(ctx, s)
+	err := defaultQuestions(ctx, s, everyEndpoint)
 	return s.recorded, err
+}
+
+// Answer opens a Set of every row of db (o: the default linking, as a cluster's rows are
+// counted, see Options.Counted) and returns, by name, the answers to the default
+// questions and every endpoint: what a cluster stores for Options.Answers.
+func Answer(ctx context.Context, db *sql.DB, o Options) (map[string][]byte, error) {
+	if o.MaxGap <= 0 {
+		o.MaxGap = DefaultMaxGap
+	}
+	if !o.whole() {
+		return nil, errors.New("query: answers are of every row, with the default linking")
+	}
+	s, err := Open(ctx, db, o)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.answerDefaults(ctx, true)
+}
+
+// LoadAnswers makes db, an empty database, hold answers (by name, as Answer returns them)
+// of a database at version: what a Set with Options.Answers reads.
+func LoadAnswers(ctx context.Context, db *sql.DB, version string, answers map[string][]byte) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	err = execAll(ctx, tx, "CREATE TABLE "+cacheName+"_state (version VARCHAR NOT NULL, watermark BIGINT NOT NULL, rows BIGINT NOT NULL)")
+	if err == nil {
+		_, err = tx.ExecContext(ctx, "INSERT INTO "+cacheName+"_state VALUES (?, 0, 0)", version)
+	}
+	if err == nil {
+		err = ensureAnswers(ctx, tx)
+	}
+	for name, b := range answers {
+		if err != nil {
+			break
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO "+answersTable+" VALUES ($1, $2, $3, $4)", name, ProgramID(), version, b)
+	}
+	if err != nil {
+		return fmt.Errorf("answers: %w", err)
+	}
+	return tx.Commit()
 }
 
 // checkAnswers compares the answers this program stored with those s, a Set of every row
 // linked again, gives, and names the questions whose answers differ.
 func checkAnswers(ctx context.Context, tx *sql.Tx, s *Set) ([]string, error) {
-	answers, err := s.answerDefaults(ctx)
+	answers, err := s.answerDefaults(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	var differ []string
 	for name, b := range answers {
 		var stored []byte
-		err := tx.QueryRowContext(ctx, "SELECT answer FROM "+answersTable+" WHERE name = $1 AND program = $2", name, programID()).Scan(&stored)
+		err := tx.QueryRowContext(ctx, "SELECT answer FROM "+answersTable+" WHERE name = $1 AND program = $2", name, ProgramID()).Scan(&stored)
 		switch {
 		case err == sql.ErrNoRows:
 		case err != nil:
@@ -207,9 +264,39 @@ func ensureAnswers(ctx context.Context, tx *sql.Tx) error {
 // answersStored reports whether this program has stored answers for the cache's version.
 func answersStored(ctx context.Context, q querier, version string) (bool, error) {
 	var n int64
-	err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+answersTable+" WHERE program = $1 AND version = $2", programID(), version).Scan(&n)
+	err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+answersTable+" WHERE program = $1 AND version = $2", ProgramID(), version).Scan(&n)
 	if duckerr.Missing(err) {
 		return false, nil
 	}
 	return n > 0, err
+}
+
+// A bucket as JSON, for the answers: its counts in countColumns' order.
+type bucketJSON struct {
+	Start  time.Time
+	Valid  bool
+	Counts []int64
+}
+
+func (b bucket) MarshalJSON() ([]byte, error) {
+	v := bucketJSON{Start: b.start, Valid: b.valid, Counts: make([]int64, len(countColumns))}
+	for i, c := range countColumns {
+		v.Counts[i] = *c.place(&b.c)
+	}
+	return json.Marshal(v)
+}
+
+func (b *bucket) UnmarshalJSON(data []byte) error {
+	var v bucketJSON
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	if len(v.Counts) != len(countColumns) {
+		return fmt.Errorf("a bucket of %d counts, want %d", len(v.Counts), len(countColumns))
+	}
+	*b = bucket{start: v.Start, valid: v.Valid}
+	for i, c := range countColumns {
+		*c.place(&b.c) = v.Counts[i]
+	}
+	return nil
 }

@@ -264,7 +264,7 @@ func TestStoredAnswers(t *testing.T) {
 		rows.Scan(&n)
 		names = append(names, n)
 	}
-	want := []string{"Backoff 0 0", "Findings 3", "Hedging", "Linking", "Loops", `TopGroups "route" 10`}
+	want := []string{"Alerts", "AttemptCounts", "Backoff 0 0", "Buckets 60", "Findings 3", "Gaps", "Hedging", "Linking", "Loops", "Span", `TopGroups "route" 10`}
 	if !cmp.Equal(names, want) {
 		t.Fatalf("stored answers %q, want %q", names, want)
 	}
@@ -338,5 +338,99 @@ func TestStoredAnswers(t *testing.T) {
 	}
 	if how, err := query.Refresh(ctx, db); err != nil || how != query.CacheFresh || current() != len(want) {
 		t.Fatalf("refresh: %q, %v, %d answers, want %d", how, err, current(), len(want))
+	}
+}
+
+// A Set opened with Options.Answers answers from the stored answers alone, as a cluster's
+// whole report does, and reads the rows (Fill) only at its first question they do not
+// hold, then answers it and the rest as a Set of the rows does.
+func TestAnswersThenFill(t *testing.T) {
+	ctx := context.Background()
+	db := memDB(t)
+	retry, _ := parse.Preset("retry")
+	if _, err := ingest.Load(ctx, db, []string{"../testdata/incident-hour/access.log"}, ingest.Options{Format: retry}); err != nil {
+		t.Fatal(err)
+	}
+	// No cache: the answers below are the only ones, and the Set's tables are built from
+	// the rows.
+	answers, err := query.Answer(ctx, db, query.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := query.LoadAnswers(ctx, db, "test", answers); err != nil {
+		t.Fatal(err)
+	}
+	rows := openSet(t, db, query.Options{NoCache: true})
+	fills := 0
+	o := query.Options{Answers: true, Fill: func(context.Context) error { fills++; return nil }}
+	set := openSet(t, db, o)
+	// What a whole report, its HTML charts and check ask with the default options.
+	type figures struct {
+		Span                  [2]time.Time
+		Summary               query.Metrics
+		Hours                 []query.Window
+		Alerts                []query.Alert
+		Top, Every            []query.Group
+		More                  int
+		Loops                 query.Loops429
+		Hedging               query.Hedging
+		Findings              []query.Finding
+		Linking               query.Linking
+		Backoff               []query.Backoff
+		Gaps                  []query.GapHistogram
+		AttemptCounts         []query.AttemptCount
+		IncidentBefore, After query.Metrics
+	}
+	ask := func(s *query.Set) figures {
+		t.Helper()
+		var f figures
+		var errs [14]error
+		f.Span[0], f.Span[1], errs[0] = s.Span(ctx)
+		f.Summary, errs[1] = s.Summary(ctx)
+		f.Hours, errs[2] = s.Windows(ctx, time.Hour, 0)
+		f.Alerts, errs[3] = s.Alerts(ctx)
+		f.Top, f.More, errs[4] = s.TopGroups(ctx, "route", query.DefaultTop)
+		f.Every, _, errs[5] = s.TopGroups(ctx, "route", 0)
+		f.Loops, errs[6] = s.Loops(ctx)
+		f.Hedging, errs[7] = s.Hedging(ctx)
+		f.Findings, errs[8] = s.Findings(ctx, query.DefaultMaxAttempts)
+		f.Linking, errs[9] = s.Linking(ctx)
+		f.Backoff, errs[10] = s.Backoff(ctx, 0, 0)
+		f.Gaps, errs[11] = s.Gaps(ctx)
+		f.AttemptCounts, errs[12] = s.AttemptCounts(ctx)
+		in, err := s.Compare(ctx, query.Span{Start: time.Date(2026, 11, 29, 14, 10, 0, 0, time.UTC), End: time.Date(2026, 11, 29, 14, 20, 0, 0, time.UTC)})
+		f.IncidentBefore, f.After, errs[13] = in.Before, in.After, err
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("question %d: %v", i, err)
+			}
+		}
+		return f
+	}
+	want := ask(rows)
+	if want.Summary.Retries == 0 || len(want.Alerts) == 0 || want.Loops.Loops == 0 || len(want.Every) < 2 {
+		t.Fatalf("the sample has too little in it to compare: %+v", want.Summary)
+	}
+	if diff := cmp.Diff(want, ask(set)); diff != "" || fills != 0 {
+		t.Fatalf("answers: %d fills, want none; (-rows +answers):\n%s", fills, diff)
+	}
+	// Questions the answers do not hold: 90 s windows (a 30 s grain), another grouping,
+	// another cap. The first fills the Set, once.
+	for i, q := range []func(*query.Set) (any, error){
+		func(s *query.Set) (any, error) { return s.Windows(ctx, 90*time.Second, 0) },
+		func(s *query.Set) (any, error) { return s.Groups(ctx, "status") },
+		func(s *query.Set) (any, error) { return s.Findings(ctx, 2) },
+	} {
+		w, werr := q(rows)
+		g, gerr := q(set)
+		if werr != nil || gerr != nil || !cmp.Equal(w, g) {
+			t.Errorf("question %d: %v, %v; (-rows +answers):\n%s", i, werr, gerr, cmp.Diff(w, g))
+		}
+		if fills != 1 {
+			t.Errorf("question %d: %d fills, want 1", i, fills)
+		}
+	}
+	if _, err := query.Open(ctx, db, query.Options{Answers: true, Fill: o.Fill, Since: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}); err == nil {
+		t.Error("Answers with a range: no error")
 	}
 }

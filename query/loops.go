@@ -39,6 +39,9 @@ func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 
 func (s *Set) loops(ctx context.Context) (Loops429, error) {
 	var l Loops429
+	if err := s.ready(ctx); err != nil {
+		return l, err
+	}
 	q, err := s.statement("loops.sql", "", "time", minuteGrain)
 	if err != nil {
 		return l, err
@@ -195,6 +198,10 @@ type GapHistogram struct {
 
 // Gaps returns the gap histogram per attempt number, lowest first.
 func (s *Set) Gaps(ctx context.Context) ([]GapHistogram, error) {
+	return answered(ctx, s, "Gaps", func() ([]GapHistogram, error) { return s.gaps(ctx) })
+}
+
+func (s *Set) gaps(ctx context.Context) ([]GapHistogram, error) {
 	var out []GapHistogram
 	err := s.query(ctx, "gaps.sql", []any{GapEdges}, func(rows *sql.Rows) error {
 		var attempt, bucket int
@@ -221,6 +228,10 @@ type AttemptCount struct {
 
 // AttemptCounts returns the logical requests per number of attempts, fewest first.
 func (s *Set) AttemptCounts(ctx context.Context) ([]AttemptCount, error) {
+	return answered(ctx, s, "AttemptCounts", func() ([]AttemptCount, error) { return s.attemptCounts(ctx) })
+}
+
+func (s *Set) attemptCounts(ctx context.Context) ([]AttemptCount, error) {
 	var out []AttemptCount
 	err := s.query(ctx, "attempt_counts.sql", nil, func(rows *sql.Rows) error {
 		var c AttemptCount
@@ -251,6 +262,9 @@ func (s *Set) Hedging(ctx context.Context) (Hedging, error) {
 
 func (s *Set) hedging(ctx context.Context) (Hedging, error) {
 	var h Hedging
+	if err := s.ready(ctx); err != nil {
+		return h, err
+	}
 	q, err := s.statement("hedging.sql", "", "time", minuteGrain)
 	if err != nil {
 		return h, err

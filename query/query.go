@@ -69,6 +69,13 @@ type Options struct {
 	// holds the other rows, which are all that Attempts and EachAttempt see (a budget's
 	// caller reads every row instead). Implies NoCache.
 	Counted bool
+	// Answers says that the database holds, for now, only the answers stored for every
+	// row (cache_answers and cache_state: a cluster's, see backend): the Set answers what
+	// they hold, and its first question they do not hold calls Fill, which must bring the
+	// rows and counts the Set then builds its tables from (as Counted says), as if it had
+	// been opened without Answers. Only for every row with the default linking.
+	Answers bool
+	Fill    func(ctx context.Context) error
 }
 
 // Context returns the time a Set of o reads around its range (see rangeContext): zero
@@ -129,10 +136,12 @@ type Set struct {
 	lit      prepareLiterals
 	throttle string // Options.Throttle as an SQL list of integers
 
-	buckets      map[int][]bucket  // the time table's counts, per grain in seconds (see buckets)
-	rules        []Rule            // for verdicts
-	since, until time.Time         // the range; zero when open
-	recorded     map[string][]byte // the answers computed, by name, when storeAnswers asks (see answered)
+	buckets      map[int][]bucket            // the time table's counts, per grain in seconds (see buckets)
+	rules        []Rule                      // for verdicts
+	since, until time.Time                   // the range; zero when open
+	recorded     map[string][]byte           // the answers computed, by name, when storeAnswers asks (see answered)
+	readAnswers  bool                        // the stored answers are this Set's (every row of a fresh cache, or Options.Answers)
+	fill         func(context.Context) error // Options.Fill, until ready has called it
 }
 
 var setID atomic.Int64
@@ -151,11 +160,18 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if o.MaxGap <= 0 {
 		o.MaxGap = DefaultMaxGap
 	}
+	if o.Answers && (!o.whole() || o.Fill == nil) {
+		return nil, errors.New("query: Answers needs every row, the default linking and Fill")
+	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	s, route, method := newSet(conn, fmt.Sprintf("report_rows_%d", setID.Add(1)), o)
+	if o.Answers {
+		s.readAnswers, s.fill = true, o.Fill
+		return s, nil // built by ready, at the first question the answers do not hold
+	}
 	if o.defaultLinking() && !o.NoCache && !o.Counted {
 		// A range of whole minutes is cut from the cache; one around every row is all of it.
 		all, err := o.whole(), error(nil)
@@ -165,6 +181,7 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		if err == nil && (all || wholeMinute(o.Since) && wholeMinute(o.Until)) {
 			s.lit.Bounded = !all
 			s.cached, err = cacheFresh(ctx, conn)
+			s.readAnswers = s.cached && all
 		}
 		if err != nil {
 			conn.Close()
@@ -212,6 +229,20 @@ func newSet(conn setConn, table string, o Options) (s *Set, route, method any) {
 	}
 	s.counted = o.Counted
 	return s, route, method
+}
+
+// ready makes a Set opened with Options.Answers whole, the first time a question needs its
+// tables: Fill brings the rows and counts, and stage one builds the tables from them.
+func (s *Set) ready(ctx context.Context) error {
+	if s.fill == nil {
+		return nil
+	}
+	fill := s.fill
+	s.fill = nil
+	if err := fill(ctx); err != nil {
+		return fmt.Errorf("read the rows: %w", err)
+	}
+	return s.build(ctx, nil, nil)
 }
 
 // build runs stage one: it links the rows, then builds the count tables, or, when the
@@ -497,6 +528,17 @@ func (s *Set) bucketsOf(ctx context.Context, grain int) ([]bucket, error) {
 	if bs, ok := s.buckets[grain]; ok {
 		return bs, nil
 	}
+	bs, err := answered(ctx, s, fmt.Sprintf("Buckets %d", grain), func() ([]bucket, error) { return s.countBuckets(ctx, grain) })
+	if err == nil {
+		s.buckets[grain] = bs
+	}
+	return bs, err
+}
+
+func (s *Set) countBuckets(ctx context.Context, grain int) ([]bucket, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	if grain != minuteGrain {
 		steps := buildSteps(func(t CountTable) bool { return t.Timed })
 		if err := prepareGrain(ctx, s.conn, s.table, "TEMP TABLE", s.lit, nil, steps, grain); err != nil {
@@ -515,7 +557,6 @@ func (s *Set) bucketsOf(ctx context.Context, grain int) ([]bucket, error) {
 		t := e.k.(*sql.NullTime)
 		bs[i] = bucket{start: t.Time.UTC(), valid: t.Valid, c: e.c}
 	}
-	s.buckets[grain] = bs
 	return bs, nil
 }
 
@@ -662,6 +703,10 @@ func (s *Set) topGroups(ctx context.Context, by string, top int) (gs []Group, mo
 // range: one that fires across a bound is reported by each side, as a report over every
 // row reports it in both windows.
 func (s *Set) Alerts(ctx context.Context) ([]Alert, error) {
+	return answered(ctx, s, "Alerts", func() ([]Alert, error) { return s.alerts(ctx) })
+}
+
+func (s *Set) alerts(ctx context.Context) ([]Alert, error) {
 	bs, err := s.bucketsOf(ctx, minuteGrain)
 	if err != nil {
 		return nil, err
@@ -714,6 +759,9 @@ func (s *Set) groupAlerts(ctx context.Context, key, table string, gs []Group) (m
 		}
 	}
 	fired := map[string][]string{}
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	var keys []string // a minute has at most its group's first attempts and retries
 	for _, g := range gs {
 		if first >= 0 && g.FirstAttempts >= first && g.Retries >= retries {
@@ -839,6 +887,17 @@ func keyID(k any) string {
 
 // Span returns the first and last request time in the Set.
 func (s *Set) Span(ctx context.Context) (from, to time.Time, err error) {
+	span, err := answered(ctx, s, "Span", func() (span [2]time.Time, err error) {
+		span[0], span[1], err = s.span(ctx)
+		return span, err
+	})
+	return span[0], span[1], err
+}
+
+func (s *Set) span(ctx context.Context) (from, to time.Time, err error) {
+	if err := s.ready(ctx); err != nil {
+		return from, to, err
+	}
 	var f, t sql.NullTime
 	if s.counted {
 		// the rows counted elsewhere with the range's own
@@ -897,6 +956,9 @@ func (s *Set) Linking(ctx context.Context) (Linking, error) {
 
 func (s *Set) linking(ctx context.Context) (Linking, error) {
 	var l Linking
+	if err := s.ready(ctx); err != nil {
+		return l, err
+	}
 	q, err := s.statement("linking.sql", "", "time", minuteGrain)
 	if err != nil {
 		return l, err
@@ -947,6 +1009,9 @@ func (s *Set) queryOn(ctx context.Context, name, key, table string, grain int, a
 
 // rowsOf runs the statement q (of the file name, for errors) and calls each on its rows.
 func (s *Set) rowsOf(ctx context.Context, name, q string, args []any, each func(*sql.Rows) error) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	rows, err := s.conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -974,6 +1039,9 @@ func ptr(f sql.NullFloat64) *float64 {
 // untagged) and whether it was inferred, by file and line: for measuring inference
 // against logs whose attempt numbers are known.
 func (s *Set) EachAttempt(ctx context.Context, fn func(fileID, line int64, attempt sql.NullInt64, inferred bool)) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	rows, err := s.conn.QueryContext(ctx, "SELECT file_id, line, attempt, inferred FROM "+s.table+" WHERE in_range")
 	if err != nil {
 		return err
@@ -1003,6 +1071,9 @@ type Attempt struct {
 
 // Attempts returns the Set's tagged rows ordered by start time, for replaying them.
 func (s *Set) Attempts(ctx context.Context) ([]Attempt, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.conn.QueryContext(ctx, "SELECT lkey, attempt, started, ts, coalesce(status, -1), coalesce(retry_after, '') FROM "+
 		s.table+" WHERE in_range AND attempt IS NOT NULL AND ts IS NOT NULL ORDER BY started, lkey, attempt")
 	if err != nil {
@@ -1031,6 +1102,9 @@ func Run(ctx context.Context, db *sql.DB, q string) (cols []string, rows [][]any
 // keys and sorted: what every store's stage one must agree on, whichever rows it counted
 // where (backend's conformance test).
 func (s *Set) Counts(ctx context.Context, name string) (cols []string, rows [][]any, err error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, nil, err
+	}
 	for _, t := range CountTables {
 		if t.Name != name {
 			continue

@@ -40,6 +40,18 @@ func sameOnCluster(t *testing.T, files []string, load []string, commands func(du
 			t.Errorf("%s: %q: nothing to compare", strings.Join(args, " "), want)
 		}
 	}
+	// A whole report reads the answers ingest stored on the cluster, and no row; one they
+	// do not answer (10 s windows) reads the shards, with the same figures (above and
+	// TestAnswersThenFill).
+	for _, c := range []struct {
+		args []string
+		rows bool
+	}{{[]string{"report", "--format", "json"}, false}, {[]string{"report", "--format", "json", "--window", "10s"}, true}} {
+		_, trace, code := retrylensEnv(t, map[string]string{"RETRYLENS_TRAFFIC": "1"}, nil, append(c.args, "--db", url)...)
+		if code != 0 || !strings.Contains(trace, "answers stored at ingest") || strings.Contains(trace, "rows to link") != c.rows {
+			t.Errorf("%s: exit %d; want the stored answers, and the rows %v:\n%s", strings.Join(c.args, " "), code, c.rows, trace)
+		}
+	}
 }
 
 // firstDiff shows where two outputs part.

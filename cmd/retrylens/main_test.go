@@ -27,11 +27,17 @@ var fixedNow = time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC)
 // retrylens runs the CLI in-process with a fixed clock and no $RETRYLENS_DB.
 func retrylens(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return retrylensEnv(t, nil, stdin, args...)
+}
+
+// retrylensEnv is retrylens with environment variables.
+func retrylensEnv(t *testing.T, vars map[string]string, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	if stdin == nil {
 		stdin = strings.NewReader("")
 	}
-	e := &env{stdin: stdin, stdout: &out, stderr: &errb, getenv: func(string) string { return "" }, now: func() time.Time { return fixedNow }}
+	e := &env{stdin: stdin, stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }, now: func() time.Time { return fixedNow }}
 	code = e.run(args)
 	return out.String(), errb.String(), code
 }

@@ -1,0 +1,180 @@
+package backend
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/query"
+)
+
+// A cluster's stored answers. A whole report (every row, the default linking) asks the
+// same questions until the next load, and on a cluster each one cost reading the rows
+// to link from the shards and linking them in the reporting process. So ingest, after a
+// load, does that once and stores the answers of every row, as a DuckDB file's ingest
+// does (query/answers.go), with every endpoint, on the URL's server: cache_answers (name,
+// program, version, answer), then cache_state (version), the commit point. The version
+// names the registry and the rows on the shards: a report reads the answers only while it
+// matches, so a load, a crash or a repair since makes it read the shards as before. A
+// Set over them (query.Options.Answers) reads the shards itself at the first question
+// they do not hold (another --window grain, --by, a rules file): the same figures, at the
+// old cost.
+
+// The tables, on the URL's server.
+const (
+	answersTable = "cache_answers"
+	stateTable   = "cache_state"
+)
+
+// clusterVersion names what the cluster holds: its registry and the rows on its shards.
+func clusterVersion(ctx context.Context, cl *ingest.Cluster) (string, error) {
+	var reg string
+	var rows uint64
+	err := cl.Conn.QueryRow(ctx, "SELECT concat(toString(count()), ':', toString(max(file_id)), ':', toString(sum(rows))) FROM "+cl.Table("files")).Scan(&reg)
+	if err == nil {
+		err = cl.Conn.QueryRow(ctx, "SELECT count() FROM "+cl.Table("requests")).Scan(&rows)
+	}
+	if err != nil {
+		return "", fmt.Errorf("the cluster's version: %w", err)
+	}
+	return fmt.Sprintf("%s:%d", reg, rows), nil
+}
+
+// storedVersion is the version the stored answers are of, "" when there are none.
+func storedVersion(ctx context.Context, cl *ingest.Cluster) (string, error) {
+	var exists uint8
+	if err := cl.Conn.QueryRow(ctx, "EXISTS TABLE "+cl.Table(stateTable)).Scan(&exists); err != nil || exists == 0 {
+		return "", err
+	}
+	var v string
+	err := cl.Conn.QueryRow(ctx, "SELECT any(version) FROM "+cl.Table(stateTable)).Scan(&v)
+	return v, err
+}
+
+// wholeDefault reports whether qo selects every row with the default linking: what the
+// stored answers are of.
+func wholeDefault(qo query.Options) bool {
+	return qo.Since.IsZero() && qo.Until.IsZero() && qo.Route == "" && qo.Method == "" &&
+		(qo.MaxGap <= 0 || qo.MaxGap == query.DefaultMaxGap) && !qo.InferAttempts && !qo.NoCache
+}
+
+// refreshAnswers stores the answers of every row, unless this program stored those of
+// the cluster's version already. It returns how long it took, zero when nothing was to do.
+func (c *cluster) refreshAnswers(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	v, err := clusterVersion(ctx, c.cl)
+	if err != nil {
+		return 0, err
+	}
+	if stored, err := storedVersion(ctx, c.cl); err != nil || stored == v {
+		var n uint64
+		if err == nil {
+			err = c.cl.Conn.QueryRow(ctx, "SELECT count() FROM "+c.cl.Table(answersTable)+" WHERE program = ? AND version = ?", query.ProgramID(), v).Scan(&n)
+		}
+		if err != nil || n > 0 {
+			return 0, err
+		}
+	}
+	qo := query.Options{MaxGap: query.DefaultMaxGap}
+	db, _, err := materialize(ctx, c.cl, qo, false)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	qo.Counted = true
+	answers, err := query.Answer(ctx, db, qo)
+	if err != nil {
+		return 0, err
+	}
+	// The state goes first and comes back last: in between no report reads answers.
+	for _, q := range []string{
+		"DROP TABLE IF EXISTS " + c.cl.Table(stateTable),
+		"DROP TABLE IF EXISTS " + c.cl.Table(answersTable),
+		"CREATE TABLE " + c.cl.Table(answersTable) + " (name String, program String, version String, answer String) ENGINE = MergeTree() ORDER BY name",
+		"CREATE TABLE " + c.cl.Table(stateTable) + " (version String) ENGINE = MergeTree() ORDER BY version",
+	} {
+		if err := c.cl.Conn.Exec(ctx, q); err != nil {
+			return 0, err
+		}
+	}
+	err = c.insert(ctx, answersTable+" (name, program, version, answer)", func(add func(...any) error) error {
+		for name, b := range answers {
+			if err := add(name, query.ProgramID(), v, string(b)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = c.insert(ctx, stateTable+" (version)", func(add func(...any) error) error { return add(v) })
+	}
+	if err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// insert sends the rows rows adds to a table of the URL's server (named with its columns)
+// in one batch: the native protocol's INSERT takes its rows as blocks.
+func (c *cluster) insert(ctx context.Context, table string, rows func(add func(...any) error) error) error {
+	batch, err := c.cl.Conn.PrepareBatch(ctx, "INSERT INTO "+c.cl.DB+"."+table)
+	if err != nil {
+		return err
+	}
+	if err := rows(batch.Append); err != nil {
+		batch.Abort()
+		return err
+	}
+	return batch.Send()
+}
+
+// answers returns an in-memory DuckDB database holding the answers this program stored
+// for the cluster's version, and false when it stored none.
+func (c *cluster) answers(ctx context.Context) (*sql.DB, bool, error) {
+	v, err := clusterVersion(ctx, c.cl)
+	if err != nil {
+		return nil, false, err
+	}
+	if stored, err := storedVersion(ctx, c.cl); err != nil || stored != v {
+		return nil, false, err
+	}
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1}))
+	rows, err := c.cl.Conn.Query(ctx, "SELECT name, answer FROM "+c.cl.Table(answersTable)+" WHERE program = ? AND version = ?", query.ProgramID(), v)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	answers := map[string][]byte{}
+	for rows.Next() {
+		var name, answer string
+		if err := rows.Scan(&name, &answer); err != nil {
+			return nil, false, err
+		}
+		answers[name] = []byte(answer)
+	}
+	if err := rows.Err(); err != nil || len(answers) == 0 {
+		return nil, false, err
+	}
+	db, err := ingest.Open(ctx, "")
+	if err == nil {
+		err = query.LoadAnswers(ctx, db, v, answers)
+	}
+	if err != nil {
+		if db != nil {
+			db.Close()
+		}
+		return nil, false, err
+	}
+	if c.trace != nil {
+		n := 0
+		for _, b := range answers {
+			n += len(b)
+		}
+		fmt.Fprintf(c.trace, "retrylens: from the cluster: %d answers stored at ingest (%d bytes)\n", len(answers), n)
+	}
+	return db, true, nil
+}
