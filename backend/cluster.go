@@ -117,14 +117,18 @@ func (c *cluster) Rows(ctx context.Context, qo *query.Options, route func(string
 	}
 	if !every && wholeDefault(*qo) {
 		// The answers ingest stored (cluster_answers.go), and the shards for any other.
-		db, ok, err := c.answers(ctx)
+		answers, ok, err := c.answers(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
+			db, err := ingest.Open(ctx, "") // empty until Fill
+			if err != nil {
+				return nil, err
+			}
 			c.read = append(c.read, db)
 			o := *qo
-			qo.Counted, qo.Answers = true, true
+			qo.Counted, qo.Answers = true, answers
 			qo.Fill = func(ctx context.Context) error { return read(ctx, db, o) }
 			return db, nil
 		}

@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -132,9 +133,10 @@ func (c *cluster) insert(ctx context.Context, table string, rows func(add func(.
 	return batch.Send()
 }
 
-// answers returns an in-memory DuckDB database holding the answers this program stored
-// for the cluster's version, and false when it stored none.
-func (c *cluster) answers(ctx context.Context) (*sql.DB, bool, error) {
+// answers returns a lookup of the answers this program stored for the cluster's
+// version, one query per question (a table report reads a few KB, not the 55 MB of every
+// endpoint of 100K routes), and false when it stored none.
+func (c *cluster) answers(ctx context.Context) (func(context.Context, string) ([]byte, bool, error), bool, error) {
 	v, err := clusterVersion(ctx, c.cl)
 	if err != nil {
 		return nil, false, err
@@ -142,39 +144,17 @@ func (c *cluster) answers(ctx context.Context) (*sql.DB, bool, error) {
 	if stored, err := storedVersion(ctx, c.cl); err != nil || stored != v {
 		return nil, false, err
 	}
-	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1}))
-	rows, err := c.cl.Conn.Query(ctx, "SELECT name, answer FROM "+c.cl.Table(answersTable)+" WHERE program = ? AND version = ?", query.ProgramID(), v)
-	if err != nil {
-		return nil, false, err
-	}
-	defer rows.Close()
-	answers := map[string][]byte{}
-	for rows.Next() {
-		var name, answer string
-		if err := rows.Scan(&name, &answer); err != nil {
-			return nil, false, err
-		}
-		answers[name] = []byte(answer)
-	}
-	if err := rows.Err(); err != nil || len(answers) == 0 {
-		return nil, false, err
-	}
-	db, err := ingest.Open(ctx, "")
-	if err == nil {
-		err = query.LoadAnswers(ctx, db, v, answers)
-	}
-	if err != nil {
-		if db != nil {
-			db.Close()
-		}
-		return nil, false, err
-	}
 	if c.trace != nil {
-		n := 0
-		for _, b := range answers {
-			n += len(b)
-		}
-		fmt.Fprintf(c.trace, "retrylens: from the cluster: %d answers stored at ingest (%d bytes)\n", len(answers), n)
+		fmt.Fprintf(c.trace, "retrylens: from the cluster: answers stored at ingest (version %s)\n", v)
 	}
-	return db, true, nil
+	return func(ctx context.Context, name string) ([]byte, bool, error) {
+		ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1}))
+		var answer string
+		err := c.cl.Conn.QueryRow(ctx, "SELECT answer FROM "+c.cl.Table(answersTable)+" WHERE name = ? AND program = ? AND version = ?",
+			name, query.ProgramID(), v).Scan(&answer)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, false, nil
+		}
+		return []byte(answer), err == nil, err
+	}, true, nil
 }

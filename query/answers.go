@@ -68,18 +68,14 @@ func defaultQuestions(ctx context.Context, s *Set, everyEndpoint bool) error {
 // answered returns what compute returns, or the answer stored under name when s reads
 // every row of the cache; a Set that records (storeAnswers) keeps what it computes.
 func answered[T any](ctx context.Context, s *Set, name string, compute func() (T, error)) (T, error) {
-	if s.readAnswers && s.recorded == nil {
-		var b []byte
-		err := s.conn.QueryRowContext(ctx, "SELECT answer FROM "+answersTable+
-			" WHERE name = $1 AND program = $2 AND version = (SELECT version FROM "+cacheName+"_state)", s.answerName(name), ProgramID()).Scan(&b)
+	if s.answers != nil && s.recorded == nil {
 		var v T
-		switch {
-		case err == nil:
-			if json.Unmarshal(b, &v) == nil {
-				return v, nil
-			}
-		case err != sql.ErrNoRows && !duckerr.Missing(err):
+		b, ok, err := s.answers(ctx, s.answerName(name))
+		if err != nil {
 			return v, fmt.Errorf("%s: %w", answersTable, err)
+		}
+		if ok && json.Unmarshal(b, &v) == nil {
+			return v, nil
 		}
 	}
 	v, err := compute()
@@ -94,6 +90,17 @@ func answered[T any](ctx context.Context, s *Set, name string, compute func() (T
 		}
 	}
 	return v, nil
+}
+
+// storedAnswer looks up an answer in the cache the Set reads (Options.Answers).
+func (s *Set) storedAnswer(ctx context.Context, name string) ([]byte, bool, error) {
+	var b []byte
+	err := s.conn.QueryRowContext(ctx, "SELECT answer FROM "+answersTable+
+		" WHERE name = $1 AND program = $2 AND version = (SELECT version FROM "+cacheName+"_state)", name, ProgramID()).Scan(&b)
+	if err == sql.ErrNoRows || duckerr.Missing(err) {
+		return nil, false, nil
+	}
+	return b, err == nil, err
 }
 
 // answerName names a question: what was asked of the Set (call), with the options the Set
@@ -200,33 +207,6 @@ func Answer(ctx context.Context, db *sql.DB, o Options) (map[string][]byte, erro
 	}
 	defer s.Close()
 	return s.answerDefaults(ctx, true)
-}
-
-// LoadAnswers makes db, an empty database, hold answers (by name, as Answer returns them)
-// of a database at version: what a Set with Options.Answers reads.
-func LoadAnswers(ctx context.Context, db *sql.DB, version string, answers map[string][]byte) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	err = execAll(ctx, tx, "CREATE TABLE "+cacheName+"_state (version VARCHAR NOT NULL, watermark BIGINT NOT NULL, rows BIGINT NOT NULL)")
-	if err == nil {
-		_, err = tx.ExecContext(ctx, "INSERT INTO "+cacheName+"_state VALUES (?, 0, 0)", version)
-	}
-	if err == nil {
-		err = ensureAnswers(ctx, tx)
-	}
-	for name, b := range answers {
-		if err != nil {
-			break
-		}
-		_, err = tx.ExecContext(ctx, "INSERT INTO "+answersTable+" VALUES ($1, $2, $3, $4)", name, ProgramID(), version, b)
-	}
-	if err != nil {
-		return fmt.Errorf("answers: %w", err)
-	}
-	return tx.Commit()
 }
 
 // checkAnswers compares the answers this program stored with those s, a Set of every row

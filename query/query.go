@@ -69,12 +69,13 @@ type Options struct {
 	// holds the other rows, which are all that Attempts and EachAttempt see (a budget's
 	// caller reads every row instead). Implies NoCache.
 	Counted bool
-	// Answers says that the database holds, for now, only the answers stored for every
-	// row (cache_answers and cache_state: a cluster's, see backend): the Set answers what
-	// they hold, and its first question they do not hold calls Fill, which must bring the
-	// rows and counts the Set then builds its tables from (as Counted says), as if it had
-	// been opened without Answers. Only for every row with the default linking.
-	Answers bool
+	// Answers, when set, looks up the answers stored for every row (a cluster's, see
+	// backend) by name (ok false: none), and the database holds nothing yet: the Set
+	// answers what they hold, and its first question they do not hold calls Fill, which
+	// must bring the rows and counts the Set then builds its tables from (as Counted
+	// says), as if it had been opened without Answers. Only for every row with the
+	// default linking.
+	Answers func(ctx context.Context, name string) (answer []byte, ok bool, err error)
 	Fill    func(ctx context.Context) error
 }
 
@@ -136,12 +137,12 @@ type Set struct {
 	lit      prepareLiterals
 	throttle string // Options.Throttle as an SQL list of integers
 
-	buckets      map[int][]bucket            // the time table's counts, per grain in seconds (see buckets)
-	rules        []Rule                      // for verdicts
-	since, until time.Time                   // the range; zero when open
-	recorded     map[string][]byte           // the answers computed, by name, when storeAnswers asks (see answered)
-	readAnswers  bool                        // the stored answers are this Set's (every row of a fresh cache, or Options.Answers)
-	fill         func(context.Context) error // Options.Fill, until ready has called it
+	buckets      map[int][]bucket                                    // the time table's counts, per grain in seconds (see buckets)
+	rules        []Rule                                              // for verdicts
+	since, until time.Time                                           // the range; zero when open
+	recorded     map[string][]byte                                   // the answers computed, by name, when storeAnswers asks (see answered)
+	answers      func(context.Context, string) ([]byte, bool, error) // the stored answers of this Set's rows, if any (see answered)
+	fill         func(context.Context) error                         // Options.Fill, until ready has called it
 }
 
 var setID atomic.Int64
@@ -160,7 +161,7 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if o.MaxGap <= 0 {
 		o.MaxGap = DefaultMaxGap
 	}
-	if o.Answers && (!o.whole() || o.Fill == nil) {
+	if o.Answers != nil && (!o.whole() || o.Fill == nil) {
 		return nil, errors.New("query: Answers needs every row, the default linking and Fill")
 	}
 	conn, err := db.Conn(ctx)
@@ -168,8 +169,8 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		return nil, err
 	}
 	s, route, method := newSet(conn, fmt.Sprintf("report_rows_%d", setID.Add(1)), o)
-	if o.Answers {
-		s.readAnswers, s.fill = true, o.Fill
+	if o.Answers != nil {
+		s.answers, s.fill = o.Answers, o.Fill
 		return s, nil // built by ready, at the first question the answers do not hold
 	}
 	if o.defaultLinking() && !o.NoCache && !o.Counted {
@@ -181,7 +182,9 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		if err == nil && (all || wholeMinute(o.Since) && wholeMinute(o.Until)) {
 			s.lit.Bounded = !all
 			s.cached, err = cacheFresh(ctx, conn)
-			s.readAnswers = s.cached && all
+			if s.cached && all {
+				s.answers = s.storedAnswer
+			}
 		}
 		if err != nil {
 			conn.Close()
