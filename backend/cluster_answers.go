@@ -95,7 +95,8 @@ func (c *cluster) refreshAnswers(ctx context.Context) (time.Duration, error) {
 	for _, q := range []string{
 		"DROP TABLE IF EXISTS " + c.cl.Table(stateTable),
 		"DROP TABLE IF EXISTS " + c.cl.Table(answersTable),
-		"CREATE TABLE " + c.cl.Table(answersTable) + " (name String, program String, version String, answer String) ENGINE = MergeTree() ORDER BY name",
+		// a granule a row: a question reads its own answer, not every endpoint's 55 MB
+		"CREATE TABLE " + c.cl.Table(answersTable) + " (name String, program String, version String, answer String) ENGINE = MergeTree() ORDER BY name SETTINGS index_granularity = 1",
 		"CREATE TABLE " + c.cl.Table(stateTable) + " (version String) ENGINE = MergeTree() ORDER BY version",
 	} {
 		if err := c.cl.Conn.Exec(ctx, q); err != nil {

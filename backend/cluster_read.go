@@ -82,7 +82,16 @@ func fill(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, 
 		return t.UnixMicro()
 	}
 	since, until := us(o.Since, math.MinInt64), us(o.Until, math.MaxInt64)
-	window := fmt.Sprintf("ts_us >= %d AND ts_us < %d", us(before, math.MinInt64), us(after, math.MaxInt64))
+	from, to := us(before, math.MinInt64), us(after, math.MaxInt64)
+	window := fmt.Sprintf("ts_us >= %d AND ts_us < %d", from, to)
+	// The same rows by the shards' sort key (ingest.ClusterMinute), which lets them read
+	// the range's own granules: a condition on ts_us alone does not.
+	if from != math.MinInt64 {
+		window += fmt.Sprintf(" AND %s >= %d", ingest.ClusterMinute, from/60e6)
+	}
+	if to != math.MaxInt64 {
+		window += fmt.Sprintf(" AND %s <= %d", ingest.ClusterMinute, (to-1)/60e6)
+	}
 	var args []any
 	if o.Route != "" {
 		window += " AND route = ?"
