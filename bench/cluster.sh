@@ -5,7 +5,7 @@
 # ingests the log into the cluster and into a file (each timed: wall, peak RSS), then runs,
 # in each round and interleaved, the whole report as a table and as JSON and one hour
 # (12:00-13:00) as a table and as JSON on both, and prints per case the median and spread
-# of the wall time, the peak RSS, whether the cluster wrote the file's bytes (the JSON's
+# of the wall time, of the reporting process's CPU time (user and system), the peak RSS, whether the cluster wrote the file's bytes (the JSON's
 # generated_at aside), and, from the first server's system.query_log, the bytes the case's
 # last cluster report received against what the shards store (both uncompressed).
 #
@@ -65,12 +65,12 @@ rm -f "$dir"/*.times "$dir"/*.sent "$dir"/*.span
 for r in $(seq "$rounds"); do
   for c in $cases; do
     # shellcheck disable=SC2046
-    /usr/bin/time -f "%e %M" -o "$dir/t" "$dir/rl" report --db "$dir/file.duckdb" $(args "$c") > "$dir/file.$c.out"
+    /usr/bin/time -f "%e %M %U %S" -o "$dir/t" "$dir/rl" report --db "$dir/file.duckdb" $(args "$c") > "$dir/file.$c.out"
     cat "$dir/t" >> "$dir/file.$c.times"
     sleep 1
     start=$(date +%s)
     # shellcheck disable=SC2046
-    /usr/bin/time -f "%e %M" -o "$dir/t" "$dir/rl" report --db "$url" $(args "$c") > "$dir/cluster.$c.out"
+    /usr/bin/time -f "%e %M %U %S" -o "$dir/t" "$dir/rl" report --db "$url" $(args "$c") > "$dir/cluster.$c.out"
     cat "$dir/t" >> "$dir/cluster.$c.times"
     echo "$start $(($(date +%s) + 1))" > "$dir/cluster.$c.span"
     sleep 1
@@ -81,10 +81,11 @@ for c in $cases; do
   # shellcheck disable=SC2046
   received_between $(cat "$dir/cluster.$c.span") > "$dir/cluster.$c.sent"
 done
-printf "%-11s %-8s %-22s %-24s %-14s %s\n" case where "wall s, median (range)" "peak MiB, median (range)" output "received / stored"
+printf "%-11s %-8s %-20s %-18s %-18s %-14s %s\n" case where "wall s, median (range)" "CPU s (reporter)" "peak MiB" output "received / stored"
 for c in $cases; do
   for w in file cluster; do
     wall=$(cut -d' ' -f1 "$dir/$w.$c.times" | stats)
+    cpu=$(awk '{ print $3 + $4 }' "$dir/$w.$c.times" | stats)
     peak=$(awk '{ print int($2 / 1024) }' "$dir/$w.$c.times" | stats)
     same="" sent=""
     if [ "$w" = cluster ]; then
@@ -96,6 +97,6 @@ for c in $cases; do
       b=$(cat "$dir/cluster.$c.sent")
       sent=$(awk -v b="$b" -v s="$stored" 'BEGIN { printf "%.1f MiB / %.0f MiB (%.2f %%)", b / 1048576, s / 1048576, 100 * b / s }')
     fi
-    printf "%-11s %-8s %-22s %-24s %-14s %s\n" "$c" "$w" "$wall" "$peak" "$same" "$sent"
+    printf "%-11s %-8s %-20s %-18s %-18s %-14s %s\n" "$c" "$w" "$wall" "$cpu" "$peak" "$same" "$sent"
   done
 done

@@ -29,10 +29,11 @@ import (
 // every report until the next load. Refresh therefore asks them with a report's default
 // options (defaultQuestions) on the cache it has just built, and stores each answer as
 // JSON in cache_answers under its question's name (answerName: the call, its arguments,
-// the rules, the throttling statuses, the SQL), the program that answered (programID) and
+// the rules, the throttling statuses, the SQL), the program that answered (ProgramID) and
 // the cache's version. A Set over every row of a fresh cache reads an answer stored under
 // the name of what it is asked; any other question, a range or another option, is
-// computed as before. An answer is stored only when its JSON reads back as the same
+// computed as before. A cluster stores the same answers (Answer) and a whole report
+// there looks them up through Options.Answers. An answer is stored only when its JSON reads back as the same
 // value (a string that is not UTF-8 would not), so reading one changes nothing but speed.
 const answersTable = cacheName + "_answers"
 
@@ -65,8 +66,9 @@ func defaultQuestions(ctx context.Context, s *Set, everyEndpoint bool) error {
 	return nil
 }
 
-// answered returns what compute returns, or the answer stored under name when s reads
-// every row of the cache; a Set that records (storeAnswers) keeps what it computes.
+// answered returns the answer stored under name when s has stored answers (every row of a
+// fresh cache, or Options.Answers), else what compute returns; a Set that records
+// (answerDefaults) keeps what it computes.
 func answered[T any](ctx context.Context, s *Set, name string, compute func() (T, error)) (T, error) {
 	if s.answers != nil && s.recorded == nil {
 		var v T
