@@ -25,6 +25,9 @@ import (
 // they do not hold (another --window grain, --by, a rules file): the same figures, at the
 // old cost.
 
+// largeAnswer is the size from which an answer is read only when asked for.
+const largeAnswer = 1 << 20
+
 // The tables, on the URL's server.
 const (
 	answersTable = "cache_answers"
@@ -96,16 +99,16 @@ func (c *cluster) refreshAnswers(ctx context.Context) (time.Duration, error) {
 		"DROP TABLE IF EXISTS " + c.cl.Table(stateTable),
 		"DROP TABLE IF EXISTS " + c.cl.Table(answersTable),
 		// a granule a row: a question reads its own answer, not every endpoint's 55 MB
-		"CREATE TABLE " + c.cl.Table(answersTable) + " (name String, program String, version String, answer String) ENGINE = MergeTree() ORDER BY name SETTINGS index_granularity = 1",
+		"CREATE TABLE " + c.cl.Table(answersTable) + " (name String, program String, version String, bytes UInt64, answer String) ENGINE = MergeTree() ORDER BY name SETTINGS index_granularity = 1",
 		"CREATE TABLE " + c.cl.Table(stateTable) + " (version String) ENGINE = MergeTree() ORDER BY version",
 	} {
 		if err := c.cl.Conn.Exec(ctx, q); err != nil {
 			return 0, err
 		}
 	}
-	err = c.insert(ctx, answersTable+" (name, program, version, answer)", func(add func(...any) error) error {
+	err = c.insert(ctx, answersTable+" (name, program, version, bytes, answer)", func(add func(...any) error) error {
 		for name, b := range answers {
-			if err := add(name, query.ProgramID(), v, string(b)); err != nil {
+			if err := add(name, query.ProgramID(), v, uint64(len(b)), string(b)); err != nil {
 				return err
 			}
 		}
@@ -135,8 +138,8 @@ func (c *cluster) insert(ctx context.Context, table string, rows func(add func(.
 }
 
 // answers returns a lookup of the answers this program stored for the cluster's
-// version, one query per question (a table report reads a few KB, not the 55 MB of every
-// endpoint of 100K routes), and false when it stored none.
+// version, and false when it stored none. The small ones are read at once; a large one
+// (every endpoint of 100K routes: 55 MB) only when it is asked for.
 func (c *cluster) answers(ctx context.Context) (func(context.Context, string) ([]byte, bool, error), bool, error) {
 	v, err := clusterVersion(ctx, c.cl)
 	if err != nil {
@@ -145,10 +148,31 @@ func (c *cluster) answers(ctx context.Context) (func(context.Context, string) ([
 	if stored, err := storedVersion(ctx, c.cl); err != nil || stored != v {
 		return nil, false, err
 	}
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1}))
+	small := map[string][]byte{}
+	rows, err := c.cl.Conn.Query(ctx, "SELECT name, answer FROM "+c.cl.Table(answersTable)+" PREWHERE bytes < ? WHERE program = ? AND version = ?",
+		uint64(largeAnswer), query.ProgramID(), v)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, answer string
+		if err := rows.Scan(&name, &answer); err != nil {
+			return nil, false, err
+		}
+		small[name] = []byte(answer)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
 	if c.trace != nil {
-		fmt.Fprintf(c.trace, "retrylens: from the cluster: answers stored at ingest (version %s)\n", v)
+		fmt.Fprintf(c.trace, "retrylens: from the cluster: answers stored at ingest (version %s), %d read at once\n", v, len(small))
 	}
 	return func(ctx context.Context, name string) ([]byte, bool, error) {
+		if b, ok := small[name]; ok {
+			return b, true, nil
+		}
 		ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1}))
 		var answer string
 		err := c.cl.Conn.QueryRow(ctx, "SELECT answer FROM "+c.cl.Table(answersTable)+" WHERE name = ? AND program = ? AND version = ?",
