@@ -153,7 +153,11 @@ func (c *cluster) answers(ctx context.Context) (func(context.Context, string) ([
 	rows, err := c.cl.Conn.Query(ctx, "SELECT name, answer FROM "+c.cl.Table(answersTable)+" PREWHERE bytes < ? WHERE program = ? AND version = ?",
 		uint64(largeAnswer), query.ProgramID(), v)
 	if err != nil {
-		return nil, false, err
+		// answers another retrylens stored in another layout: read the shards
+		if c.trace != nil {
+			fmt.Fprintf(c.trace, "retrylens: from the cluster: the stored answers cannot be read (%v)\n", err)
+		}
+		return nil, false, nil
 	}
 	defer rows.Close()
 	for rows.Next() {
