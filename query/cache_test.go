@@ -19,13 +19,13 @@ import (
 	"github.com/retrylens/retrylens/query"
 )
 
-// everything is every figure a report reads from a Set.
-type everything struct {
+// Answerable are the figures a whole report, its HTML charts and check ask with the
+// default options: what stored answers hold (query/answers.go).
+type Answerable struct {
 	Span          [2]time.Time
 	Summary       query.Metrics
 	Hours, Mins   []query.Window
-	Odd           []query.Window // 90 s windows: computed from the rows either way
-	Groups        map[string][]query.Group
+	Alerts        []query.Alert
 	Top           []query.Group // the default --top routes
 	More          int
 	Loops         query.Loops429
@@ -37,34 +37,69 @@ type everything struct {
 	AttemptCounts []query.AttemptCount
 }
 
+// everything is every figure a report reads from a Set.
+type everything struct {
+	Answerable
+	Odd    []query.Window // 90 s windows: computed from the rows either way
+	Groups map[string][]query.Group
+}
+
+// readFatal fails the test at the first error of what.
+func readFatal(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func readAnswerable(t *testing.T, set *query.Set) Answerable {
+	t.Helper()
+	ctx := context.Background()
+	var e Answerable
+	var err error
+	e.Span[0], e.Span[1], err = set.Span(ctx)
+	readFatal(t, "span", err)
+	e.Summary, err = set.Summary(ctx)
+	readFatal(t, "summary", err)
+	e.Hours, err = set.Windows(ctx, time.Hour, 0)
+	readFatal(t, "hours", err)
+	e.Mins, err = set.Windows(ctx, time.Minute, 30*time.Minute)
+	readFatal(t, "minutes", err)
+	e.Alerts, err = set.Alerts(ctx)
+	readFatal(t, "alerts", err)
+	e.Top, e.More, err = set.TopGroups(ctx, "route", query.DefaultTop)
+	readFatal(t, "top routes", err)
+	e.Loops, err = set.Loops(ctx)
+	readFatal(t, "loops", err)
+	e.Hedging, err = set.Hedging(ctx)
+	readFatal(t, "hedging", err)
+	e.Findings, err = set.Findings(ctx, query.DefaultMaxAttempts)
+	readFatal(t, "findings", err)
+	e.Linking, err = set.Linking(ctx)
+	readFatal(t, "linking", err)
+	e.Backoff, err = set.Backoff(ctx, 0, 0)
+	readFatal(t, "backoff", err)
+	e.Gaps, err = set.Gaps(ctx)
+	readFatal(t, "gaps", err)
+	e.AttemptCounts, err = set.AttemptCounts(ctx)
+	readFatal(t, "attempt counts", err)
+	return e
+}
+
 func readAll(t *testing.T, set *query.Set) everything {
 	t.Helper()
 	ctx := context.Background()
-	var e everything
+	e := everything{Answerable: readAnswerable(t, set), Groups: map[string][]query.Group{}}
 	var err error
-	check := func(what string, err error) {
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	e.Span[0], e.Span[1], err = set.Span(ctx)
-	check("span", err)
-	e.Summary, err = set.Summary(ctx)
-	check("summary", err)
-	e.Hours, err = set.Windows(ctx, time.Hour, 0)
-	check("hours", err)
-	e.Mins, err = set.Windows(ctx, time.Minute, 30*time.Minute)
-	check("minutes", err)
 	e.Odd, err = set.Windows(ctx, 90*time.Second, 0)
-	check("90s", err)
-	e.Groups = map[string][]query.Group{}
+	readFatal(t, "90s", err)
 	for _, by := range []string{"route", "attempt", "host,status"} {
 		e.Groups[by], err = set.Groups(ctx, by)
-		check(by, err)
+		readFatal(t, by, err)
 	}
 	// A table's top groups are the first of them with retries, judged alike.
 	top, more, err := set.TopGroups(ctx, "route", 3)
-	check("top routes", err)
+	readFatal(t, "top routes", err)
 	var retried []query.Group
 	for _, g := range e.Groups["route"] {
 		if g.Retries > 0 {
@@ -74,22 +109,6 @@ func readAll(t *testing.T, set *query.Set) everything {
 	if want := retried[:min(3, len(retried))]; !cmp.Equal(top, want) || more != len(retried)-len(want) {
 		t.Fatalf("top 3 routes %+v and %d more; want %+v and %d more", top, more, want, len(retried)-len(want))
 	}
-	e.Top, e.More, err = set.TopGroups(ctx, "route", query.DefaultTop)
-	check("top routes", err)
-	e.Loops, err = set.Loops(ctx)
-	check("loops", err)
-	e.Hedging, err = set.Hedging(ctx)
-	check("hedging", err)
-	e.Findings, err = set.Findings(ctx, query.DefaultMaxAttempts)
-	check("findings", err)
-	e.Linking, err = set.Linking(ctx)
-	check("linking", err)
-	e.Backoff, err = set.Backoff(ctx, 0, 0)
-	check("backoff", err)
-	e.Gaps, err = set.Gaps(ctx)
-	check("gaps", err)
-	e.AttemptCounts, err = set.AttemptCounts(ctx)
-	check("attempt counts", err)
 	return e
 }
 
@@ -363,47 +382,22 @@ func TestAnswersThenFill(t *testing.T) {
 		Fill:    func(context.Context) error { fills++; return nil },
 	}
 	set := openSet(t, db, o)
-	// What a whole report, its HTML charts and check ask with the default options.
+	// What a whole report, its HTML charts and check ask with the default options, every
+	// endpoint (JSON) and an incident's comparison.
 	type figures struct {
-		Span                  [2]time.Time
-		Summary               query.Metrics
-		Hours                 []query.Window
-		Alerts                []query.Alert
-		Top, Every            []query.Group
-		More                  int
-		Loops                 query.Loops429
-		Hedging               query.Hedging
-		Findings              []query.Finding
-		Linking               query.Linking
-		Backoff               []query.Backoff
-		Gaps                  []query.GapHistogram
-		AttemptCounts         []query.AttemptCount
+		Answerable
+		Every                 []query.Group
 		IncidentBefore, After query.Metrics
 	}
 	ask := func(s *query.Set) figures {
 		t.Helper()
-		var f figures
-		var errs [14]error
-		f.Span[0], f.Span[1], errs[0] = s.Span(ctx)
-		f.Summary, errs[1] = s.Summary(ctx)
-		f.Hours, errs[2] = s.Windows(ctx, time.Hour, 0)
-		f.Alerts, errs[3] = s.Alerts(ctx)
-		f.Top, f.More, errs[4] = s.TopGroups(ctx, "route", query.DefaultTop)
-		f.Every, _, errs[5] = s.TopGroups(ctx, "route", 0)
-		f.Loops, errs[6] = s.Loops(ctx)
-		f.Hedging, errs[7] = s.Hedging(ctx)
-		f.Findings, errs[8] = s.Findings(ctx, query.DefaultMaxAttempts)
-		f.Linking, errs[9] = s.Linking(ctx)
-		f.Backoff, errs[10] = s.Backoff(ctx, 0, 0)
-		f.Gaps, errs[11] = s.Gaps(ctx)
-		f.AttemptCounts, errs[12] = s.AttemptCounts(ctx)
+		f := figures{Answerable: readAnswerable(t, s)}
+		var err error
+		f.Every, _, err = s.TopGroups(ctx, "route", 0)
+		readFatal(t, "every endpoint", err)
 		in, err := s.Compare(ctx, query.Span{Start: time.Date(2026, 11, 29, 14, 10, 0, 0, time.UTC), End: time.Date(2026, 11, 29, 14, 20, 0, 0, time.UTC)})
-		f.IncidentBefore, f.After, errs[13] = in.Before, in.After, err
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("question %d: %v", i, err)
-			}
-		}
+		readFatal(t, "incident", err)
+		f.IncidentBefore, f.After = in.Before, in.After
 		return f
 	}
 	want := ask(rows)
