@@ -106,14 +106,29 @@ func (c *cluster) Rows(ctx context.Context, qo *query.Options, route func(string
 			return nil, err
 		}
 	}
-	// read copies into db what a Set of o reads from the shards.
-	read := func(ctx context.Context, db *sql.DB, o query.Options) error {
-		tr, err := fill(ctx, c.cl, db, o, every)
+	// read copies into db what a Set of o reads from the shards (with the range's span
+	// unless a cut of the stored cache read it).
+	read := func(ctx context.Context, db *sql.DB, o query.Options, span bool) error {
+		tr, err := fill(ctx, c.cl, db, o, every, span)
 		if err == nil && c.trace != nil {
 			fmt.Fprintf(c.trace, "retrylens: from the cluster: %d rows to link (%.1fs), %d count rows standing for %d rows (%.1fs)\n",
 				tr.Rows, tr.RowsTime.Seconds(), tr.CountRows, tr.CountedRows, tr.CountsTime.Seconds())
 		}
 		return err
+	}
+	if !every && cutRange(*qo) {
+		// The stored cache cut to the range (cluster_cut.go), and the shards for questions
+		// that read rows.
+		db, ok, err := c.readCut(ctx, *qo)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			o := *qo
+			qo.Counted, qo.Cut = true, true
+			qo.Fill = func(ctx context.Context) error { return read(ctx, db, o, false) }
+			return db, nil
+		}
 	}
 	if !every && wholeDefault(*qo) {
 		// The answers ingest stored (cluster_answers.go), and the shards for any other.
@@ -129,7 +144,7 @@ func (c *cluster) Rows(ctx context.Context, qo *query.Options, route func(string
 			c.read = append(c.read, db)
 			o := *qo
 			qo.Counted, qo.Answers = true, answers
-			qo.Fill = func(ctx context.Context) error { return read(ctx, db, o) }
+			qo.Fill = func(ctx context.Context) error { return read(ctx, db, o, true) }
 			return db, nil
 		}
 	}
@@ -138,7 +153,7 @@ func (c *cluster) Rows(ctx context.Context, qo *query.Options, route func(string
 		return nil, err
 	}
 	c.read = append(c.read, db)
-	if err := read(ctx, db, *qo); err != nil {
+	if err := read(ctx, db, *qo, true); err != nil {
 		return nil, err
 	}
 	qo.Counted = true

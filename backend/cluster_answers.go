@@ -62,8 +62,13 @@ func storedVersion(ctx context.Context, cl *ingest.Cluster) (string, error) {
 // wholeDefault reports whether qo selects every row with the default linking: what the
 // stored answers are of.
 func wholeDefault(qo query.Options) bool {
-	return qo.Since.IsZero() && qo.Until.IsZero() && qo.Route == "" && qo.Method == "" &&
-		(qo.MaxGap <= 0 || qo.MaxGap == query.DefaultMaxGap) && !qo.InferAttempts && !qo.NoCache
+	return qo.Since.IsZero() && qo.Until.IsZero() && defaultLinking(qo)
+}
+
+// defaultLinking reports whether qo selects every route and links as ingest did when it
+// stored the answers and the cache.
+func defaultLinking(qo query.Options) bool {
+	return qo.Route == "" && qo.Method == "" && (qo.MaxGap <= 0 || qo.MaxGap == query.DefaultMaxGap) && !qo.InferAttempts && !qo.NoCache
 }
 
 // refreshAnswers stores the answers of every row, unless this program stored those of
@@ -89,14 +94,21 @@ func (c *cluster) refreshAnswers(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	defer db.Close()
+	// The state goes first and comes back last: in between no report reads answers or
+	// the stored cache.
+	if err := c.cl.Conn.Exec(ctx, "DROP TABLE IF EXISTS "+c.cl.Table(stateTable)); err != nil {
+		return 0, err
+	}
+	reset, cut := c.storeCut(ctx, v)
+	if err := reset(); err != nil {
+		return 0, err
+	}
 	qo.Counted = true
-	answers, err := query.Answer(ctx, db, qo)
+	answers, err := query.Answer(ctx, db, qo, cut)
 	if err != nil {
 		return 0, err
 	}
-	// The state goes first and comes back last: in between no report reads answers.
 	for _, q := range []string{
-		"DROP TABLE IF EXISTS " + c.cl.Table(stateTable),
 		"DROP TABLE IF EXISTS " + c.cl.Table(answersTable),
 		// a granule a row: a question reads its own answer, not every endpoint's 55 MB
 		"CREATE TABLE " + c.cl.Table(answersTable) + " (name String, program String, version String, bytes UInt64, answer String) ENGINE = MergeTree() ORDER BY name SETTINGS index_granularity = 1",

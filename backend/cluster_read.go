@@ -61,7 +61,7 @@ func materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 	if err != nil {
 		return nil, traffic{}, err
 	}
-	tr, err := fill(ctx, cl, db, o, every)
+	tr, err := fill(ctx, cl, db, o, every, true)
 	if err != nil {
 		db.Close()
 		return nil, tr, err
@@ -69,29 +69,37 @@ func materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every
 	return db, tr, nil
 }
 
-// fill reads what a Set of o needs from the cluster into db, an in-memory DuckDB
-// database with an empty requests table: the rows that linking can change, and the
-// counts of the others. With every, all rows travel (a budget replays each attempt).
-func fill(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, every bool) (traffic, error) {
-	var tr traffic
-	before, after := o.Context()
-	us := func(t time.Time, open int64) int64 {
-		if t.IsZero() {
-			return open
-		}
-		return t.UnixMicro()
+// usOf is t in microseconds since the epoch, open when t is zero (an open bound).
+func usOf(t time.Time, open int64) int64 {
+	if t.IsZero() {
+		return open
 	}
-	since, until := us(o.Since, math.MinInt64), us(o.Until, math.MaxInt64)
-	from, to := us(before, math.MinInt64), us(after, math.MaxInt64)
-	window := fmt.Sprintf("ts_us >= %d AND ts_us < %d", from, to)
-	// The same rows by the shards' sort key (ingest.ClusterMinute), which lets them read
-	// the range's own granules: a condition on ts_us alone does not.
+	return t.UnixMicro()
+}
+
+// between is the condition that col, microseconds since the epoch, is in [from, to),
+// stated also by its minute, the tables' sort key (ingest.MinuteOf).
+func between(col string, from, to int64) string {
+	w := fmt.Sprintf("%[1]s >= %[2]d AND %[1]s < %[3]d", col, from, to)
+	minute := ingest.MinuteOf(col)
 	if from != math.MinInt64 {
-		window += fmt.Sprintf(" AND %s >= %d", ingest.ClusterMinute, from/60e6)
+		w += fmt.Sprintf(" AND %s >= %d", minute, from/60e6)
 	}
 	if to != math.MaxInt64 {
-		window += fmt.Sprintf(" AND %s <= %d", ingest.ClusterMinute, (to-1)/60e6)
+		w += fmt.Sprintf(" AND %s <= %d", minute, (to-1)/60e6)
 	}
+	return w
+}
+
+// fill reads what a Set of o needs from the cluster into db, an in-memory DuckDB
+// database with an empty requests table: the rows that linking can change, and the
+// counts of the others, and with span the range's first and last time (counted_span).
+// With every, all rows travel (a budget replays each attempt).
+func fill(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, every, span bool) (traffic, error) {
+	var tr traffic
+	before, after := o.Context()
+	since, until := usOf(o.Since, math.MinInt64), usOf(o.Until, math.MaxInt64)
+	window := between("ts_us", usOf(before, math.MinInt64), usOf(after, math.MaxInt64))
 	var args []any
 	if o.Route != "" {
 		window += " AND route = ?"
@@ -125,13 +133,7 @@ func fill(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, 
 	inRange := fmt.Sprintf("(ts_us >= %d AND ts_us < %d)", since, until)
 
 	fail := func(err error) (traffic, error) { return tr, err }
-	if _, err := db.ExecContext(ctx, `
-		CREATE TABLE counted_time (ts TIMESTAMP, in_range BOOLEAN, status SMALLINT, attempt INTEGER, inferred BOOLEAN,
-			strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN, n BIGINT, proxied BIGINT, tries BIGINT);
-		CREATE TABLE counted_groups (ts TIMESTAMP, method VARCHAR, route VARCHAR, host VARCHAR, upstream_addr VARCHAR,
-			status SMALLINT, attempt INTEGER, inferred BOOLEAN, strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN,
-			n BIGINT, proxied BIGINT, tries BIGINT);
-		CREATE TABLE counted_span (first TIMESTAMP, last TIMESTAMP)`); err != nil {
+	if err := execEach(ctx, db, query.CountedTime, query.CountedGroups); err != nil {
 		return fail(err)
 	}
 	// The rows to link: the columns stage one reads (prepare.sql's _lines), the others
@@ -169,19 +171,10 @@ func fill(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, 
 		toUInt8(0) AS inferred, attempt IS NOT NULL AS strong, %[1]s AS linked_by, toUInt8(0) AS cancelled, %[2]s
 		FROM %[3]s WHERE %[4]s AND %[5]s AND NOT %[6]s
 		GROUP BY minute, method, route, host, upstream_addr, status, attempt, strong, linked_by`, linkedBy, rowCounts, cl.Table("requests"), window, inRange, linked)
-	spanQuery := fmt.Sprintf("SELECT min(ts_us), max(ts_us) FROM %s WHERE %s AND %s", cl.Table("requests"), window, inRange)
 	withLinked := append(append([]any{}, args...), linkedArgs...)
 
-	// The four run at once, each on a connection of its own: the shards compute one while
-	// the rows of another are decoded and appended here.
 	var counted int64
-	jobs := []struct {
-		what, table, q string
-		args           []any
-		fix            func([]any) []any
-		n              *int64
-		took           *time.Duration
-	}{
+	jobs := []copyJob{
 		{"read the rows to link", "requests", rowsQuery, withLinked, func(v []any) []any {
 			if us, ok := v[2].(int64); ok {
 				v[2] = time.UnixMicro(us).UTC()
@@ -215,15 +208,72 @@ func fill(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, 
 			v[0] = time.Unix(v[0].(int64), 0).UTC()
 			return v
 		}, new(int64), new(time.Duration)},
-		{"read the range's span", "counted_span", spanQuery, args, func(v []any) []any {
-			for i := range v {
-				if us, ok := v[i].(int64); ok {
-					v[i] = time.UnixMicro(us).UTC()
-				}
-			}
-			return v
-		}, new(int64), new(time.Duration)},
 	}
+	if span {
+		j, err := spanJob(ctx, cl, db, o)
+		if err != nil {
+			return fail(err)
+		}
+		jobs = append(jobs, j)
+	}
+	if err := copyAll(ctx, cl, db, jobs); err != nil {
+		return fail(err)
+	}
+	tr.CountRows, tr.CountedRows = *jobs[1].n+*jobs[2].n, counted
+	tr.CountsTime = max(tr.CountsTime, *jobs[2].took)
+	return tr, nil
+}
+
+// spanJob creates counted_span in db and returns the job that reads the first and last
+// time of o's range into it.
+func spanJob(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options) (copyJob, error) {
+	if _, err := db.ExecContext(ctx, query.CountedSpan); err != nil {
+		return copyJob{}, err
+	}
+	window := between("ts_us", usOf(o.Since, math.MinInt64), usOf(o.Until, math.MaxInt64))
+	var args []any
+	if o.Route != "" {
+		window += " AND route = ?"
+		args = append(args, o.Route)
+	}
+	if o.Method != "" {
+		window += " AND method = ?"
+		args = append(args, o.Method)
+	}
+	q := fmt.Sprintf("SELECT min(ts_us), max(ts_us) FROM %s WHERE %s", cl.Table("requests"), window)
+	return copyJob{"read the range's span", "counted_span", q, args, func(v []any) []any {
+		for i := range v {
+			if us, ok := v[i].(int64); ok {
+				v[i] = time.UnixMicro(us).UTC()
+			}
+		}
+		return v
+	}, new(int64), new(time.Duration)}, nil
+}
+
+// execEach runs the statements on db, one by one.
+func execEach(ctx context.Context, db *sql.DB, qs ...string) error {
+	for _, q := range qs {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyJob is a query whose rows copyAll appends to a table of DuckDB's, each as fix
+// returns it; it counts them into n and times itself into took.
+type copyJob struct {
+	what, table, q string
+	args           []any
+	fix            func([]any) []any
+	n              *int64
+	took           *time.Duration
+}
+
+// copyAll runs the jobs at once, each on a connection of its own: the shards compute one
+// while the rows of another are decoded and appended here.
+func copyAll(ctx context.Context, cl *ingest.Cluster, db *sql.DB, jobs []copyJob) error {
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
@@ -241,12 +291,7 @@ func fill(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, 
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fail(err)
-	}
-	tr.CountRows, tr.CountedRows = *jobs[1].n+*jobs[2].n, counted
-	tr.CountsTime = max(tr.CountsTime, *jobs[2].took)
-	return tr, nil
+	return errors.Join(errs...)
 }
 
 // copyRows runs q on the cluster and appends its rows to the DuckDB table, each row's

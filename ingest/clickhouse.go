@@ -201,17 +201,18 @@ var clusterRows = func() []rowColumn {
 	return out
 }()
 
-// ClusterMinute is a row's minute (since the epoch; 0 without a time), what the shards'
-// rows are sorted by first, so that a range reads its own granules. 18.16 uses the sort
-// key only for conditions on the key's expression itself, so a query states it beside its
-// ts_us bounds. Tables made before it was the key are sorted by (file_id, line) alone:
-// the same rows, read whole.
-const ClusterMinute = "intDiv(ifNull(ts_us, 0), 60000000)"
+// MinuteOf is the minute (since the epoch; 0 without a time) of col, a time in
+// microseconds: what a cluster's tables are sorted by first, so that a range reads its
+// own granules. 18.16 uses the sort key only for conditions on the key's expression
+// itself, so a query states it beside its bounds on col. The shards' requests_local
+// tables made before it was their key are sorted by (file_id, line) alone: the same rows,
+// read whole.
+func MinuteOf(col string) string { return "intDiv(ifNull(" + col + ", 0), 60000000)" }
 
 // ensure creates the database, each shard's local table, the Distributed table and the
 // registry, where they do not exist (ON CLUSTER needs ZooKeeper: each shard is told).
 func (c *Cluster) ensure(ctx context.Context) error {
-	local := "CREATE TABLE IF NOT EXISTS " + c.Table("requests_local") + " (" + clusterColumns + ") ENGINE = MergeTree() ORDER BY (" + ClusterMinute + ", file_id, line)"
+	local := "CREATE TABLE IF NOT EXISTS " + c.Table("requests_local") + " (" + clusterColumns + ") ENGINE = MergeTree() ORDER BY (" + MinuteOf("ts_us") + ", file_id, line)"
 	for i, s := range c.Shards {
 		for _, q := range []string{"CREATE DATABASE IF NOT EXISTS " + c.DB, local} {
 			if err := s.Exec(ctx, q); err != nil {

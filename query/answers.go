@@ -195,8 +195,10 @@ func (s *Set) answerDefaults(ctx context.Context, everyEndpoint bool) (map[strin
 
 // Answer opens a Set of every row of db (o: the default linking, as a cluster's rows are
 // counted, see Options.Counted) and returns, by name, the answers to the default
-// questions and every endpoint: what a cluster stores for Options.Answers.
-func Answer(ctx context.Context, db *sql.DB, o Options) (map[string][]byte, error) {
+// questions and every endpoint: what a cluster stores for Options.Answers. Then it calls
+// cut, if set, with the rows of each of the Set's CutTables: what a cluster stores for
+// Options.Cut.
+func Answer(ctx context.Context, db *sql.DB, o Options, cut func(CutTable, *sql.Rows) error) (map[string][]byte, error) {
 	if o.MaxGap <= 0 {
 		o.MaxGap = DefaultMaxGap
 	}
@@ -208,7 +210,24 @@ func Answer(ctx context.Context, db *sql.DB, o Options) (map[string][]byte, erro
 		return nil, err
 	}
 	defer s.Close()
-	return s.answerDefaults(ctx, true)
+	answers, err := s.answerDefaults(ctx, true)
+	if err != nil || cut == nil {
+		return answers, err
+	}
+	for _, t := range CutTables() {
+		rows, err := s.conn.QueryContext(ctx, "SELECT * FROM "+s.table+"_"+t.Name)
+		if err != nil {
+			return nil, err
+		}
+		err = cut(t, rows)
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cache_%s: %w", t.Name, err)
+		}
+	}
+	return answers, nil
 }
 
 // checkAnswers compares the answers this program stored with those s, a Set of every row

@@ -238,6 +238,26 @@ func rebuild(ctx context.Context, tx *sql.Tx) error {
 	return execAll(ctx, tx, sorts...)
 }
 
+// CutTable is a table of the stored cache as a range of whole minutes reads it
+// (prepare.sql's cached_tables, Options.Cut): cache_<Name>, its rows with By in the
+// range, or with Context in the range and its context.
+type CutTable struct {
+	Name, By string
+	Context  bool
+}
+
+// CutTables are the stored cache's tables a range reads (not the edges: a range's are the
+// time table's around it).
+func CutTables() []CutTable {
+	var ts []CutTable
+	for _, name := range cachedTables() {
+		if name != "edges" {
+			ts = append(ts, CutTable{Name: name, By: cacheOrder(name), Context: name == "chain" || name == "time"})
+		}
+	}
+	return ts
+}
+
 // cacheOrder is the column a stored table is kept in the order of: what ranges cut it by.
 func cacheOrder(name string) string {
 	if name == "attempts" {

@@ -3,6 +3,7 @@ package query_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -371,7 +372,7 @@ func TestAnswersThenFill(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No cache: the Set's tables are built from the rows.
-	answers, err := query.Answer(ctx, db, query.Options{})
+	answers, err := query.Answer(ctx, db, query.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,5 +426,85 @@ func TestAnswersThenFill(t *testing.T) {
 	}
 	if _, err := query.Open(ctx, db, query.Options{Answers: o.Answers, Fill: o.Fill, Since: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}); err == nil {
 		t.Error("Answers with a range: no error")
+	}
+}
+
+// TestCutThenFill checks a Set cut from a stored cache (Options.Cut) as a cluster reads
+// one: the cache's tables cut to a range of whole minutes, no rows. Every figure equals
+// the range's own rows' without Fill; the first question that reads rows fills it, once.
+func TestCutThenFill(t *testing.T) {
+	ctx := context.Background()
+	db := memDB(t)
+	retry, _ := parse.Preset("retry")
+	if _, err := ingest.Load(ctx, db, []string{"../testdata/incident-hour/access.log"}, ingest.Options{Format: retry}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := query.Refresh(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	// An alert's last minute to past the incident: the context holds what sustains it.
+	since, until := time.Date(2026, 11, 29, 14, 12, 0, 0, time.UTC), time.Date(2026, 11, 29, 14, 40, 0, 0, time.UTC)
+	ranged := query.Options{Since: since, Until: until}
+	want := readAnswerable(t, openSet(t, db, query.Options{Since: since, Until: until, NoCache: true}))
+	wantOdd, err := openSet(t, db, query.Options{Since: since, Until: until, NoCache: true}).Windows(ctx, 90*time.Second, 0)
+	readFatal(t, "90 s windows", err)
+	if want.Summary.Retries == 0 || len(want.Alerts) == 0 || want.Loops.Loops == 0 {
+		t.Fatalf("the range has too little in it to compare: %+v", want.Summary)
+	}
+
+	// The cut: the stored tables' rows of the range (and of its context where the cut
+	// takes it), and the rows put aside until Fill.
+	before, after := ranged.Context()
+	lit := func(t time.Time) string { return "TIMESTAMP '" + t.Format("2006-01-02 15:04:05") + "'" }
+	qs := []string{"CREATE TABLE aside AS SELECT * FROM requests", "DELETE FROM requests", query.CountedSpan,
+		"INSERT INTO counted_span SELECT min(ts), max(ts) FROM aside WHERE ts >= " + lit(since) + " AND ts < " + lit(until)}
+	for _, c := range query.CutTables() {
+		from, to := since, until
+		if c.Context {
+			from, to = before, after
+		}
+		qs = append(qs, fmt.Sprintf("CREATE TABLE cut_%[1]s AS SELECT * FROM cache_%[1]s WHERE %[2]s >= %[3]s AND %[2]s < %[4]s", c.Name, c.By, lit(from), lit(to)),
+			"DROP TABLE cache_"+c.Name, fmt.Sprintf("ALTER TABLE cut_%[1]s RENAME TO cache_%[1]s", c.Name))
+	}
+	for _, q := range qs {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	fills := 0
+	o := query.Options{Since: since, Until: until, Counted: true, Cut: true, Fill: func(ctx context.Context) error {
+		fills++
+		for _, q := range []string{"INSERT INTO requests SELECT * FROM aside", query.CountedTime, query.CountedGroups} {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+	set, err := query.Open(ctx, db, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if diff := cmp.Diff(want, readAnswerable(t, set)); diff != "" || fills != 0 {
+		t.Fatalf("the cut: %d fills, want none; (-rows +cut):\n%s", fills, diff)
+	}
+	odd, err := set.Windows(ctx, 90*time.Second, 0)
+	if err != nil || !cmp.Equal(wantOdd, odd) || fills != 1 {
+		t.Fatalf("90 s windows: %v, %d fills, want 1; (-rows +cut):\n%s", err, fills, cmp.Diff(wantOdd, odd))
+	}
+	if diff := cmp.Diff(want, readAnswerable(t, set)); diff != "" || fills != 1 {
+		t.Fatalf("after the fill: %d fills, want 1; (-rows +filled):\n%s", fills, diff)
+	}
+	for _, bad := range []query.Options{
+		{Since: since.Add(time.Second), Until: until, Counted: true, Cut: true, Fill: o.Fill},
+		{Counted: true, Cut: true, Fill: o.Fill},
+		{Since: since, Until: until, Cut: true, Fill: o.Fill},
+		{Since: since, Until: until, Counted: true, Cut: true, InferAttempts: true, Fill: o.Fill},
+	} {
+		if s, err := query.Open(ctx, db, bad); err == nil {
+			s.Close()
+			t.Errorf("Cut with %+v: no error", bad)
+		}
 	}
 }

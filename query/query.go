@@ -77,7 +77,25 @@ type Options struct {
 	// default linking.
 	Answers func(ctx context.Context, name string) (answer []byte, ok bool, err error)
 	Fill    func(ctx context.Context) error
+	// Cut says that the database holds the stored cache's tables (Refresh's, a cluster's:
+	// see backend) cut to the range, a range of whole minutes with the default linking, as
+	// cache_<name> (CutTables), and counted_span (as Counted), but no rows: the Set reads
+	// them as a DuckDB file's Set of such a range reads its cache. The first question that
+	// reads rows (a window finer than a minute, Attempts, EachAttempt) calls Fill, which
+	// must bring the rows and counts as Counted says, and the Set builds its tables again
+	// from them. Needs Counted and Fill.
+	Cut bool
 }
+
+// The tables Options.Counted names, as the Set's database must hold them.
+const (
+	CountedTime = `CREATE TABLE counted_time (ts TIMESTAMP, in_range BOOLEAN, status SMALLINT, attempt INTEGER, inferred BOOLEAN,
+		strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN, n BIGINT, proxied BIGINT, tries BIGINT)`
+	CountedGroups = `CREATE TABLE counted_groups (ts TIMESTAMP, method VARCHAR, route VARCHAR, host VARCHAR, upstream_addr VARCHAR,
+		status SMALLINT, attempt INTEGER, inferred BOOLEAN, strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN,
+		n BIGINT, proxied BIGINT, tries BIGINT)`
+	CountedSpan = `CREATE TABLE counted_span (first TIMESTAMP, last TIMESTAMP)`
+)
 
 // Context returns the time a Set of o reads around its range (see rangeContext): zero
 // for an open bound.
@@ -142,7 +160,8 @@ type Set struct {
 	since, until time.Time                                           // the range; zero when open
 	recorded     map[string][]byte                                   // the answers computed, by name, when storeAnswers asks (see answered)
 	answers      func(context.Context, string) ([]byte, bool, error) // the stored answers of this Set's rows, if any (see answered)
-	fill         func(context.Context) error                         // Options.Fill, until ready has called it
+	fill         func(context.Context) error                         // Options.Fill, until ready or withRows has called it
+	cut          bool                                                // Options.Cut, until withRows has read the rows
 }
 
 var setID atomic.Int64
@@ -164,6 +183,9 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if o.Answers != nil && (!o.whole() || o.Fill == nil) {
 		return nil, errors.New("query: Answers needs every row, the default linking and Fill")
 	}
+	if o.Cut && (o.whole() || !o.defaultLinking() || !wholeMinute(o.Since) || !wholeMinute(o.Until) || !o.Counted || o.Fill == nil) {
+		return nil, errors.New("query: Cut needs a range of whole minutes, the default linking, Counted and Fill")
+	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -172,6 +194,9 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 	if o.Answers != nil {
 		s.answers, s.fill = o.Answers, o.Fill
 		return s, nil // built by ready, at the first question the answers do not hold
+	}
+	if o.Cut {
+		s.cached, s.cut, s.fill, s.lit.Bounded = true, true, o.Fill, true
 	}
 	if o.defaultLinking() && !o.NoCache && !o.Counted {
 		// A range of whole minutes is cut from the cache; one around every row is all of it.
@@ -235,8 +260,19 @@ func newSet(conn setConn, table string, o Options) (s *Set, route, method any) {
 }
 
 // ready makes a Set opened with Options.Answers whole, the first time a question needs its
-// tables: Fill brings the rows and counts, and stage one builds the tables from them.
+// tables: Fill brings the rows and counts, and stage one builds the tables from them. A
+// Set cut from a stored cache (Options.Cut) has its tables.
 func (s *Set) ready(ctx context.Context) error {
+	if s.cut {
+		return nil
+	}
+	return s.withRows(ctx)
+}
+
+// withRows is ready for a question that reads the rows themselves: a Set cut from a
+// stored cache has none, so Fill brings them and stage one builds the Set's tables again
+// from them, under a new name (the cut's views keep theirs until Close).
+func (s *Set) withRows(ctx context.Context) error {
 	if s.fill == nil {
 		return nil
 	}
@@ -244,6 +280,10 @@ func (s *Set) ready(ctx context.Context) error {
 	s.fill = nil
 	if err := fill(ctx); err != nil {
 		return fmt.Errorf("read the rows: %w", err)
+	}
+	if s.cut {
+		s.cut, s.cached, s.lit.Bounded = false, false, false
+		s.table = fmt.Sprintf("report_rows_%d", setID.Add(1))
 	}
 	return s.build(ctx, nil, nil)
 }
@@ -543,6 +583,9 @@ func (s *Set) countBuckets(ctx context.Context, grain int) ([]bucket, error) {
 		return nil, err
 	}
 	if grain != minuteGrain {
+		if err := s.withRows(ctx); err != nil {
+			return nil, err
+		}
 		steps := buildSteps(func(t CountTable) bool { return t.Timed })
 		if err := prepareGrain(ctx, s.conn, s.table, "TEMP TABLE", s.lit, nil, steps, grain); err != nil {
 			return nil, err
@@ -1042,7 +1085,7 @@ func ptr(f sql.NullFloat64) *float64 {
 // untagged) and whether it was inferred, by file and line: for measuring inference
 // against logs whose attempt numbers are known.
 func (s *Set) EachAttempt(ctx context.Context, fn func(fileID, line int64, attempt sql.NullInt64, inferred bool)) error {
-	if err := s.ready(ctx); err != nil {
+	if err := s.withRows(ctx); err != nil {
 		return err
 	}
 	rows, err := s.conn.QueryContext(ctx, "SELECT file_id, line, attempt, inferred FROM "+s.table+" WHERE in_range")
@@ -1074,7 +1117,7 @@ type Attempt struct {
 
 // Attempts returns the Set's tagged rows ordered by start time, for replaying them.
 func (s *Set) Attempts(ctx context.Context) ([]Attempt, error) {
-	if err := s.ready(ctx); err != nil {
+	if err := s.withRows(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := s.conn.QueryContext(ctx, "SELECT lkey, attempt, started, ts, coalesce(status, -1), coalesce(retry_after, '') FROM "+

@@ -42,14 +42,22 @@ func sameOnCluster(t *testing.T, files []string, load []string, commands func(du
 	}
 	// A whole report reads the answers ingest stored on the cluster, and no row; one they
 	// do not answer (10 s windows) reads the shards, with the same figures (above and
-	// TestAnswersThenFill).
+	// TestAnswersThenFill). A range of whole minutes reads the cache stored with them, cut
+	// to it, and no row, unless it asks for windows finer than a minute (TestCutThenFill).
+	whole := factsOf(t, duck).midMinute().Format(time.RFC3339)
 	for _, c := range []struct {
 		args []string
+		read string
 		rows bool
-	}{{[]string{"report", "--format", "json"}, false}, {[]string{"report", "--format", "json", "--window", "10s"}, true}} {
+	}{
+		{[]string{"report", "--format", "json"}, "answers stored at ingest", false},
+		{[]string{"report", "--format", "json", "--window", "10s"}, "answers stored at ingest", true},
+		{[]string{"report", "--format", "json", "--since", whole}, "cut to the range", false},
+		{[]string{"report", "--format", "json", "--since", whole, "--window", "10s"}, "cut to the range", true},
+	} {
 		_, trace, code := retrylensEnv(t, map[string]string{"RETRYLENS_TRAFFIC": "1"}, nil, append(c.args, "--db", url)...)
-		if code != 0 || !strings.Contains(trace, "answers stored at ingest") || strings.Contains(trace, "rows to link") != c.rows {
-			t.Errorf("%s: exit %d; want the stored answers, and the rows %v:\n%s", strings.Join(c.args, " "), code, c.rows, trace)
+		if code != 0 || !strings.Contains(trace, c.read) || strings.Contains(trace, "rows to link") != c.rows {
+			t.Errorf("%s: exit %d; want %q, and the rows %v:\n%s", strings.Join(c.args, " "), code, c.read, c.rows, trace)
 		}
 	}
 }
@@ -110,22 +118,30 @@ func splitGateways(t *testing.T, path string) []string {
 
 // reportCommands are the commands a cluster must answer as a DuckDB file does, for
 // logs that start at first and end at last: the whole report, a cut at odd seconds (with
-// inference) and one of whole minutes, 10 s windows with groups, cuts in an alert's
-// first and last minutes (the edges' minutes sustain it), and with all the HTML page (sub-minute chart
-// buckets), the check, a budget replay and the busiest endpoint.
+// inference) and one of whole minutes (the cache stored at ingest, cut), cuts in an
+// alert's first and last minutes (the edges' minutes sustain it), at 37 s and at the
+// minute, and with all 10 s windows with groups, the HTML page (sub-minute chart buckets)
+// of every row and of whole minutes, the check, a budget replay and the busiest endpoint.
 func reportCommands(s logFacts, all bool) [][]string {
 	span := s.last.Sub(s.first)
 	odd := s.first.Add(span / 3).Truncate(time.Second).Add(7 * time.Second)
-	whole := s.first.Add(span / 2).Truncate(time.Minute)
+	whole := s.midMinute()
+	wholeEnd := whole.Add(span / 3).Truncate(time.Minute)
+	if !wholeEnd.After(whole) {
+		wholeEnd = whole.Add(time.Minute)
+	}
 	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	cmds := [][]string{
 		{"report", "--format", "json"},
 		{"report", "--format", "json", "--window", "5m", "--since", ts(odd), "--until", ts(odd.Add(span / 3)), "--infer-attempts"},
+		{"report", "--format", "json", "--window", "5m", "--since", ts(whole), "--until", ts(wholeEnd)},
 	}
 	if !s.alertStart.IsZero() {
 		cmds = append(cmds,
 			[]string{"report", "--format", "json", "--since", ts(s.alertEnd)},
-			[]string{"check", "--format", "json", "--until", ts(s.alertStart)})
+			[]string{"check", "--format", "json", "--until", ts(s.alertStart)},
+			[]string{"report", "--format", "json", "--since", ts(s.alertEnd.Truncate(time.Minute))},
+			[]string{"check", "--format", "json", "--until", ts(s.alertStart.Truncate(time.Minute).Add(time.Minute))})
 	}
 	if !all {
 		return cmds
@@ -133,6 +149,7 @@ func reportCommands(s logFacts, all bool) [][]string {
 	cmds = append(cmds,
 		[]string{"report", "--format", "json", "--window", "10s", "--by", "route,status", "--max-gap", "30s", "--since", ts(whole)},
 		[]string{"report", "--format", "html"},
+		[]string{"report", "--format", "html", "--since", ts(whole)},
 		[]string{"check", "--format", "json"},
 		[]string{"budget", "--format", "json"})
 	if s.endpoint != "" {
@@ -166,6 +183,11 @@ type logFacts struct {
 	// 37 s into the first and the last minute of the first alert, if any: a range that
 	// ends in its first minute or starts in its last holds too little of it to sustain it
 	alertStart, alertEnd time.Time
+}
+
+// midMinute is the start of the log's middle minute.
+func (s logFacts) midMinute() time.Time {
+	return s.first.Add(s.last.Sub(s.first) / 2).Truncate(time.Minute)
 }
 
 // factsOf reads the facts of the logs in the DuckDB file db.

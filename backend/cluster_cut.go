@@ -1,0 +1,235 @@
+package backend
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/query"
+)
+
+// A cluster's stored cache. A report of a range links the range's rows, which on a
+// cluster means reading them from the shards and linking them in the reporting process;
+// a DuckDB file's reads its stored cache cut to the range instead (query.Options.Cut).
+// So ingest, when it stores the answers (cluster_answers.go), also stores the tables of
+// the Set it asked them of, the cache's tables (query.CutTables), on the URL's server:
+// cache_<name>, with DuckDB's columns (a TIMESTAMP as microseconds), sorted by the minute
+// of what a range cuts them by, and cache_tables (name, program, version, columns: the
+// DuckDB table's), all before cache_state. A report of a range of whole minutes with the
+// default linking, while the version is the cluster's, reads the cut of each table into
+// DuckDB and nothing of the shards but the range's span.
+
+// cutListTable lists the stored tables.
+const cutListTable = "cache_tables"
+
+// cutBatch is how many rows of a stored table one INSERT sends.
+const cutBatch = 1 << 16
+
+// clickHouseTypes are the ClickHouse types the cache's DuckDB columns are stored as
+// (Nullable), each read back as the same Go type (scanSlot), a TIMESTAMP as microseconds.
+var clickHouseTypes = map[string]string{
+	"BOOLEAN": "UInt8", "SMALLINT": "Int16", "INTEGER": "Int32", "BIGINT": "Int64", "UBIGINT": "UInt64",
+	"DOUBLE": "Float64", "VARCHAR": "String", "TIMESTAMP": "Int64",
+}
+
+// storeCut returns what stores a table of the cache (query.Answer's cut) on the URL's
+// server, and lists it in cutListTable with version v; reset drops what was stored
+// before and creates the list.
+func (c *cluster) storeCut(ctx context.Context, v string) (reset func() error, store func(query.CutTable, *sql.Rows) error) {
+	reset = func() error {
+		qs := []string{"DROP TABLE IF EXISTS " + c.cl.Table(cutListTable)}
+		for _, t := range query.CutTables() {
+			qs = append(qs, "DROP TABLE IF EXISTS "+c.cl.Table("cache_"+t.Name))
+		}
+		qs = append(qs, "CREATE TABLE "+c.cl.Table(cutListTable)+" (name String, program String, version String, columns String) ENGINE = MergeTree() ORDER BY name")
+		for _, q := range qs {
+			if err := c.cl.Conn.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	store = func(t query.CutTable, rows *sql.Rows) error {
+		types, err := rows.ColumnTypes()
+		if err != nil {
+			return err
+		}
+		var duck, ch, names []string
+		stamp := make([]bool, len(types))
+		for i, ct := range types {
+			chType, ok := clickHouseTypes[ct.DatabaseTypeName()]
+			if !ok {
+				return fmt.Errorf("column %s: cannot store DuckDB type %s", ct.Name(), ct.DatabaseTypeName())
+			}
+			stamp[i] = ct.DatabaseTypeName() == "TIMESTAMP"
+			duck = append(duck, fmt.Sprintf("%q %s", ct.Name(), ct.DatabaseTypeName()))
+			ch = append(ch, fmt.Sprintf("`%s` Nullable(%s)", ct.Name(), chType))
+			names = append(names, "`"+ct.Name()+"`")
+		}
+		table := "cache_" + t.Name
+		if err := c.cl.Conn.Exec(ctx, "CREATE TABLE "+c.cl.Table(table)+" ("+strings.Join(ch, ", ")+") ENGINE = MergeTree() ORDER BY "+
+			ingest.MinuteOf("`"+t.By+"`")); err != nil {
+			return err
+		}
+		vals := make([]any, len(types))
+		dest := make([]any, len(types))
+		for i := range vals {
+			dest[i] = &vals[i]
+		}
+		more := rows.Next()
+		for more {
+			err := c.insert(ctx, table+" ("+strings.Join(names, ", ")+")", func(add func(...any) error) error {
+				for n := 0; more && n < cutBatch; n, more = n+1, rows.Next() {
+					if err := rows.Scan(dest...); err != nil {
+						return err
+					}
+					for i, v := range vals {
+						switch x := v.(type) {
+						case time.Time:
+							if stamp[i] {
+								vals[i] = x.UnixMicro()
+							}
+						case bool:
+							vals[i] = uint8(0)
+							if x {
+								vals[i] = uint8(1)
+							}
+						}
+					}
+					if err := add(vals...); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return c.insert(ctx, cutListTable+" (name, program, version, columns)", func(add func(...any) error) error {
+			return add(t.Name, query.ProgramID(), v, strings.Join(duck, ", "))
+		})
+	}
+	return reset, store
+}
+
+// cutTables returns the DuckDB columns of each stored table this program stored for
+// version v, and false unless it stored them all.
+func (c *cluster) cutTables(ctx context.Context, v string) (map[string]string, bool, error) {
+	rows, err := c.cl.Conn.Query(ctx, "SELECT name, columns FROM "+c.cl.Table(cutListTable)+" WHERE program = ? AND version = ?", query.ProgramID(), v)
+	if err != nil {
+		return nil, false, nil // none, or another retrylens's layout: read the shards
+	}
+	defer rows.Close()
+	cols := map[string]string{}
+	for rows.Next() {
+		var name, c string
+		if err := rows.Scan(&name, &c); err != nil {
+			return nil, false, err
+		}
+		cols[name] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	for _, t := range query.CutTables() {
+		if _, ok := cols[t.Name]; !ok {
+			return nil, false, nil
+		}
+	}
+	return cols, true, nil
+}
+
+// cutRange reports whether a Set of qo can read the stored cache cut to its range
+// (query.Options.Cut): a range of whole minutes, the default linking.
+func cutRange(qo query.Options) bool {
+	whole := func(t time.Time) bool { return t.Equal(t.Truncate(time.Minute)) }
+	return (!qo.Since.IsZero() || !qo.Until.IsZero()) && whole(qo.Since) && whole(qo.Until) && defaultLinking(qo)
+}
+
+// cutInto reads into db, an in-memory DuckDB database, each stored table (cols: their
+// DuckDB columns) cut to o's range, as cache_<name>, and the range's span from the shards.
+func cutInto(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, cols map[string]string) (traffic, error) {
+	var tr traffic
+	before, after := o.Context()
+	span, err := spanJob(ctx, cl, db, o)
+	if err != nil {
+		return tr, err
+	}
+	jobs := []copyJob{span}
+	for _, t := range query.CutTables() {
+		table := "cache_" + t.Name
+		if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+" ("+cols[t.Name]+")"); err != nil {
+			return tr, err
+		}
+		// the columns the stored table has as DuckDB's, and which are times
+		var names []string
+		var stamps []int
+		for i, c := range strings.Split(cols[t.Name], ", ") {
+			name, typ, _ := strings.Cut(c, " ")
+			names = append(names, "`"+strings.Trim(name, `"`)+"`")
+			if typ == "TIMESTAMP" {
+				stamps = append(stamps, i)
+			}
+		}
+		from, to := o.Since, o.Until
+		if t.Context {
+			from, to = before, after
+		}
+		q := "SELECT " + strings.Join(names, ", ") + " FROM " + cl.Table(table) + " WHERE " +
+			between("`"+t.By+"`", usOf(from, math.MinInt64), usOf(to, math.MaxInt64))
+		jobs = append(jobs, copyJob{"read the stored " + table, table, q, nil, func(v []any) []any {
+			for _, i := range stamps {
+				if us, ok := v[i].(int64); ok {
+					v[i] = time.UnixMicro(us).UTC()
+				}
+			}
+			return v
+		}, new(int64), new(time.Duration)})
+	}
+	start := time.Now()
+	err = copyAll(ctx, cl, db, jobs)
+	tr.CountsTime = time.Since(start)
+	for _, j := range jobs[1:] {
+		tr.CountRows += *j.n
+	}
+	return tr, err
+}
+
+// readCut returns an in-memory DuckDB database with the stored cache cut to qo's range
+// (see cutInto), and false, with no database, when the cache stored is not of the
+// cluster's version by this program.
+func (c *cluster) readCut(ctx context.Context, qo query.Options) (*sql.DB, bool, error) {
+	v, err := clusterVersion(ctx, c.cl)
+	if err != nil {
+		return nil, false, err
+	}
+	if stored, err := storedVersion(ctx, c.cl); err != nil || stored != v {
+		return nil, false, err
+	}
+	cols, ok, err := c.cutTables(ctx, v)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	db, err := ingest.Open(ctx, "")
+	if err != nil {
+		return nil, false, err
+	}
+	c.read = append(c.read, db)
+	tr, err := cutInto(ctx, c.cl, db, qo, cols)
+	if err != nil {
+		return nil, false, err
+	}
+	if c.trace != nil {
+		fmt.Fprintf(c.trace, "retrylens: from the cluster: the cache stored at ingest (version %s) cut to the range: %d rows (%.1fs)\n",
+			v, tr.CountRows, tr.CountsTime.Seconds())
+	}
+	return db, true, nil
+}
