@@ -272,7 +272,28 @@ func answersStored(ctx context.Context, q querier, version string) (bool, error)
 	return n > 0, err
 }
 
-// A bucket as JSON, for the answers: its counts in countColumns' order.
+// countsList is c as JSON keeps it in the answers: its counts in countColumns' order.
+func countsList(c counts) []int64 {
+	l := make([]int64, len(countColumns))
+	for i, col := range countColumns {
+		l[i] = *col.place(&c)
+	}
+	return l
+}
+
+// countsOf is the counts of a countsList.
+func countsOf(l []int64) (counts, error) {
+	var c counts
+	if len(l) != len(countColumns) {
+		return c, fmt.Errorf("%d counts, want %d", len(l), len(countColumns))
+	}
+	for i, col := range countColumns {
+		*col.place(&c) = l[i]
+	}
+	return c, nil
+}
+
+// A bucket as JSON, for the answers.
 type bucketJSON struct {
 	Start  time.Time
 	Valid  bool
@@ -280,11 +301,7 @@ type bucketJSON struct {
 }
 
 func (b bucket) MarshalJSON() ([]byte, error) {
-	v := bucketJSON{Start: b.start, Valid: b.valid, Counts: make([]int64, len(countColumns))}
-	for i, c := range countColumns {
-		v.Counts[i] = *c.place(&b.c)
-	}
-	return json.Marshal(v)
+	return json.Marshal(bucketJSON{Start: b.start, Valid: b.valid, Counts: countsList(b.c)})
 }
 
 func (b *bucket) UnmarshalJSON(data []byte) error {
@@ -292,12 +309,28 @@ func (b *bucket) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
-	if len(v.Counts) != len(countColumns) {
-		return fmt.Errorf("a bucket of %d counts, want %d", len(v.Counts), len(countColumns))
+	c, err := countsOf(v.Counts)
+	*b = bucket{start: v.Start, valid: v.Valid, c: c}
+	return err
+}
+
+// A group's counts as JSON, for the answers.
+type groupJSON struct {
+	Key    string
+	Counts []int64
+	Fired  []string `json:",omitempty"`
+}
+
+func (g groupCounts) MarshalJSON() ([]byte, error) {
+	return json.Marshal(groupJSON{Key: g.key, Counts: countsList(g.c), Fired: g.fired})
+}
+
+func (g *groupCounts) UnmarshalJSON(data []byte) error {
+	var v groupJSON
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
 	}
-	*b = bucket{start: v.Start, valid: v.Valid}
-	for i, c := range countColumns {
-		*c.place(&b.c) = v.Counts[i]
-	}
-	return nil
+	c, err := countsOf(v.Counts)
+	*g = groupCounts{key: v.Key, c: c, fired: v.Fired}
+	return err
 }

@@ -137,10 +137,10 @@ func (s *Set) findings(ctx context.Context, maxAttempts int, rows int64) ([]Find
 	return fs, err
 }
 
-func sortGroups(gs []Group) {
-	slices.SortFunc(gs, func(a, b Group) int {
+func sortGroups(gs []groupCounts) {
+	slices.SortFunc(gs, func(a, b groupCounts) int {
 		// The extra load retries caused first, then plain traffic; keys are distinct.
-		return cmp.Or(cmp.Compare(b.Retries, a.Retries), cmp.Compare(b.Requests, a.Requests), strings.Compare(a.Key, b.Key))
+		return cmp.Or(cmp.Compare(b.c.retries, a.c.retries), cmp.Compare(b.c.requests, a.c.requests), strings.Compare(a.key, b.key))
 	})
 }
 
