@@ -205,16 +205,20 @@ func cutInto(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Option
 
 // readCut returns an in-memory DuckDB database with the stored cache cut to qo's range
 // (see cutInto), and false, with no database, when the cache stored is not of the
-// cluster's version by this program.
+// cluster's version by this program, before and after reading it (an ingest in between
+// rewrites it: the state goes first and comes back last).
 func (c *cluster) readCut(ctx context.Context, qo query.Options) (*sql.DB, bool, error) {
 	v, err := clusterVersion(ctx, c.cl)
 	if err != nil {
 		return nil, false, err
 	}
-	if stored, err := storedVersion(ctx, c.cl); err != nil || stored != v {
-		return nil, false, err
+	stored := func() (map[string]string, bool, error) {
+		if s, err := storedVersion(ctx, c.cl); err != nil || s != v {
+			return nil, false, err
+		}
+		return c.cutTables(ctx, v)
 	}
-	cols, ok, err := c.cutTables(ctx, v)
+	cols, ok, err := stored()
 	if err != nil || !ok {
 		return nil, false, err
 	}
@@ -225,6 +229,9 @@ func (c *cluster) readCut(ctx context.Context, qo query.Options) (*sql.DB, bool,
 	c.read = append(c.read, db)
 	tr, err := cutInto(ctx, c.cl, db, qo, cols)
 	if err != nil {
+		return nil, false, err
+	}
+	if _, ok, err := stored(); err != nil || !ok {
 		return nil, false, err
 	}
 	if c.trace != nil {

@@ -55,6 +55,9 @@ received_between() {
   n=$(on_shard "${ports%%[[:space:]]*}" "SELECT toInt64(sum(result_bytes)) FROM system.query_log WHERE type = 2 AND is_initial_query = 1 AND event_time >= toDateTime($1) AND event_time <= toDateTime($2)")
   echo "${n:-0}"
 }
+# what the answers and the cache stored at ingest take on the first server
+cache=$(on_shard "${ports%%[[:space:]]*}" "SELECT toInt64(sum(data_uncompressed_bytes)) FROM system.parts WHERE active AND database = 'retrylens' AND table LIKE 'cache\\_%'")
+echo "stored at ingest for reports (answers and cache, the first server): $((cache / 1048576)) MiB"
 stored=0
 for p in $ports; do
   n=$(on_shard "$p" "SELECT toInt64(sum(data_uncompressed_bytes)) FROM system.parts WHERE active AND database = 'retrylens' AND table = 'requests_local'")
