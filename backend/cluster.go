@@ -73,7 +73,7 @@ func (c *cluster) Ingest(ctx context.Context, files []string, opt LoadOptions, e
 	if ev.Caching != nil && res.Totals().Rows > 0 {
 		ev.Caching()
 	}
-	took, aerr := c.refreshAnswers(ctx)
+	took, aerr := c.storeAnswers(ctx, false)
 	switch {
 	case aerr != nil && ctx.Err() != nil:
 		return out, errors.Join(err, aerr)
@@ -185,5 +185,17 @@ func (c *cluster) Verify(ctx context.Context, repair bool) (Verified, error) {
 	default:
 		v.Damaged = true
 	}
+	lines, differ, err := c.checkStored(ctx)
+	if err != nil {
+		return v, fmt.Errorf("the answers and cache stored for reports: %w", err)
+	}
+	v.Lines = append(v.Lines, lines...)
+	if differ && repair {
+		if _, err := c.storeAnswers(ctx, true); err != nil {
+			return v, fmt.Errorf("store the answers and cache again: %w", err)
+		}
+		v.Lines = append(v.Lines, "repaired: the answers and cache stored again from the rows")
+	}
+	v.Damaged = v.Damaged || differ && !repair
 	return v, nil
 }

@@ -71,15 +71,16 @@ func defaultLinking(qo query.Options) bool {
 	return qo.Route == "" && qo.Method == "" && (qo.MaxGap <= 0 || qo.MaxGap == query.DefaultMaxGap) && !qo.InferAttempts && !qo.NoCache
 }
 
-// refreshAnswers stores the answers of every row, unless this program stored those of
-// the cluster's version already. It returns how long it took, zero when nothing was to do.
-func (c *cluster) refreshAnswers(ctx context.Context) (time.Duration, error) {
+// storeAnswers stores the answers of every row and the cache (cluster_cut.go), unless
+// this program stored those of the cluster's version already and again is false. It
+// returns how long it took, zero when nothing was to do.
+func (c *cluster) storeAnswers(ctx context.Context, again bool) (time.Duration, error) {
 	start := time.Now()
 	v, err := clusterVersion(ctx, c.cl)
 	if err != nil {
 		return 0, err
 	}
-	if stored, err := storedVersion(ctx, c.cl); err != nil || stored == v {
+	if stored, err := storedVersion(ctx, c.cl); err != nil || stored == v && !again {
 		var n uint64
 		if err == nil {
 			err = c.cl.Conn.QueryRow(ctx, "SELECT count() FROM "+c.cl.Table(answersTable)+" WHERE program = ? AND version = ?", query.ProgramID(), v).Scan(&n)

@@ -1,10 +1,13 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"hash/fnv"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -239,4 +242,151 @@ func (c *cluster) readCut(ctx context.Context, qo query.Options) (*sql.DB, bool,
 			v, tr.CountRows, tr.CountsTime.Seconds())
 	}
 	return db, true, nil
+}
+
+// checkStored compares the answers and the cache this program stored for the cluster's
+// version with what its rows give now (as ingest computes them), and says so, a line
+// each; differ is whether any differs.
+func (c *cluster) checkStored(ctx context.Context) (lines []string, differ bool, err error) {
+	v, err := clusterVersion(ctx, c.cl)
+	if err != nil {
+		return nil, false, err
+	}
+	if s, err := storedVersion(ctx, c.cl); err != nil || s != v {
+		return []string{"answers and cache for reports: none of the rows as they are (reports read the shards until the next ingest stores them)"}, false, err
+	}
+	cols, ok, err := c.cutTables(ctx, v)
+	if err != nil {
+		return nil, false, err
+	}
+	stored := map[string][]byte{}
+	rows, err := c.cl.Conn.Query(ctx, "SELECT name, answer FROM "+c.cl.Table(answersTable)+" WHERE program = ? AND version = ?", query.ProgramID(), v)
+	if err != nil {
+		return nil, false, err
+	}
+	for rows.Next() {
+		var name, answer string
+		if err := rows.Scan(&name, &answer); err != nil {
+			rows.Close()
+			return nil, false, err
+		}
+		stored[name] = []byte(answer)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	if !ok || len(stored) == 0 {
+		return []string{"answers and cache for reports: stored by another retrylens, which this one does not read (the next ingest stores its own)"}, false, nil
+	}
+	qo := query.Options{MaxGap: query.DefaultMaxGap}
+	db, _, err := materialize(ctx, c.cl, qo, false)
+	if err != nil {
+		return nil, false, err
+	}
+	defer db.Close()
+	qo.Counted = true
+	answers, err := query.Answer(ctx, db, qo, func(t query.CutTable, rows *sql.Rows) error {
+		n, sum, err := digestRows(rows.Next, rows.Scan, len(strings.Split(cols[t.Name], ", ")))
+		if err == nil {
+			err = rows.Err()
+		}
+		if err != nil {
+			return err
+		}
+		sn, ssum, err := c.storedDigest(ctx, "cache_"+t.Name, cols[t.Name])
+		if err != nil {
+			return err
+		}
+		if n != sn || sum != ssum {
+			differ = true
+			lines = append(lines, fmt.Sprintf("cache_%s: %d rows stored, the rows give %d, and they differ", t.Name, sn, n))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	var names []string
+	for name, b := range answers {
+		if !bytes.Equal(stored[name], b) {
+			call, _, _ := strings.Cut(name, " rules=")
+			names = append(names, fmt.Sprintf("%s: the stored answer to %s differs from the rows' own", answersTable, call))
+		}
+	}
+	slices.Sort(names)
+	lines = append(lines, names...)
+	if len(names) > 0 {
+		differ = true
+	}
+	if !differ {
+		lines = append(lines, fmt.Sprintf("answers and cache for reports: %d answers and %d tables, as the rows give them: ok", len(answers), len(query.CutTables())))
+	}
+	return lines, differ, nil
+}
+
+// storedDigest is digestRows of a stored table of the cache (cols: its DuckDB columns),
+// each value read as cutInto reads it.
+func (c *cluster) storedDigest(ctx context.Context, table, cols string) (n int64, sum uint64, err error) {
+	var names []string
+	stamp := map[int]bool{}
+	for i, col := range strings.Split(cols, ", ") {
+		name, typ, _ := strings.Cut(col, " ")
+		names = append(names, "`"+strings.Trim(name, `"`)+"`")
+		stamp[i] = typ == "TIMESTAMP"
+	}
+	rows, err := c.cl.Conn.Query(ctx, "SELECT "+strings.Join(names, ", ")+" FROM "+c.cl.Table(table))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rows.Close()
+	dest := make([]any, len(names))
+	get := make([]func() any, len(names))
+	for i, t := range rows.ColumnTypes() {
+		if dest[i], get[i], err = scanSlot(t.DatabaseTypeName()); err != nil {
+			return 0, 0, err
+		}
+	}
+	n, sum, err = digestRows(rows.Next, func(out ...any) error {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		for i, g := range get {
+			v := g()
+			if us, ok := v.(int64); ok && stamp[i] {
+				v = time.UnixMicro(us).UTC()
+			}
+			*out[i].(*any) = v
+		}
+		return nil
+	}, len(names))
+	if err == nil {
+		err = rows.Err()
+	}
+	return n, sum, err
+}
+
+// digestRows counts the rows next and scan give (width values each) and sums a hash of
+// each, which does not depend on their order.
+func digestRows(next func() bool, scan func(...any) error, width int) (n int64, sum uint64, err error) {
+	vals := make([]any, width)
+	dest := make([]any, width)
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	h := fnv.New64a()
+	for next() {
+		if err := scan(dest...); err != nil {
+			return 0, 0, err
+		}
+		h.Reset()
+		for _, v := range vals {
+			if t, ok := v.(time.Time); ok {
+				v = t.UnixMicro()
+			}
+			fmt.Fprintf(h, "%#v\x00", v)
+		}
+		n, sum = n+1, sum+h.Sum64()
+	}
+	return n, sum, nil
 }

@@ -365,6 +365,8 @@ func scanSlot(t string) (dest any, get func() any, err error) {
 		dest, get = slot[int32](nullable, nil)
 	case "Int64":
 		dest, get = slot[int64](nullable, nil)
+	case "UInt64":
+		dest, get = slot[uint64](nullable, nil)
 	case "Float64":
 		dest, get = slot[float64](nullable, nil)
 	case "UInt8":

@@ -338,3 +338,40 @@ func checkCluster(t *testing.T, url string) ingest.Damage {
 	}
 	return d
 }
+
+// TestClusterVerifyStored: verify on a cluster computes the answers and the cache that
+// ingest stored for reports again from the rows, names a stored table that differs (a
+// row added behind retrylens's back), exits as for damage, and --repair stores them again.
+func TestClusterVerifyStored(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a ClickHouse cluster")
+	}
+	t.Parallel()
+	url := testmain.ClusterURL(t)
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", url, scenario("incident-hour")); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	const ok = "answers and cache for reports: "
+	if out, stderr, code := retrylens(t, nil, "verify", "--db", url); code != 0 || !strings.Contains(out, ok) || !strings.Contains(out, "as the rows give them: ok") {
+		t.Fatalf("verify: exit %d: %s%s", code, out, stderr)
+	}
+	cl, err := ingest.OpenCluster(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cl.Conn.Exec(t.Context(), "INSERT INTO "+cl.Table("cache_groups")+" SELECT * FROM "+cl.Table("cache_groups")+" LIMIT 1")
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := retrylens(t, nil, "verify", "--db", url)
+	if code != exitDamaged || !strings.Contains(out, "cache_groups: ") || strings.Contains(out, "as the rows give them: ok") {
+		t.Fatalf("verify after a row was added to cache_groups: exit %d, want %d: %s%s", code, exitDamaged, out, stderr)
+	}
+	if out, stderr, code := retrylens(t, nil, "verify", "--repair", "--db", url); code != 0 || !strings.Contains(out, "repaired: the answers and cache stored again") {
+		t.Fatalf("verify --repair: exit %d: %s%s", code, out, stderr)
+	}
+	if out, stderr, code := retrylens(t, nil, "verify", "--db", url); code != 0 || !strings.Contains(out, "as the rows give them: ok") {
+		t.Fatalf("verify after the repair: exit %d: %s%s", code, out, stderr)
+	}
+}
