@@ -111,7 +111,7 @@ func (c *cluster) storeAnswers(ctx context.Context, again bool) (time.Duration, 
 	}
 	for _, q := range []string{
 		"DROP TABLE IF EXISTS " + c.cl.Table(answersTable),
-		// a granule a row: a question reads its own answer, not every endpoint's 55 MB
+		// a granule a row: a question reads its own answer, not every endpoint's 11 MB
 		"CREATE TABLE " + c.cl.Table(answersTable) + " (name String, program String, version String, bytes UInt64, answer String) ENGINE = MergeTree() ORDER BY name SETTINGS index_granularity = 1",
 		"CREATE TABLE " + c.cl.Table(stateTable) + " (version String) ENGINE = MergeTree() ORDER BY version",
 	} {
