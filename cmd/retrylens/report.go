@@ -244,6 +244,7 @@ func (e *env) openRows(ctx context.Context, o *rowFlags, files []string, qo *que
 		return nil, nil, err
 	}
 	var st backend.Store
+	var health chan backend.Health
 	if len(files) == 0 {
 		var trace io.Writer
 		if e.getenv("RETRYLENS_TRAFFIC") != "" {
@@ -255,11 +256,16 @@ func (e *env) openRows(ctx context.Context, o *rowFlags, files []string, qo *que
 			}
 			return nil, nil, err
 		}
-		e.sayHealth(st.Health(ctx))
+		// checked while the rows are read: on a cluster the check reads every shard
+		health = make(chan backend.Health, 1)
+		go func() { health <- st.Health(ctx) }()
 	} else if st, err = e.loadTemp(ctx, o, files, router); err != nil {
 		return nil, nil, err
 	}
 	db, err := st.Rows(ctx, qo, router.Route, every)
+	if health != nil {
+		e.sayHealth(<-health)
+	}
 	if err != nil {
 		st.Close()
 		return nil, nil, err
