@@ -91,6 +91,22 @@ func between(col string, from, to int64) string {
 	return w
 }
 
+// selected is the condition on a shard's rows that they are in [from, to) and of o's
+// endpoint, if any, with its parameters.
+func selected(o query.Options, from, to time.Time) (string, []any) {
+	w := between("ts_us", usOf(from, math.MinInt64), usOf(to, math.MaxInt64))
+	var args []any
+	if o.Route != "" {
+		w += " AND route = ?"
+		args = append(args, o.Route)
+	}
+	if o.Method != "" {
+		w += " AND method = ?"
+		args = append(args, o.Method)
+	}
+	return w, args
+}
+
 // fill reads what a Set of o needs from the cluster into db, an in-memory DuckDB
 // database with an empty requests table: the rows that linking can change, and the
 // counts of the others, and with span the range's first and last time (counted_span).
@@ -99,16 +115,7 @@ func fill(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, 
 	var tr traffic
 	before, after := o.Context()
 	since, until := usOf(o.Since, math.MinInt64), usOf(o.Until, math.MaxInt64)
-	window := between("ts_us", usOf(before, math.MinInt64), usOf(after, math.MaxInt64))
-	var args []any
-	if o.Route != "" {
-		window += " AND route = ?"
-		args = append(args, o.Route)
-	}
-	if o.Method != "" {
-		window += " AND method = ?"
-		args = append(args, o.Method)
-	}
+	window, args := selected(o, before, after)
 	// The keys tagged retries carry, on each shard from its own lines (the Distributed
 	// table's query runs this subquery on every shard against its local table).
 	retried := fmt.Sprintf("(SELECT assumeNotNull(%s) FROM %s WHERE %s AND attempt >= 1 AND %s IS NOT NULL)",
@@ -230,16 +237,7 @@ func spanJob(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Option
 	if _, err := db.ExecContext(ctx, query.CountedSpan); err != nil {
 		return copyJob{}, err
 	}
-	window := between("ts_us", usOf(o.Since, math.MinInt64), usOf(o.Until, math.MaxInt64))
-	var args []any
-	if o.Route != "" {
-		window += " AND route = ?"
-		args = append(args, o.Route)
-	}
-	if o.Method != "" {
-		window += " AND method = ?"
-		args = append(args, o.Method)
-	}
+	window, args := selected(o, o.Since, o.Until)
 	q := fmt.Sprintf("SELECT min(ts_us), max(ts_us) FROM %s WHERE %s", cl.Table("requests"), window)
 	return copyJob{"read the range's span", "counted_span", q, args, func(v []any) []any {
 		for i := range v {
