@@ -136,6 +136,26 @@ func (c *cluster) storeAnswers(ctx context.Context, again bool) (time.Duration, 
 	return time.Since(start), nil
 }
 
+// storedAnswers reads the answers under limit bytes this program stored for version v,
+// by name.
+func (c *cluster) storedAnswers(ctx context.Context, v string, limit uint64) (map[string][]byte, error) {
+	rows, err := c.cl.Conn.Query(ctx, "SELECT name, answer FROM "+c.cl.Table(answersTable)+" PREWHERE bytes < ? WHERE program = ? AND version = ?",
+		limit, query.ProgramID(), v)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	answers := map[string][]byte{}
+	for rows.Next() {
+		var name, answer string
+		if err := rows.Scan(&name, &answer); err != nil {
+			return nil, err
+		}
+		answers[name] = []byte(answer)
+	}
+	return answers, rows.Err()
+}
+
 // insert sends the rows rows adds to a table of the URL's server (named with its columns)
 // in one batch: the native protocol's INSERT takes its rows as blocks.
 func (c *cluster) insert(ctx context.Context, table string, rows func(add func(...any) error) error) error {
@@ -162,26 +182,13 @@ func (c *cluster) answers(ctx context.Context) (func(context.Context, string) ([
 		return nil, false, err
 	}
 	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1}))
-	small := map[string][]byte{}
-	rows, err := c.cl.Conn.Query(ctx, "SELECT name, answer FROM "+c.cl.Table(answersTable)+" PREWHERE bytes < ? WHERE program = ? AND version = ?",
-		uint64(largeAnswer), query.ProgramID(), v)
+	small, err := c.storedAnswers(ctx, v, largeAnswer)
 	if err != nil {
 		// answers another retrylens stored in another layout: read the shards
 		if c.trace != nil {
 			fmt.Fprintf(c.trace, "retrylens: from the cluster: the stored answers cannot be read (%v)\n", err)
 		}
 		return nil, false, nil
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name, answer string
-		if err := rows.Scan(&name, &answer); err != nil {
-			return nil, false, err
-		}
-		small[name] = []byte(answer)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, err
 	}
 	if c.trace != nil {
 		fmt.Fprintf(c.trace, "retrylens: from the cluster: answers stored at ingest (version %s), %d read at once\n", v, len(small))

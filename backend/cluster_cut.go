@@ -172,30 +172,13 @@ func cutInto(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Option
 		if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+" ("+cols[t.Name]+")"); err != nil {
 			return tr, err
 		}
-		// the columns the stored table has as DuckDB's, and which are times
-		var names []string
-		var stamps []int
-		for i, c := range strings.Split(cols[t.Name], ", ") {
-			name, typ, _ := strings.Cut(c, " ")
-			names = append(names, "`"+strings.Trim(name, `"`)+"`")
-			if typ == "TIMESTAMP" {
-				stamps = append(stamps, i)
-			}
-		}
 		from, to := o.Since, o.Until
 		if t.Context {
 			from, to = before, after
 		}
-		q := "SELECT " + strings.Join(names, ", ") + " FROM " + cl.Table(table) + " WHERE " +
-			between("`"+t.By+"`", usOf(from, math.MinInt64), usOf(to, math.MaxInt64))
-		jobs = append(jobs, copyJob{"read the stored " + table, table, q, nil, func(v []any) []any {
-			for _, i := range stamps {
-				if us, ok := v[i].(int64); ok {
-					v[i] = time.UnixMicro(us).UTC()
-				}
-			}
-			return v
-		}, new(int64), new(time.Duration)})
+		sel, fix := storedColumns(cols[t.Name])
+		q := sel + " FROM " + cl.Table(table) + " WHERE " + between("`"+t.By+"`", usOf(from, math.MinInt64), usOf(to, math.MaxInt64))
+		jobs = append(jobs, copyJob{"read the stored " + table, table, q, nil, fix, new(int64), new(time.Duration)})
 	}
 	start := time.Now()
 	err = copyAll(ctx, cl, db, jobs)
@@ -259,21 +242,8 @@ func (c *cluster) checkStored(ctx context.Context) (lines []string, differ bool,
 	if err != nil {
 		return nil, false, err
 	}
-	stored := map[string][]byte{}
-	rows, err := c.cl.Conn.Query(ctx, "SELECT name, answer FROM "+c.cl.Table(answersTable)+" WHERE program = ? AND version = ?", query.ProgramID(), v)
+	stored, err := c.storedAnswers(ctx, v, math.MaxInt64)
 	if err != nil {
-		return nil, false, err
-	}
-	for rows.Next() {
-		var name, answer string
-		if err := rows.Scan(&name, &answer); err != nil {
-			rows.Close()
-			return nil, false, err
-		}
-		stored[name] = []byte(answer)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, false, err
 	}
 	if !ok || len(stored) == 0 {
@@ -325,41 +295,52 @@ func (c *cluster) checkStored(ctx context.Context) (lines []string, differ bool,
 	return lines, differ, nil
 }
 
+// storedColumns is the SELECT list of a stored table of the cache whose DuckDB columns
+// are cols (cache_tables' list), and what turns a row of it into DuckDB's values: its
+// times, stored as microseconds, back into times.
+func storedColumns(cols string) (sel string, fix func([]any) []any) {
+	var names []string
+	var stamps []int
+	for i, c := range strings.Split(cols, ", ") {
+		name, typ, _ := strings.Cut(c, " ")
+		names = append(names, "`"+strings.Trim(name, `"`)+"`")
+		if typ == "TIMESTAMP" {
+			stamps = append(stamps, i)
+		}
+	}
+	return "SELECT " + strings.Join(names, ", "), func(v []any) []any {
+		for _, i := range stamps {
+			if us, ok := v[i].(int64); ok {
+				v[i] = time.UnixMicro(us).UTC()
+			}
+		}
+		return v
+	}
+}
+
 // storedDigest is digestRows of a stored table of the cache (cols: its DuckDB columns),
 // each value read as cutInto reads it.
 func (c *cluster) storedDigest(ctx context.Context, table, cols string) (n int64, sum uint64, err error) {
-	var names []string
-	stamp := map[int]bool{}
-	for i, col := range strings.Split(cols, ", ") {
-		name, typ, _ := strings.Cut(col, " ")
-		names = append(names, "`"+strings.Trim(name, `"`)+"`")
-		stamp[i] = typ == "TIMESTAMP"
-	}
-	rows, err := c.cl.Conn.Query(ctx, "SELECT "+strings.Join(names, ", ")+" FROM "+c.cl.Table(table))
+	sel, fix := storedColumns(cols)
+	rows, err := c.cl.Conn.Query(ctx, sel+" FROM "+c.cl.Table(table))
 	if err != nil {
 		return 0, 0, err
 	}
 	defer rows.Close()
-	dest := make([]any, len(names))
-	get := make([]func() any, len(names))
-	for i, t := range rows.ColumnTypes() {
-		if dest[i], get[i], err = scanSlot(t.DatabaseTypeName()); err != nil {
-			return 0, 0, err
-		}
+	scan, err := scanner(rows)
+	if err != nil {
+		return 0, 0, err
 	}
 	n, sum, err = digestRows(rows.Next, func(out ...any) error {
-		if err := rows.Scan(dest...); err != nil {
+		vals, err := scan()
+		if err != nil {
 			return err
 		}
-		for i, g := range get {
-			v := g()
-			if us, ok := v.(int64); ok && stamp[i] {
-				v = time.UnixMicro(us).UTC()
-			}
+		for i, v := range fix(vals) {
 			*out[i].(*any) = v
 		}
 		return nil
-	}, len(names))
+	}, len(rows.ColumnTypes()))
 	if err == nil {
 		err = rows.Err()
 	}

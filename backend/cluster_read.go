@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	chdriver "github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/retrylens/retrylens/ingest"
@@ -303,13 +304,9 @@ func copyRows(ctx context.Context, cl *ingest.Cluster, conn *sql.Conn, table, q 
 		return 0, err
 	}
 	defer rows.Close()
-	types := rows.ColumnTypes()
-	dest := make([]any, len(types))
-	get := make([]func() any, len(types))
-	for i, t := range types {
-		if dest[i], get[i], err = scanSlot(t.DatabaseTypeName()); err != nil {
-			return 0, err
-		}
+	scan, err := scanner(rows)
+	if err != nil {
+		return 0, err
 	}
 	var n int64
 	err = conn.Raw(func(dc any) error {
@@ -317,15 +314,12 @@ func copyRows(ctx context.Context, cl *ingest.Cluster, conn *sql.Conn, table, q 
 		if err != nil {
 			return err
 		}
-		vals := make([]any, len(types))
-		dvals := make([]driver.Value, len(types))
+		var dvals []driver.Value
 		for rows.Next() {
-			if err := rows.Scan(dest...); err != nil {
+			vals, err := scan()
+			if err != nil {
 				app.Close()
 				return err
-			}
-			for i, g := range get {
-				vals[i] = g()
 			}
 			out := fix(vals)
 			if len(dvals) != len(out) {
@@ -347,6 +341,30 @@ func copyRows(ctx context.Context, cl *ingest.Cluster, conn *sql.Conn, table, q 
 		return app.Close()
 	})
 	return n, err
+}
+
+// scanner returns what scans the current row of rows into values as the appender takes
+// them (scanSlot), in a slice it reuses.
+func scanner(rows chdriver.Rows) (func() ([]any, error), error) {
+	types := rows.ColumnTypes()
+	dest := make([]any, len(types))
+	get := make([]func() any, len(types))
+	for i, t := range types {
+		var err error
+		if dest[i], get[i], err = scanSlot(t.DatabaseTypeName()); err != nil {
+			return nil, err
+		}
+	}
+	vals := make([]any, len(types))
+	return func() ([]any, error) {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		for i, g := range get {
+			vals[i] = g()
+		}
+		return vals, nil
+	}, nil
 }
 
 // scanSlot returns where to scan a column of ClickHouse type t and how to read what was
