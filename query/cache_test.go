@@ -3,6 +3,7 @@ package query_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -266,11 +267,7 @@ func TestCacheSameFigures(t *testing.T) {
 // rebuild puts back the rows' own.
 func TestStoredAnswers(t *testing.T) {
 	ctx := context.Background()
-	db := memDB(t)
-	retry, _ := parse.Preset("retry")
-	if _, err := ingest.Load(ctx, db, []string{"../testdata/incident-hour/access.log"}, ingest.Options{Format: retry}); err != nil {
-		t.Fatal(err)
-	}
+	db := incidentDB(t)
 	if how, err := query.Refresh(ctx, db); err != nil || how != query.CacheRebuilt {
 		t.Fatalf("refresh: %q, %v", how, err)
 	}
@@ -346,6 +343,7 @@ func TestStoredAnswers(t *testing.T) {
 		}
 		return n
 	}
+	retry, _ := parse.Preset("retry")
 	if _, err := ingest.Load(ctx, db, []string{"../testdata/quiet-hour/access.log"}, ingest.Options{Format: retry}); err != nil {
 		t.Fatal(err)
 	}
@@ -366,11 +364,7 @@ func TestStoredAnswers(t *testing.T) {
 // hold, then answers it and the rest as a Set of the rows does.
 func TestAnswersThenFill(t *testing.T) {
 	ctx := context.Background()
-	db := memDB(t)
-	retry, _ := parse.Preset("retry")
-	if _, err := ingest.Load(ctx, db, []string{"../testdata/incident-hour/access.log"}, ingest.Options{Format: retry}); err != nil {
-		t.Fatal(err)
-	}
+	db := incidentDB(t)
 	// No cache: the Set's tables are built from the rows.
 	answers, err := query.Answer(ctx, db, query.Options{}, nil)
 	if err != nil {
@@ -434,11 +428,7 @@ func TestAnswersThenFill(t *testing.T) {
 // the range's own rows' without Fill; the first question that reads rows fills it, once.
 func TestCutThenFill(t *testing.T) {
 	ctx := context.Background()
-	db := memDB(t)
-	retry, _ := parse.Preset("retry")
-	if _, err := ingest.Load(ctx, db, []string{"../testdata/incident-hour/access.log"}, ingest.Options{Format: retry}); err != nil {
-		t.Fatal(err)
-	}
+	db := incidentDB(t)
 	if _, err := query.Refresh(ctx, db); err != nil {
 		t.Fatal(err)
 	}
@@ -507,4 +497,15 @@ func TestCutThenFill(t *testing.T) {
 			t.Errorf("Cut with %+v: no error", bad)
 		}
 	}
+}
+
+// incidentDB is an in-memory database with the incident sample loaded, no cache built.
+func incidentDB(t *testing.T) *sql.DB {
+	t.Helper()
+	db := memDB(t)
+	retry, _ := parse.Preset("retry")
+	if _, err := ingest.Load(context.Background(), db, []string{"../testdata/incident-hour/access.log"}, ingest.Options{Format: retry}); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
