@@ -242,12 +242,16 @@ func (c *cluster) checkStored(ctx context.Context) (lines []string, differ bool,
 	if err != nil {
 		return nil, false, err
 	}
+	other := []string{"answers and cache for reports: stored by another retrylens, which this one does not read (the next ingest stores its own)"}
+	if !ok {
+		return other, false, nil // and perhaps in another layout
+	}
 	stored, err := c.storedAnswers(ctx, v, math.MaxInt64)
 	if err != nil {
 		return nil, false, err
 	}
-	if !ok || len(stored) == 0 {
-		return []string{"answers and cache for reports: stored by another retrylens, which this one does not read (the next ingest stores its own)"}, false, nil
+	if len(stored) == 0 {
+		return other, false, nil
 	}
 	qo := query.Options{MaxGap: query.DefaultMaxGap}
 	db, _, err := materialize(ctx, c.cl, qo, false)
