@@ -145,8 +145,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 	}
 	query.MarkFuelling(r.Windows, o.Width, r.Alerts, rules)
 	r.Sustained = query.RetrySustained(r.Windows, o.Width, rules)
-	r.Summary.Verdict = query.Worst(r.Summary, r.Windows)
-	r.Summary.Fired = query.Fired(r.Alerts)
+	r.Summary = query.Judged(r.Summary, query.Fired(r.Alerts), rules)
 	return r, nil
 }
 

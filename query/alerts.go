@@ -82,6 +82,9 @@ func wilson(k, n, c float64) (lo, hi float64) {
 	if n <= 0 {
 		return 0, 1
 	}
+	// A ratio may pass 1 (retry rate: second attempts whose first attempt fell in the
+	// window before): the evidence is then that of a share of 1, not NaN.
+	k = math.Max(0, math.Min(k, n))
 	z := math.Sqrt2 * math.Erfinv(2*c-1) // the normal quantile of c
 	p, z2 := k/n, z*z
 	d := 1 + z2/n
@@ -337,8 +340,8 @@ func AtLeast(s, min string) bool {
 	return s == "P1" || s == min
 }
 
-// MarkFuelling sets the verdict of every window of the given width that an alert
-// overlaps to fuelling, and names the rules in its Fired. Under a minute (the alerts are
+// MarkFuelling names, in the Fired of every window of the given width that an alert
+// overlaps, the alert's rule, which makes the window fuelling (Verdict). Under a minute (the alerts are
 // WindowAlerts), only the windows whose own counts fire the alert's rule: one the
 // evidence bounds leave thin inside a run is judged on its counts alone.
 func MarkFuelling(ws []Window, width time.Duration, alerts []Alert, rules []Rule) {
@@ -357,8 +360,7 @@ func MarkFuelling(ws []Window, width time.Duration, alerts []Alert, rules []Rule
 					continue
 				}
 			}
-			ws[i].Verdict = Fuelling
-			ws[i].Fired = fired(ws[i].Fired, a.Rule)
+			ws[i].Metrics = Judged(ws[i].Metrics, fired(ws[i].Fired, a.Rule), rules)
 		}
 	}
 }

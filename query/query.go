@@ -707,11 +707,7 @@ type groupCounts struct {
 }
 
 func (g groupCounts) group(rules []Rule) Group {
-	gr := Group{Key: g.key, Metrics: g.c.metrics(rules)}
-	if len(g.fired) > 0 {
-		gr.Verdict, gr.Fired = Fuelling, g.fired
-	}
-	return gr
+	return Group{Key: g.key, Metrics: Judged(g.c.metrics(rules), g.fired, rules)}
 }
 
 // DefaultTop is how many endpoints with retries a report's table shows by default.

@@ -1,51 +1,77 @@
 package query
 
-// Verdicts of a window, as docs/metrics.md defines them.
+// Verdicts of a slice, as docs/metrics.md defines them.
 const (
 	Fuelling      = "fuelling"
 	Rescuing      = "rescuing"
 	Quiet         = "quiet"
-	Insufficient  = "insufficient data" // a threshold crossed without the evidence to say so
+	Insufficient  = "insufficient data" // too few requests, or a threshold crossed without an alert's evidence
 	NoAttemptData = "no attempt data"   // no line carries an attempt number
 )
 
-// Verdict says whether retries fuelled or rescued a slice of rows (a window, route,
-// group), from its counts and the rules (those of --rules, or DefaultRules: one model of
-// thresholds for alerts and verdicts): no attempt data when nothing is tagged; fuelling
-// when an alert rule fires on the slice's figures (see Rule.judge); insufficient data when
-// a rule's threshold is crossed without the evidence to say so (no evidence, no alarm);
-// rescuing when the rescuing rule holds (retries at 1 % of first attempts or more
-// recovered requests); quiet otherwise, however few the rows: nothing crossed a threshold.
-// Slices in which an alert fired are fuelling too (MarkFuelling, Set.Groups): the same
-// alerts on the rows of each slice. A range's verdict is the worst of its windows' (Worst).
+// Verdict is the one verdict of every slice of rows: the range, a window, an endpoint, a
+// --by group, the live gauges. It reads the slice's pooled counts and the alert rules
+// that fired in its own minutes (m.Fired; see Alerts, MarkFuelling, Set.Groups), never
+// anything else, so that a slice gets the same verdict whichever surface shows it:
+//
+//   - no attempt data: no line of the slice carries an attempt number;
+//   - fuelling: an alert rule fired in the slice (its evidence, confidence and sustain
+//     met minute by minute). Nothing else makes a slice fuelling: pooled figures that
+//     cross a threshold are not an alert;
+//   - insufficient data: the slice has fewer first attempts than the alert rules' least
+//     evidence (a handful of requests says nothing), or its pooled figures cross an alert
+//     rule's threshold without an alert having fired;
+//   - rescuing: the rescuing rule holds (retries at 1 % of first attempts or more
+//     recovered requests);
+//   - quiet otherwise.
 func Verdict(m Metrics, rules []Rule) string {
 	if m.FirstAttempts+m.Retries == 0 {
 		return NoAttemptData
 	}
-	rescued, unsure := false, false
+	if len(m.Fired) > 0 {
+		return Fuelling
+	}
+	if m.FirstAttempts < leastFirstAttempts(rules) {
+		return Insufficient
+	}
+	rescued := false
 	for _, r := range rules {
-		if r.Name == sustainedRule {
-			continue // a finding over windows, not a verdict (RetrySustained)
-		}
-		if !r.alert() {
+		switch {
+		case r.Name == sustainedRule:
+			// a finding over windows, not a verdict (RetrySustained)
+		case r.alert():
+			if crossed, _ := r.condition(m); crossed {
+				return Insufficient
+			}
+		default:
 			ok, _ := r.holds(m)
 			rescued = rescued || ok
-			continue
-		}
-		switch state, _ := r.judge(m); state {
-		case firing:
-			return Fuelling
-		case thin:
-			unsure = true
 		}
 	}
-	switch {
-	case unsure:
-		return Insufficient
-	case rescued:
+	if rescued {
 		return Rescuing
 	}
 	return Quiet
+}
+
+// leastFirstAttempts is the fewest first attempts any alert rule looks at: a slice with
+// fewer cannot show an alert, nor its absence.
+func leastFirstAttempts(rules []Rule) int64 {
+	least := int64(-1)
+	for _, r := range rules {
+		if r.alert() && (least < 0 || r.MinFirstAttempts < least) {
+			least = r.MinFirstAttempts
+		}
+	}
+	return max(least, 0)
+}
+
+// Judged returns m with the alert rules that fired in it (fired, in the order they
+// fired) and the verdict they give it.
+func Judged(m Metrics, fired []string, rules []Rule) Metrics {
+	m.Fired = fired
+	m.Verdict = Verdict(m, rules)
+	return m
 }
 
 func val(p *float64) float64 {
@@ -53,22 +79,4 @@ func val(p *float64) float64 {
 		return 0
 	}
 	return *p
-}
-
-// Worst returns a range's verdict: the most alarming of its windows' (after MarkFuelling),
-// so that a range in which one hour fuelled an incident fuelled it, however calm the
-// rest, and a range reads no more than its windows show (pooled, windows that each lack
-// the evidence could cross a threshold together). With no window, the summary's own.
-func Worst(summary Metrics, windows []Window) string {
-	if len(windows) == 0 {
-		return summary.Verdict
-	}
-	rank := map[string]int{NoAttemptData: -2, Insufficient: -1, Quiet: 0, Rescuing: 1, Fuelling: 2}
-	v := windows[0].Verdict
-	for _, w := range windows[1:] {
-		if rank[w.Verdict] > rank[v] {
-			v = w.Verdict
-		}
-	}
-	return v
 }

@@ -34,13 +34,17 @@ func sample() *Report {
 		ExtraLoad: fp(70.0 / 228), ActualSuccess: fp(149.0 / 228),
 		Recovered: 21, Exhausted: 12, EffectiveSuccess: fp(146.0 / 158),
 		Status5xx: query.Split{First: 35, Retry: 44}, Status429: query.Split{First: 4, Retry: 5}}
-	calm.Verdict, storm.Verdict, all.Verdict = query.Verdict(calm, query.DefaultRules()), query.Verdict(storm, query.DefaultRules()), query.Verdict(all, query.DefaultRules())
+	// retry_storm fired in the storm's first minutes: it and the range are fuelling
 	t0 := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	storm15 := query.Alert{Rule: "retry_storm", Severity: "P1", Start: t0.Add(time.Hour), End: t0.Add(time.Hour + 5*time.Minute), Peak: 2.4}
+	rules, fired := query.DefaultRules(), []string{"retry_storm"}
+	calm, storm, all = query.Judged(calm, nil, rules), query.Judged(storm, fired, rules), query.Judged(all, fired, rules)
 	return &Report{GeneratedAt: time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC), Window: "1h", Result: postmortem.Result{
 		Width: time.Hour,
 		From:  t0.Add(512 * time.Millisecond), To: t0.Add(119*time.Minute + 30*time.Second),
 		Summary: all,
 		Windows: []query.Window{{Start: t0, Metrics: calm}, {Start: t0.Add(time.Hour), Metrics: storm}},
+		Alerts:  []query.Alert{storm15},
 		Loops:   query.Loops429{Loops: 3, MaxLength: 4, PrematureRetries: 5, BlindRetries: 2, Retry429Share: fp(5.0 / 9)},
 		Findings: []query.Finding{
 			{Kind: "duplicate_write_risk", Count: 2, Attempts: 3, Examples: []string{"req-1", "req-<b>2</b>\x1b[2J"}},
@@ -97,8 +101,8 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// The verdicts follow from the thresholds of docs/metrics.md: the storm window has amplification
-// 2.17 > 1.5, the calm one has no retries.
+// The verdicts follow from docs/metrics.md: an alert fired in the storm window (and so in
+// the range); the calm one has 98 first attempts and no retries.
 func TestVerdicts(t *testing.T) {
 	r := sample()
 	got := []string{r.Windows[0].Verdict, r.Windows[1].Verdict, r.Summary.Verdict}

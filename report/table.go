@@ -357,7 +357,7 @@ func (r *Report) coverage() []string {
 		}
 	}
 	if thin > 0 && m.FirstAttempts+m.Retries > 0 {
-		notes = append(notes, fmt.Sprintf("note: %d of %d windows had too few first attempts to judge (%s; the rules' min_first_attempts).",
+		notes = append(notes, fmt.Sprintf("note: %d of %d windows had too little evidence to judge (%s: fewer first attempts than the rules' min_first_attempts, or a threshold crossed without an alert).",
 			thin, len(r.Windows), query.Insufficient))
 	}
 	return notes

@@ -48,10 +48,11 @@ func (e *env) reportCmd() *cobra.Command {
 first attempts, retries, amplification (tagged lines / first attempts), retry rate
 (second attempts / first attempts), retry success rate (retries answered 2xx / retries),
 recovered and exhausted requests, 5xx, 429 and abandoned (499, 0) lines split
-first+retry, and a verdict: fuelling, rescuing, quiet, insufficient data (a threshold
-crossed on too few requests to say so) or no attempt data (no line carries an attempt
-number). Every row, range, window, endpoint or --by group, gets its verdict the same way,
-and the JSON names the alert rules that fired in its own minutes. Under the table: 429
+first+retry, and a verdict: fuelling (an alert fired in it), rescuing, quiet,
+insufficient data (too few first attempts, or a threshold crossed without an alert) or
+no attempt data (no line carries an attempt number). Every row, range, window, endpoint
+or --by group, gets its verdict the same way from its own counts and alerts, and the
+JSON names the alert rules that fired in its own minutes. Under the table: 429
 feedback loops (premature and blind retries; --throttle-status adds statuses that
 throttle), policy findings (retried writes without an idempotency key, writes retried
 after an abandoned attempt, false successes, retries of non-retryable answers, attempts
