@@ -35,8 +35,34 @@ type Metrics struct {
 	UpstreamLoad *float64
 	Verdict      string   // see Verdict
 	Fired        []string // the alert rules that fired in the slice's own minutes: why it is fuelling
-	// Counts are the plain counts (see plainCount), by column name.
-	Counts map[string]int64
+	// Counts are the counts every figure is computed from (countColumns), for the
+	// surfaces that serve counts rather than figures (watch) or need one as it is.
+	Counts Counts
+}
+
+// Counts are a slice's counts in countColumns' order; Get reads one by its column.
+type Counts [numCounts]int64
+
+// numCounts is len(countColumns) (checked when the package starts).
+const numCounts = 29
+
+// Get returns the count of column col (countColumns); it panics on a column the
+// catalogue lacks, a programming error.
+func (c Counts) Get(col string) int64 {
+	i, ok := countIndex[col]
+	if !ok {
+		panic("query: no count " + col)
+	}
+	return c[i]
+}
+
+// CountNames are the columns of Counts, in order.
+func CountNames() []string {
+	names := make([]string, len(countColumns))
+	for i, c := range countColumns {
+		names[i] = c.col
+	}
+	return names
 }
 
 // Split is a count split between first attempts and retries.
@@ -59,9 +85,8 @@ type counts struct {
 	proxied, tries               int64 // lines that record the proxy's tries, and those tries
 	strongFirsts, strongFirstsOK int64 // strong-keyed first attempts over all rows
 	recovered, exhausted         int64
-	logical, finalOK             int64           // requests in _attempts, and those ending 2xx
-	multiFirsts, multiFirstsOK   int64           // strong-keyed first attempts of requests in _attempts
-	plain                        [maxPlain]int64 // the plain counts (plainCount), in their order
+	logical, finalOK             int64 // requests in _attempts, and those ending 2xx
+	multiFirsts, multiFirstsOK   int64 // strong-keyed first attempts of requests in _attempts
 }
 
 // countColumn is a count's column and its place in counts.
@@ -70,29 +95,10 @@ type countColumn struct {
 	place func(*counts) *int64
 }
 
-// maxPlain is how many plain counts counts has room for.
-const maxPlain = 8
-
-// plainNames are the plain counts' columns, in the order of counts.plain.
-var plainNames []string
-
-// plainCount is a count no figure is derived from: it reaches the output as it is, by its
-// column's name (Metrics.Counts), so that adding one is its SQL line, its plainCount line
-// in countColumns and its report column.
-func plainCount(col string) countColumn {
-	i := len(plainNames)
-	if i == maxPlain {
-		panic("query: more plain counts than maxPlain")
-	}
-	plainNames = append(plainNames, col)
-	return countColumn{col, func(c *counts) *int64 { return &c.plain[i] }}
-}
-
 // countColumns are the catalogue of counts: each column metrics.sql or logical.sql
 // returns, and its place in counts. Rows are scanned by column name (countScan) and
-// added field by field (add). A new count is its SQL line and its line here: a
-// plainCount, which the report shows with one more line (its column, report/columns.go),
-// or a field that figures are derived from (then its Metrics field too).
+// added field by field (add). A new count is its SQL line, its field and its line here;
+// a figure over it is one line of Figures.
 var countColumns = []countColumn{
 	{"requests", func(c *counts) *int64 { return &c.requests }},
 	{"untagged", func(c *counts) *int64 { return &c.untagged }},
@@ -125,13 +131,16 @@ var countColumns = []countColumn{
 	{"multi_firsts_ok", func(c *counts) *int64 { return &c.multiFirstsOK }},
 }
 
-// countPlaces finds a column's place in counts.
-var countPlaces = func() map[string]func(*counts) *int64 {
-	m := map[string]func(*counts) *int64{}
-	for _, c := range countColumns {
-		m[c.col] = c.place
+// countPlaces finds a column's place in counts, countIndex its index in Counts.
+var countPlaces, countIndex = func() (map[string]func(*counts) *int64, map[string]int) {
+	if len(countColumns) != numCounts {
+		panic("query: numCounts is not len(countColumns)")
 	}
-	return m
+	m, idx := map[string]func(*counts) *int64{}, map[string]int{}
+	for i, c := range countColumns {
+		m[c.col], idx[c.col] = c.place, i
+	}
+	return m, idx
 }()
 
 func (c *counts) add(d counts) {
@@ -140,65 +149,40 @@ func (c *counts) add(d counts) {
 	}
 }
 
-// ratio is n/d, nil when d is 0 (JSON's null).
-func ratio(n, d int64) *float64 {
-	if d == 0 {
-		return nil
-	}
-	x := float64(n) / float64(d)
-	return &x
-}
-
-// metrics computes the metrics of docs/metrics.md from the counts.
+// metrics computes the metrics of docs/metrics.md from the counts: its figures are
+// those of the catalogue (Figures).
 func (c counts) metrics(rules []Rule) Metrics {
 	m := Metrics{
-		Requests:           c.requests,
-		Untagged:           c.untagged,
-		Inferred:           c.inferred,
-		FirstAttempts:      c.first,
-		Retries:            c.retries,
-		Amplification:      ratio(c.tagged, c.first),
-		RetryRate:          ratio(c.second, c.first),
-		RetrySuccessRate:   ratio(c.retriesOK, c.decided()),
-		ExtraLoad:          ratio(c.retries, c.tagged),
-		ActualSuccess:      ratio(c.taggedOK, c.tagged),
-		Recovered:          c.recovered,
-		Exhausted:          c.exhausted,
-		EffectiveSuccess:   c.effective(),
-		Status5xx:          c.s5xx,
-		Status429:          c.s429,
-		Status499:          c.s499,
-		Abandoned:          c.abandoned,
-		Cancelled:          c.cancelled,
-		ProxyAmplification: ratio(c.tries, c.proxied),
+		Requests:         c.requests,
+		Untagged:         c.untagged,
+		Inferred:         c.inferred,
+		FirstAttempts:    c.first,
+		Retries:          c.retries,
+		Recovered:        c.recovered,
+		Exhausted:        c.exhausted,
+		Status5xx:        c.s5xx,
+		Status429:        c.s429,
+		Status499:        c.s499,
+		Abandoned:        c.abandoned,
+		Cancelled:        c.cancelled,
+		Amplification:    figAmplification.of(&c),
+		RetryRate:        figRetryRate.of(&c),
+		RetrySuccessRate: figRetrySuccess.of(&c),
+		ExtraLoad:        figExtraLoad.of(&c),
+		ActualSuccess:    figActualSuccess.of(&c),
+		EffectiveSuccess: figEffectiveSuccess.of(&c),
+		// upstream tries per line, over lines that record them
+		ProxyAmplification: figProxyAmplification.of(&c),
 	}
 	if m.Amplification != nil && m.ProxyAmplification != nil {
 		load := *m.Amplification * *m.ProxyAmplification
 		m.UpstreamLoad = &load
 	}
-	if len(plainNames) > 0 {
-		m.Counts = map[string]int64{}
-		for i, name := range plainNames {
-			m.Counts[name] = c.plain[i]
-		}
+	for i, f := range countColumns {
+		m.Counts[i] = *f.place(&c)
 	}
 	m.Verdict = Verdict(m, rules)
 	return m
-}
-
-// decided is the retries that got an answer of their own: all but those the client
-// cancelled because another attempt won (a hedge that lost is no failed retry).
-func (c counts) decided() int64 { return c.retries - c.cancelled.Retry }
-
-// effective is the 2xx share of final attempts: single-attempt strong requests (their
-// first attempt is their final one) plus the requests with retries.
-func (c counts) effective() *float64 {
-	n := c.strongFirsts - c.multiFirsts + c.logical
-	if n <= 0 {
-		return nil
-	}
-	x := float64(c.strongFirstsOK-c.multiFirstsOK+c.finalOK) / float64(n)
-	return &x
 }
 
 // countScan reads the rows of metrics.sql or logical.sql by column name: k, the group

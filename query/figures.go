@@ -1,0 +1,92 @@
+package query
+
+import "strings"
+
+// Figure is one ratio of docs/metrics.md over named counts (countColumns): the one place
+// it is defined. The report computes it from a slice's counts (Metrics), watch serves the
+// counts and its Prometheus rules compute it from them with the same formula
+// (watch.PrometheusRules), and the docs' tables of figures are checked against this list.
+// Adding a figure over existing counts is one line here (and a column in
+// report/columns.go to show it).
+type Figure struct {
+	Key string // the JSON key and the recording rule's name
+	// Num and Den are sums of counts (countColumns); a name starting with "-" is
+	// subtracted. The ratio is nil (JSON null, PromQL NaN) when Den is 0 or less.
+	Num, Den []string
+	Help     string
+	// AboveOne says whether the ratio can exceed 1: amplification always can, and a
+	// window's retry rate when first attempts of its retried requests fell before it.
+	AboveOne bool
+}
+
+// Figures are the ratios every surface shows (docs/metrics.md).
+var Figures = []Figure{
+	figAmplification.Figure, figRetryRate.Figure, figRetrySuccess.Figure, figExtraLoad.Figure,
+	figActualSuccess.Figure, figEffectiveSuccess.Figure, figProxyAmplification.Figure,
+}
+
+var (
+	figAmplification = figure(Figure{Key: "amplification", Num: []string{"first_attempts", "retries"}, Den: []string{"first_attempts"}, AboveOne: true,
+		Help: "Attempts per first attempt, over lines with an attempt number: 1.0 is healthy, above 1.5 a storm."})
+	figRetryRate = figure(Figure{Key: "retry_rate", Num: []string{"second_attempts"}, Den: []string{"first_attempts"}, AboveOne: true,
+		Help: "The share of requests retried at least once: attempts numbered 1 per attempt numbered 0."})
+	figRetrySuccess = figure(Figure{Key: "retry_success_rate", Num: []string{"retries_ok"}, Den: []string{"retries", "-cancelled_retry"},
+		Help: "Retries answered 2xx, of retries not cancelled because another attempt of the request won."})
+	figExtraLoad = figure(Figure{Key: "extra_load", Num: []string{"retries"}, Den: []string{"first_attempts", "retries"},
+		Help: "The share of attempts that were retries."})
+	figActualSuccess = figure(Figure{Key: "actual_success", Num: []string{"tagged_ok"}, Den: []string{"first_attempts", "retries"},
+		Help: "The share of attempts answered 2xx."})
+	figEffectiveSuccess = figure(Figure{Key: "effective_success",
+		Num:  []string{"strong_firsts_ok", "-multi_firsts_ok", "final_ok"}, Den: []string{"strong_firsts", "-multi_firsts", "logical"},
+		Help: "The share of logical requests whose outcome was 2xx."})
+	figProxyAmplification = figure(Figure{Key: "proxy_amplification", Num: []string{"upstream_tries"}, Den: []string{"proxied"}, AboveOne: true,
+		Help: "The gateway's own tries upstream per line, over lines that record them."})
+)
+
+// resolved is a Figure with its counts' places found once.
+type resolved struct {
+	Figure
+	num, den []term
+}
+
+type term struct {
+	place func(*counts) *int64
+	sign  int64
+}
+
+func figure(f Figure) resolved {
+	terms := func(names []string) []term {
+		var ts []term
+		for _, n := range names {
+			sign := int64(1)
+			if rest, ok := strings.CutPrefix(n, "-"); ok {
+				n, sign = rest, -1
+			}
+			place, ok := countPlaces[n]
+			if !ok {
+				panic("query: figure " + f.Key + " over a count the catalogue lacks: " + n)
+			}
+			ts = append(ts, term{place, sign})
+		}
+		return ts
+	}
+	return resolved{f, terms(f.Num), terms(f.Den)}
+}
+
+func sum(c *counts, ts []term) int64 {
+	var n int64
+	for _, t := range ts {
+		n += t.sign * *t.place(c)
+	}
+	return n
+}
+
+// of is the figure of c: nil when its denominator is 0 or less.
+func (f resolved) of(c *counts) *float64 {
+	d := sum(c, f.den)
+	if d <= 0 {
+		return nil
+	}
+	x := float64(sum(c, f.num)) / float64(d)
+	return &x
+}
