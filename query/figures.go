@@ -37,7 +37,7 @@ var (
 	figActualSuccess = figure(Figure{Key: "actual_success", Num: []string{"tagged_ok"}, Den: []string{"first_attempts", "retries"},
 		Help: "The share of attempts answered 2xx."})
 	figEffectiveSuccess = figure(Figure{Key: "effective_success",
-		Num:  []string{"strong_firsts_ok", "-multi_firsts_ok", "final_ok"}, Den: []string{"strong_firsts", "-multi_firsts", "logical"},
+		Num: []string{"strong_firsts_ok", "-multi_firsts_ok", "final_ok"}, Den: []string{"strong_firsts", "-multi_firsts", "logical"},
 		Help: "The share of logical requests whose outcome was 2xx."})
 	figProxyAmplification = figure(Figure{Key: "proxy_amplification", Num: []string{"upstream_tries"}, Den: []string{"proxied"}, AboveOne: true,
 		Help: "The gateway's own tries upstream per line, over lines that record them."})
