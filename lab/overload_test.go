@@ -188,7 +188,7 @@ func checkFinding(t *testing.T, sc Scenario, r *overloadRun) {
 		}
 	}
 	// check, on minutes: the finding there too, for --fail-on-finding retry_sustained
-	chk, err := postmortem.Alerts(ctx, db, qo, "P1", 3)
+	chk, err := postmortem.Alerts(ctx, db, postmortem.Options{Query: qo, MaxAttempts: 3}, "P1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

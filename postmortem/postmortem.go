@@ -6,6 +6,7 @@ package postmortem
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"time"
 
 	"github.com/retrylens/retrylens/budget"
@@ -157,15 +158,31 @@ type Check struct {
 	Alerts   []query.Alert
 	Findings []query.Finding
 	Summary  query.Metrics // the rows checked: none, or none tagged, is no evidence of health
-	// Sustained are the stretches of retry-sustained overload in the checked minutes.
+	// Sustained are the stretches of retry-sustained overload in the checked windows.
 	Sustained []query.Sustained
+	// FailedOn is why the check fails, in order: each alert at or above FailOn, then each
+	// finding of the kinds asked to fail on that is present (a retry-sustained stretch
+	// each). Empty when it passes.
+	FailedOn []Failure
 }
 
-// Alerts evaluates the alert rules (qo.Rules, or the defaults) on the minutes of the rows
-// qo selects, and finds the policy findings (maxAttempts: the policy's cap); failOn is
-// the severity that fails a check (query.AtLeast).
-func Alerts(ctx context.Context, db *sql.DB, qo query.Options, failOn string, maxAttempts int) (Check, error) {
+// Failure is one reason a check fails: an alert (Kind "alert", with its Rule and
+// Severity), or a finding (its Kind and Count of logical requests; a retry-sustained
+// stretch has Start and End instead).
+type Failure struct {
+	Kind, Rule, Severity string
+	Count                int64
+	Start, End           time.Time
+}
+
+// Alerts evaluates the alert rules (o.Query.Rules, or the defaults) on the minutes of the
+// rows o.Query selects, or on windows of o.Width when it is under a minute (each judged
+// on its own counts, as a report at that width judges them), and finds the policy
+// findings (o.MaxAttempts: the policy's cap). failOn is the severity that fails a check
+// (query.AtLeast), failKinds the findings that fail it.
+func Alerts(ctx context.Context, db *sql.DB, o Options, failOn string, failKinds []string) (Check, error) {
 	c := Check{FailOn: failOn}
+	qo := o.Query
 	rules := qo.Rules
 	if rules == nil {
 		rules = query.DefaultRules()
@@ -178,20 +195,37 @@ func Alerts(ctx context.Context, db *sql.DB, qo query.Options, failOn string, ma
 	if c.Summary, err = set.Summary(ctx); err != nil {
 		return c, err
 	}
-	if c.Alerts, err = set.Alerts(ctx); err != nil {
-		return c, err
+	width := time.Minute
+	if o.Width > 0 && o.Width < time.Minute {
+		width = o.Width
 	}
-	if c.Findings, err = set.Findings(ctx, maxAttempts); err != nil {
-		return c, err
-	}
-	minutes, err := set.Windows(ctx, time.Minute, 0)
+	windows, err := set.Windows(ctx, width, 0)
 	if err != nil {
 		return c, err
 	}
-	c.Sustained = query.RetrySustained(minutes, time.Minute, rules)
+	if width < time.Minute {
+		c.Alerts = query.WindowAlerts(windows, width, rules)
+	} else if c.Alerts, err = set.Alerts(ctx); err != nil {
+		return c, err
+	}
+	if c.Findings, err = set.Findings(ctx, o.MaxAttempts); err != nil {
+		return c, err
+	}
+	c.Sustained = query.RetrySustained(windows, width, rules)
 	for _, a := range c.Alerts {
 		if query.AtLeast(a.Severity, failOn) {
 			c.Failing++
+			c.FailedOn = append(c.FailedOn, Failure{Kind: "alert", Rule: a.Rule, Severity: a.Severity, Start: a.Start, End: a.End})
+		}
+	}
+	for _, f := range c.Findings {
+		if slices.Contains(failKinds, f.Kind) && f.Count > 0 {
+			c.FailedOn = append(c.FailedOn, Failure{Kind: f.Kind, Count: f.Count})
+		}
+	}
+	if slices.Contains(failKinds, query.SustainedFinding) {
+		for _, s := range c.Sustained {
+			c.FailedOn = append(c.FailedOn, Failure{Kind: query.SustainedFinding, Start: s.Start, End: s.End})
 		}
 	}
 	return c, nil

@@ -48,9 +48,14 @@ func TestBuild(t *testing.T) {
 	if r, err = Build(ctx, db, o); err != nil || len(r.Chart) == 0 || len(r.AttemptCounts) == 0 {
 		t.Errorf("charts: %v, %d buckets, %d attempt counts", err, len(r.Chart), len(r.AttemptCounts))
 	}
-	c, err := Alerts(ctx, db, query.Options{}, "P1", query.DefaultMaxAttempts)
+	c, err := Alerts(ctx, db, Options{MaxAttempts: query.DefaultMaxAttempts}, "P1", []string{"over_cap", "false_success"})
 	if err != nil || len(c.Alerts) != 3 || c.Failing != 1 || c.Summary.Requests != 125 {
 		t.Errorf("check: %v, %+v", err, c)
+	}
+	// It fails on the one P1 alert (retry_storm) and on no finding: no request went past
+	// 3 attempts (grep -c 'ra="3"' in the log: 0) and none is a false success.
+	if len(c.FailedOn) != 1 || c.FailedOn[0].Kind != "alert" || c.FailedOn[0].Rule != "retry_storm" {
+		t.Errorf("check failed on %+v, want the retry_storm alert alone", c.FailedOn)
 	}
 	// A cap of 2 attempts denies the 15 attempts numbered 2 (grep -c 'ra="2"' in the log)
 	// and allows the 27 numbered 1.

@@ -62,10 +62,28 @@ func (r Rule) enough(m Metrics) bool {
 // retries are the retries the rule's ratio counts: retry success leaves out those the
 // client cancelled because another attempt won (its denominator, Metrics.RetrySuccessRate).
 func (r Rule) retries(m Metrics) int64 {
-	if r.Name == "retries_not_helping" {
+	if r.CountsDecided() {
 		return m.Retries - m.Cancelled.Retry
 	}
 	return m.Retries
+}
+
+// CountsDecided reports whether the retries the rule's evidence counts are those not
+// cancelled (retry success's denominator) rather than every retry.
+func (r Rule) CountsDecided() bool { return r.Name == "retries_not_helping" }
+
+// Figure returns the key of the figure (Figures) an alert rule watches, and whether it
+// fires below its threshold rather than above; "" for a rule that watches none.
+func (r Rule) Figure() (key string, below bool) {
+	switch r.Name {
+	case "retry_rate_high":
+		return figRetryRate.Key, false
+	case "retries_not_helping":
+		return figRetrySuccess.Key, true
+	case "retry_storm":
+		return figAmplification.Key, false
+	}
+	return "", false
 }
 
 // The states of a rule's condition in a minute or a slice (see judge).

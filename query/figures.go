@@ -90,3 +90,21 @@ func (f resolved) of(c *counts) *float64 {
 	x := float64(sum(c, f.num)) / float64(d)
 	return &x
 }
+
+// Sums returns the figure's numerator and denominator over c: the figure is num/den when
+// den > 0. Surfaces that serve counts (watch) serve these, so that a ratio computed from
+// them elsewhere (PromQL) is the report's.
+func (f Figure) Sums(c Counts) (num, den int64) {
+	add := func(names []string) int64 {
+		var n int64
+		for _, name := range names {
+			if rest, ok := strings.CutPrefix(name, "-"); ok {
+				n -= c.Get(rest)
+			} else {
+				n += c.Get(name)
+			}
+		}
+		return n
+	}
+	return add(f.Num), add(f.Den)
+}

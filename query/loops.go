@@ -78,6 +78,11 @@ const worstLoops = 3
 var FindingKinds = []string{"duplicate_write_risk", "retried_idempotent_write", "possible_duplicate_write", "false_success",
 	"non_retryable_retry", "over_cap", "synchronised", "reused_key", "attempt_number_mismatch"}
 
+// AddsUp reports whether the counts of a finding kind over adjacent ranges add up to its
+// count over their union. synchronised does not: it tests each range's own distribution of
+// gaps (docs/metrics.md, "Ranges"), so watch, which adds ranges, does not serve it.
+func AddsUp(kind string) bool { return kind != "synchronised" }
+
 // Finding is one kind of thing a good client never does (docs/metrics.md).
 type Finding struct {
 	Kind     string   // one of FindingKinds

@@ -14,6 +14,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -557,25 +558,40 @@ func alertValue(a query.Alert) string {
 }
 
 // Check writes what retrylens check found: the alerts that fired; in JSON also the
-// severity that fails, how many fired at or above it and the findings; in Markdown a
-// short block for a pull request comment.
-func Check(w io.Writer, format Format, failOn string, failing int, as []query.Alert, fs []query.Finding, loc *time.Location) error {
+// findings and what the check failed on.
+func Check(w io.Writer, format Format, c postmortem.Check, loc *time.Location) error {
 	switch format {
 	case FormatJSON:
+		failed := make([]jsonFailure, 0, len(c.FailedOn))
+		for _, f := range c.FailedOn {
+			failed = append(failed, jsonFailure{Kind: f.Kind, Rule: f.Rule, Severity: f.Severity, Count: f.Count,
+				Start: rfc3339(f.Start), End: rfc3339(f.End)})
+		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			FailOn   string        `json:"fail_on"`
 			Failing  int           `json:"failing"`
+			FailedOn []jsonFailure `json:"failed_on"`
 			Alerts   []jsonAlert   `json:"alerts"`
 			Findings []jsonFinding `json:"findings"`
-		}{failOn, failing, toJSONAlerts(as), toJSONFindings(fs)})
+		}{c.FailOn, c.Failing, failed, toJSONAlerts(c.Alerts), toJSONFindings(c.Findings)})
 	case FormatTSV:
-		return alertsTSV(w, as)
+		return alertsTSV(w, c.Alerts)
 	case FormatMarkdown:
-		return checkMarkdown(w, failOn, failing, as, fs, loc)
+		return checkMarkdown(w, c.FailOn, c.Failing, c.Alerts, c.Findings, loc)
 	}
-	return alerts(w, as, loc)
+	return alerts(w, c.Alerts, loc)
+}
+
+// jsonFailure is one reason a check failed (postmortem.Failure).
+type jsonFailure struct {
+	Kind     string  `json:"kind"`
+	Rule     string  `json:"rule,omitempty"`
+	Severity string  `json:"severity,omitempty"`
+	Count    int64   `json:"count,omitempty"`
+	Start    *string `json:"start,omitempty"`
+	End      *string `json:"end,omitempty"`
 }
 
 // checkMarkdown is check's block for a pull request comment: a heading that says whether

@@ -3,6 +3,7 @@ package watch
 import (
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,34 +13,27 @@ import (
 	"github.com/retrylens/retrylens/query"
 )
 
-// snapshot is what the batches computed: the figures of every logical request that
+// snapshot is what the batches computed: the counts of every logical request that
 // started before until (final: see query.Closed), per endpoint, and the last closed
-// window. A batch adds the figures of the minutes it closed (a range report counts what
-// its part of a report over every row counts), so its cost follows what was written
-// since, not the database's size; the first batch of a process counts all before.
+// window. A batch adds the counts of the minutes it closed (a range report of whole
+// minutes counts what its part of a report over every row counts), so its cost follows
+// what was written since, not the database's size; the first batch of a process counts
+// all before.
 type snapshot struct {
 	until     time.Time
-	total     tally
-	endpoints map[string]tally // named endpoints, by "METHOD route"
-	loops     query.Loops429   // the counts only
-	hedging   query.Hedging    // the counts only
+	total     query.Counts
+	endpoints map[string]*query.Counts // named endpoints, by "METHOD route"
+	loops     query.Loops429           // the counts only
+	hedging   query.Hedging            // the counts only
 	findings  map[string]int64
 	gaps      []int64      // per bucket of query.GapEdges, every attempt number
 	gapSum    float64      // ms
-	window    query.Window // the last closed window (zero figures when it had no request)
+	window    query.Window // the last closed window (no attempt data when it had no request)
 }
 
-// tally is the endpoint counters' values: by counter name and label values, joined by
-// labelSep.
-type tally map[string]int64
-
-const labelSep = "\x00"
-
-func (t tally) add(m query.Metrics) {
-	for _, k := range endpointCounters {
-		for _, l := range k.values(m) {
-			t[k.name+labelSep+strings.Join(l.labels, labelSep)] += l.v
-		}
+func addCounts(t *query.Counts, c query.Counts) {
+	for i := range t {
+		t[i] += c[i]
 	}
 }
 
@@ -50,19 +44,19 @@ const otherEndpoint = "other"
 // series of their own in the order they are first seen until MaxEndpoints have one (w.mu
 // held). A nil s is empty.
 func (w *Watcher) add(s *snapshot, pm *postmortem.Result, until time.Time) *snapshot {
-	next := &snapshot{until: until, total: tally{}, endpoints: map[string]tally{}, findings: map[string]int64{},
+	next := &snapshot{until: until, endpoints: map[string]*query.Counts{}, findings: map[string]int64{},
 		gaps: make([]int64, len(query.GapEdges)+1), window: query.Window{Start: until.Truncate(w.o.Width).Add(-w.o.Width)}}
-	next.window.Verdict = query.Quiet
+	next.window.Metrics = query.Judged(query.Metrics{}, nil, w.o.Figures.Query.Rules)
 	if s != nil {
-		next.loops, next.hedging, next.gapSum = s.loops, s.hedging, s.gapSum
-		maps.Copy(next.total, s.total)
+		next.total, next.loops, next.hedging, next.gapSum = s.total, s.loops, s.hedging, s.gapSum
 		for k, t := range s.endpoints {
-			next.endpoints[k] = maps.Clone(t)
+			c := *t
+			next.endpoints[k] = &c
 		}
 		maps.Copy(next.findings, s.findings)
 		copy(next.gaps, s.gaps)
 	}
-	next.total.add(pm.Summary)
+	addCounts(&next.total, pm.Summary.Counts)
 	for _, e := range pm.Endpoints {
 		if !w.named[e.Key] && len(w.named) < w.o.MaxEndpoints {
 			w.named[e.Key] = true
@@ -72,9 +66,9 @@ func (w *Watcher) add(s *snapshot, pm *postmortem.Result, until time.Time) *snap
 			continue
 		}
 		if next.endpoints[e.Key] == nil {
-			next.endpoints[e.Key] = tally{}
+			next.endpoints[e.Key] = &query.Counts{}
 		}
-		next.endpoints[e.Key].add(e.Metrics)
+		addCounts(next.endpoints[e.Key], e.Counts)
 	}
 	next.loops.Loops += pm.Loops.Loops
 	next.loops.PrematureRetries += pm.Loops.PrematureRetries
@@ -99,84 +93,67 @@ func (w *Watcher) add(s *snapshot, pm *postmortem.Result, until time.Time) *snap
 	return next
 }
 
-// counter is one counted figure of a slice's Metrics, with the labels that split it.
-type counter struct {
-	name, help string
-	labels     []string
-	values     func(m query.Metrics) []labelled
+// liveCount is a count (a column of query.Counts) served per endpoint under a name
+// people graph, with the labels that tell it from the other counts of the same metric.
+type liveCount struct {
+	count  string
+	name   string
+	labels []string // names and values, in pairs
+	help   string
 }
 
-type labelled struct {
-	v      int64
-	labels []string
+// liveCounts are the counts served per endpoint (method and route labels first), beside
+// every figure's numerator and denominator (figureNumerator).
+var liveCounts = []liveCount{
+	{"first_attempts", "retrylens_attempts_total", []string{"attempt", "first"}, attemptsHelp},
+	{"retries", "retrylens_attempts_total", []string{"attempt", "retry"}, attemptsHelp},
+	{"untagged", "retrylens_attempts_total", []string{"attempt", "untagged"}, attemptsHelp},
+	{"second_attempts", "retrylens_requests_retried_total", nil, "Logical requests retried at least once (attempts numbered 1): the retry rate's numerator."},
+	{"retries_ok", "retrylens_attempts_succeeded_total", []string{"attempt", "retry"}, "Retries answered 2xx (retry success's numerator)."},
+	{"status_5xx_first", "retrylens_attempts_failed_total", []string{"attempt", "first", "status", "5xx"}, failedHelp},
+	{"status_5xx_retry", "retrylens_attempts_failed_total", []string{"attempt", "retry", "status", "5xx"}, failedHelp},
+	{"status_429_first", "retrylens_attempts_failed_total", []string{"attempt", "first", "status", "429"}, failedHelp},
+	{"status_429_retry", "retrylens_attempts_failed_total", []string{"attempt", "retry", "status", "429"}, failedHelp},
+	{"abandoned_first", "retrylens_attempts_abandoned_total", []string{"attempt", "first"}, abandonedHelp},
+	{"abandoned_retry", "retrylens_attempts_abandoned_total", []string{"attempt", "retry"}, abandonedHelp},
+	{"cancelled_first", "retrylens_attempts_cancelled_total", []string{"attempt", "first"}, cancelledHelp},
+	{"cancelled_retry", "retrylens_attempts_cancelled_total", []string{"attempt", "retry"}, cancelledHelp},
+	{"recovered", "retrylens_requests_total", []string{"outcome", "recovered"}, outcomeHelp},
+	{"exhausted", "retrylens_requests_total", []string{"outcome", "exhausted"}, outcomeHelp},
 }
 
-func split(s query.Split) []labelled {
-	return []labelled{{s.First, []string{"first"}}, {s.Retry, []string{"retry"}}}
+const (
+	attemptsHelp  = "Attempts logged, by attempt: first (attempt number 0), retry, or untagged (no attempt number)."
+	failedHelp    = "Attempts answered 5xx or 429, by attempt and status class."
+	abandonedHelp = "Attempts whose answer the client did not wait for (499, or 0), by attempt."
+	cancelledHelp = "Abandoned attempts the client cancelled because another attempt of the request won."
+	outcomeHelp   = "Logical requests by outcome, counted by their first attempt's time: recovered (the first attempt failed, a retry got 2xx), exhausted (retried, never 2xx)."
+)
+
+// labelled returns the label names and values of l.
+func (l liveCount) labelled() (names, values []string) {
+	for i := 0; i+1 < len(l.labels); i += 2 {
+		names, values = append(names, l.labels[i]), append(values, l.labels[i+1])
+	}
+	return names, values
 }
 
-// endpointCounters are counted per endpoint (method and route labels first).
-var endpointCounters = []counter{
-	{"retrylens_attempts_total", "Attempts logged, by attempt: first (attempt number 0), retry, or untagged (no attempt number).",
-		[]string{"attempt"}, func(m query.Metrics) []labelled {
-			return []labelled{{m.FirstAttempts, []string{"first"}}, {m.Retries, []string{"retry"}}, {m.Untagged, []string{"untagged"}}}
-		}},
-	{"retrylens_attempts_failed_total", "Attempts answered 5xx or 429, by attempt and status class.",
-		[]string{"attempt", "status"}, func(m query.Metrics) []labelled {
-			var out []labelled
-			for class, s := range map[string]query.Split{"5xx": m.Status5xx, "429": m.Status429} {
-				for _, l := range split(s) {
-					out = append(out, labelled{l.v, append(l.labels, class)})
-				}
-			}
-			return out
-		}},
-	{"retrylens_attempts_succeeded_total", "Retries answered 2xx, not counting those the client cancelled because another attempt won (retry success's numerator).",
-		[]string{"attempt"}, func(m query.Metrics) []labelled {
-			// The report keeps the ratio; its numerator is the ratio times its
-			// denominator, exactly, rounded.
-			return []labelled{{int64(math.Round(ratio0(m.RetrySuccessRate) * float64(m.Retries-m.Cancelled.Retry))), []string{"retry"}}}
-		}},
-	{"retrylens_attempts_abandoned_total", "Attempts whose answer the client did not wait for (499, or 0), by attempt.",
-		[]string{"attempt"}, func(m query.Metrics) []labelled { return split(m.Abandoned) }},
-	{"retrylens_attempts_cancelled_total", "Abandoned attempts the client cancelled because another attempt of the request won.",
-		[]string{"attempt"}, func(m query.Metrics) []labelled { return split(m.Cancelled) }},
-	{"retrylens_requests_total", "Logical requests by final outcome: recovered (first attempt failed, a retry got 2xx), exhausted (retried, never 2xx), first_try (every other: the first attempt's answer stood).",
-		[]string{"outcome"}, func(m query.Metrics) []labelled {
-			return []labelled{{max(0, m.FirstAttempts-m.Recovered-m.Exhausted), []string{"first_try"}},
-				{m.Recovered, []string{"recovered"}}, {m.Exhausted, []string{"exhausted"}}}
-		}},
-}
+// The figures' numerators and denominators, per endpoint and labelled by figure: a
+// figure over any stretch of time is increase(numerator) / increase(denominator), the
+// report's formula (query.Figure.Sums), which PrometheusRules records.
+const (
+	figureNumerator   = "retrylens_figure_numerator_total"
+	figureDenominator = "retrylens_figure_denominator_total"
+)
 
-// gauge is one figure of the last closed window.
-type gauge struct {
-	name, help string
-	value      func(w query.Window) float64
-}
+// labelSep joins label values into a map key.
+const labelSep = "\x00"
 
-func ratio(p *float64) float64 {
-	if p == nil {
+func ratio(num, den int64) float64 {
+	if den <= 0 {
 		return math.NaN()
 	}
-	return *p
-}
-
-func ratio0(p *float64) float64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-var windowGauges = []gauge{
-	{"retrylens_window_start_seconds", "Start of the last closed window (Unix time).", func(w query.Window) float64 { return float64(w.Start.Unix()) }},
-	{"retrylens_window_first_attempts", "First attempts in the last closed window.", func(w query.Window) float64 { return float64(w.FirstAttempts) }},
-	{"retrylens_window_retries", "Retries in the last closed window.", func(w query.Window) float64 { return float64(w.Retries) }},
-	{"retrylens_window_amplification", "Attempts per first attempt in the last closed window (NaN without first attempts).", func(w query.Window) float64 { return ratio(w.Amplification) }},
-	{"retrylens_window_retry_rate", "Retries per first attempt in the last closed window.", func(w query.Window) float64 { return ratio(w.RetryRate) }},
-	{"retrylens_window_retry_success_rate", "Share of retries answered 2xx in the last closed window.", func(w query.Window) float64 { return ratio(w.RetrySuccessRate) }},
-	{"retrylens_window_recovered", "Logical requests recovered in the last closed window.", func(w query.Window) float64 { return float64(w.Recovered) }},
-	{"retrylens_window_exhausted", "Logical requests exhausted in the last closed window.", func(w query.Window) float64 { return float64(w.Exhausted) }},
+	return float64(num) / float64(den)
 }
 
 var verdicts = []string{query.Fuelling, query.Rescuing, query.Quiet, query.Insufficient, query.NoAttemptData}
@@ -245,27 +222,45 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 	c("retrylens_closed_until_seconds", "Logical requests that started before this time (Unix) are in the counters: their chains can no longer grow.", float64(s.until.Unix()), prometheus.GaugeValue)
 	// Per endpoint, and the rest as "other": the total less the named ones. Two endpoints
 	// whose labels read the same once made safe share a series.
-	for _, k := range endpointCounters {
-		desc := prometheus.NewDesc(k.name, k.help, append([]string{"method", "route"}, k.labels...), nil)
-		series := map[string]int64{}
-		other := otherEndpoint + labelSep + otherEndpoint + labelSep
-		for key, v := range s.total {
-			if labels, ok := strings.CutPrefix(key, k.name+labelSep); ok {
-				series[other+labels] += v
-			}
+	others := s.total
+	for _, t := range s.endpoints {
+		for i := range others {
+			others[i] -= t[i]
 		}
-		for ep, t := range s.endpoints {
-			named := strings.Join(endpointLabels(ep), labelSep) + labelSep
-			for key, v := range t {
-				if labels, ok := strings.CutPrefix(key, k.name+labelSep); ok {
-					series[other+labels] -= v
-					series[named+labels] += v
-				}
-			}
+	}
+	type series struct {
+		desc   *prometheus.Desc
+		values []string
+	}
+	var order []string
+	sums, descs := map[string]float64{}, map[string]series{}
+	emit := func(name, help string, names, values []string, v int64) {
+		key := name + labelSep + strings.Join(values, labelSep)
+		if _, ok := descs[key]; !ok {
+			descs[key] = series{prometheus.NewDesc(name, help, append([]string{"method", "route"}, names...), nil), values}
+			order = append(order, key)
 		}
-		for key, v := range series {
-			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(max(0, v)), strings.Split(key, labelSep)...)
+		sums[key] += float64(v)
+	}
+	each := func(endpoint []string, c query.Counts) {
+		for _, l := range liveCounts {
+			names, values := l.labelled()
+			emit(l.name, l.help, names, append(slices.Clone(endpoint), values...), c.Get(l.count))
 		}
+		for _, f := range query.Figures {
+			num, den := f.Sums(c)
+			labels := append(slices.Clone(endpoint), f.Key)
+			emit(figureNumerator, "Each figure's numerator (docs/live.md): the figure is increase(numerator) / increase(denominator).", []string{"figure"}, labels, num)
+			emit(figureDenominator, "Each figure's denominator (docs/live.md).", []string{"figure"}, labels, den)
+		}
+	}
+	each([]string{otherEndpoint, otherEndpoint}, others)
+	for ep, t := range s.endpoints {
+		each(endpointLabels(ep), *t)
+	}
+	for _, key := range order {
+		d := descs[key]
+		ch <- prometheus.MustNewConstMetric(d.desc, prometheus.CounterValue, max(0, sums[key]), d.values...)
 	}
 	c("retrylens_hedged_requests_total", "Logical requests with a hedge (an attempt sent while another was in flight).", float64(s.hedging.Requests), prometheus.CounterValue)
 	c("retrylens_hedges_total", "Hedges: attempts started before an earlier attempt of their request ended.", float64(s.hedging.Hedges), prometheus.CounterValue)
@@ -274,6 +269,9 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 	c("retrylens_premature_retries_total", "Retries started before the previous answer's Retry-After had passed.", float64(s.loops.PrematureRetries), prometheus.CounterValue)
 	c("retrylens_blind_retries_total", "Retries after a throttling answer that carried no Retry-After.", float64(s.loops.BlindRetries), prometheus.CounterValue)
 	for _, kind := range query.FindingKinds {
+		if !query.AddsUp(kind) {
+			continue // a range's own distribution: the report's alone
+		}
 		c("retrylens_findings_total", "Logical requests with a finding (docs/metrics.md), by kind; possible_duplicate_write: writes that may have gone through twice.",
 			float64(s.findings[kind]), prometheus.CounterValue, "kind", kind)
 	}
@@ -289,13 +287,24 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstHistogram(prometheus.NewDesc("retrylens_backoff_seconds",
 		"Time from an attempt's end to its retry's start, over retries that waited (hedges left out).", nil, nil),
 		n, s.gapSum/1000, buckets)
-	for _, g := range windowGauges {
-		c(g.name, g.help, g.value(s.window), prometheus.GaugeValue)
+	win := s.window
+	c("retrylens_window_start_seconds", "Start of the last closed window (Unix time).", float64(win.Start.Unix()), prometheus.GaugeValue)
+	for _, g := range []struct{ count, name, help string }{
+		{"first_attempts", "retrylens_window_first_attempts", "First attempts in the last closed window."},
+		{"retries", "retrylens_window_retries", "Retries in the last closed window."},
+		{"recovered", "retrylens_window_recovered", "Logical requests recovered in the last closed window."},
+		{"exhausted", "retrylens_window_exhausted", "Logical requests exhausted in the last closed window."},
+	} {
+		c(g.name, g.help, float64(win.Counts.Get(g.count)), prometheus.GaugeValue)
+	}
+	for _, f := range query.Figures {
+		num, den := f.Sums(win.Counts)
+		c("retrylens_window_"+f.Key, f.Help+" In the last closed window (NaN without a denominator).", ratio(num, den), prometheus.GaugeValue)
 	}
 	for _, v := range verdicts {
 		c("retrylens_window_verdict", "The last closed window's verdict: 1 for the one it has.", b2f(s.window.Verdict == v), prometheus.GaugeValue, "verdict", v)
 	}
-	for _, r := range w.o.Rules {
+	for _, r := range w.o.Figures.Query.Rules {
 		if r.Severity == "" {
 			continue // the rescuing rule gives verdicts, not alerts
 		}

@@ -9,17 +9,19 @@ import (
 	"github.com/retrylens/retrylens/query"
 )
 
-// PrometheusRules writes a Prometheus rules file for the counters watch serves: recording
-// rules for amplification, retry rate and retry success over 5 minutes, in all and per
-// endpoint, and an alert for each of rules' alert rules with its threshold, its evidence
-// (per minute, over the 5 minutes) and its sustain as "for". The built-in judgement also
-// asks for 95 % confidence and judges each closed minute; the gauge
-// retrylens_window_alert_firing carries that one, and the RetrylensAlertFiring alert
-// forwards it. Thresholds come from one place: the rules a report uses.
+// PrometheusRules writes a Prometheus rules file for the counters watch serves: for every
+// figure of query.Figures, a recording rule over 5 minutes, in all and per endpoint, that
+// divides the increase of its numerator by that of its denominator (the report's
+// formula, served as counters); and an alert for each of rules' alert rules on the figure
+// it watches, with its threshold, its evidence (per minute, over the 5 minutes) and its
+// sustain as "for". The built-in judgement also asks for 95 % confidence and judges each
+// closed minute; the gauge retrylens_window_alert_firing carries that one, and the
+// RetrylensAlertFiring alert forwards it. Thresholds come from one place: the rules a
+// report uses.
 func PrometheusRules(w io.Writer, rules []query.Rule) error {
 	var b strings.Builder
 	b.WriteString(`# Prometheus rules for retrylens watch, written by 'retrylens watch --prometheus-rules'
-# from the alert rules (docs/metrics.md): edit the --rules file and write them again.
+# from the figures and alert rules of docs/metrics.md: edit the --rules file and write them again.
 groups:
   - name: retrylens-recording
     rules:
@@ -31,33 +33,34 @@ groups:
 		inc := func(series string) string { return fmt.Sprintf("sum%s (increase(%s[5m]))", level.by, series) }
 		rec("first_attempts:increase5m", inc(`retrylens_attempts_total{attempt="first"}`))
 		rec("retries:increase5m", inc(`retrylens_attempts_total{attempt="retry"}`))
-		rec("amplification:ratio5m", fmt.Sprintf("(%[1]s:first_attempts:increase5m + %[1]s:retries:increase5m) / %[1]s:first_attempts:increase5m", level.name))
-		rec("retry_rate:ratio5m", fmt.Sprintf("%[1]s:retries:increase5m / %[1]s:first_attempts:increase5m", level.name))
-		// Retry success leaves out the retries the client cancelled because another
-		// attempt of the request won (docs/metrics.md).
-		rec("retry_success:ratio5m", fmt.Sprintf("%s / (%s:retries:increase5m - %s)",
-			inc(`retrylens_attempts_succeeded_total{attempt="retry"}`), level.name, inc(`retrylens_attempts_cancelled_total{attempt="retry"}`)))
+		for _, f := range query.Figures {
+			rec(f.Key+":ratio5m", fmt.Sprintf("%s / %s", inc(fmt.Sprintf("%s{figure=%q}", figureNumerator, f.Key)),
+				inc(fmt.Sprintf("%s{figure=%q}", figureDenominator, f.Key))))
+		}
 	}
 	b.WriteString(`  - name: retrylens-alerts
     rules:
 `)
 	for _, r := range rules {
-		if r.Severity == "" {
+		key, below := r.Figure()
+		if r.Severity == "" || key == "" {
 			continue
 		}
-		var cond string
-		switch r.Name {
-		case "retry_rate_high":
-			cond = fmt.Sprintf("retrylens:retry_rate:ratio5m > %g", r.Threshold)
-		case "retries_not_helping":
-			cond = fmt.Sprintf("retrylens:retry_success:ratio5m < %g and retrylens:retry_rate:ratio5m > %g", r.Threshold, r.MinRetryRate)
-		case "retry_storm":
-			cond = fmt.Sprintf("retrylens:amplification:ratio5m > %g", r.Threshold)
-		default:
-			continue
+		op := ">"
+		if below {
+			op = "<"
 		}
-		// The evidence, per minute in the rules file, over the 5 minutes here.
-		cond += fmt.Sprintf(" and retrylens:first_attempts:increase5m >= %d and retrylens:retries:increase5m >= %d", 5*r.MinFirstAttempts, 5*r.MinRetries)
+		cond := fmt.Sprintf("retrylens:%s:ratio5m %s %g", key, op, r.Threshold)
+		if r.MinRetryRate > 0 {
+			cond += fmt.Sprintf(" and retrylens:retry_rate:ratio5m > %g", r.MinRetryRate)
+		}
+		// The evidence, per minute in the rules file, over the 5 minutes here: first
+		// attempts, and the retries the rule's ratio counts.
+		retries := "retrylens:retries:increase5m"
+		if r.CountsDecided() {
+			retries = fmt.Sprintf("sum(increase(%s{figure=%q}[5m]))", figureDenominator, key)
+		}
+		cond += fmt.Sprintf(" and retrylens:first_attempts:increase5m >= %d and %s >= %d", 5*r.MinFirstAttempts, retries, 5*r.MinRetries)
 		fmt.Fprintf(&b, `      - alert: Retrylens%s
         expr: %s
         for: %s

@@ -30,15 +30,17 @@ type Options struct {
 	// Open opens the store; nil is backend.Open.
 	Open     func(ctx context.Context, location string, o backend.Options) (backend.Store, error)
 	Interval time.Duration // between batches
-	// MaxGap is how long after its last attempt a logical request is final: no retry
-	// comes later (query.Options.MaxGap's default, 60 s, unless set).
-	MaxGap time.Duration
+	// Figures are the options that change a figure, exactly as a report takes them (the
+	// command fills them from the flags report and check share): Query's rules, linking
+	// (MaxGap, also how long after its last attempt a logical request is final) and
+	// throttle statuses, and MaxAttempts. The range, the width and the charts are the
+	// watch's own.
+	Figures postmortem.Options
 	// Settle is how long a line may take from its time to the file (a buffered
 	// access_log's flush=): lines are final that much later.
 	Settle       time.Duration
 	Width        time.Duration // the windows whose last closed one the gauges show
 	MaxEndpoints int           // endpoints with series of their own; the rest are "other"
-	Rules        []query.Rule  // nil: query.DefaultRules
 	HTMLWindow   time.Duration // how much the page at / shows, up to the last closed minute
 	Now          func() time.Time
 	Log          io.Writer // a line per batch that failed, and per argument that names no file
@@ -87,11 +89,14 @@ func New(o Options) (*Watcher, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.MaxGap <= 0 {
-		o.MaxGap = query.DefaultMaxGap
+	if o.Figures.Query.MaxGap <= 0 {
+		o.Figures.Query.MaxGap = query.DefaultMaxGap
 	}
-	if o.Rules == nil {
-		o.Rules = query.DefaultRules()
+	if o.Figures.Query.Rules == nil {
+		o.Figures.Query.Rules = query.DefaultRules()
+	}
+	if o.Figures.MaxAttempts <= 0 {
+		o.Figures.MaxAttempts = query.DefaultMaxAttempts
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -177,7 +182,8 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	w.mu.Lock()
 	w.stats.loadedLines, w.stats.rejected = h.Lines, h.Rejected
 	w.mu.Unlock()
-	qo := query.Options{Rules: w.o.Rules}
+	qo := w.o.Figures.Query
+	qo.Since, qo.Until = time.Time{}, time.Time{}
 	db, err := st.Rows(ctx, &qo, nil, false)
 	if err != nil {
 		return err
@@ -186,11 +192,14 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	// where chains stop growing. A report up to a whole minute reads what the stored
 	// cache holds of those minutes; one up to a window inside a minute links the rows
 	// again (slower on a large database, the same figures).
-	closed, err := query.Closed(ctx, db, started.Add(-w.o.Settle-w.o.MaxGap), w.o.MaxGap)
+	maxGap := qo.MaxGap
+	closed, err := query.Closed(ctx, db, started.Add(-w.o.Settle-maxGap), maxGap)
 	if err != nil {
 		return err
 	}
-	until := closed.UTC().Truncate(min(w.o.Width, time.Minute))
+	// Whole minutes: ranges of whole minutes add up to the whole, every figure included
+	// (docs/metrics.md, "Ranges"), and the last window, which divides a minute, is closed.
+	until := closed.UTC().Truncate(time.Minute)
 	w.mu.Lock()
 	prev := w.snap
 	w.mu.Unlock()
@@ -203,7 +212,7 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	if prev != nil {
 		inc.Since = prev.until
 	}
-	pm, err := postmortem.Build(ctx, db, postmortem.Options{Query: inc, Width: w.o.Width, Charts: true})
+	pm, err := postmortem.Build(ctx, db, w.report(inc, true))
 	if err != nil {
 		return err
 	}
@@ -217,7 +226,7 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	if wstart.Before(inc.Since) {
 		wq := qo
 		wq.Since, wq.Until = wstart, wstart.Add(w.o.Width)
-		if win, err = postmortem.Build(ctx, db, postmortem.Options{Query: wq, Width: w.o.Width}); err != nil {
+		if win, err = postmortem.Build(ctx, db, w.report(wq, false)); err != nil {
 			return err
 		}
 	}
@@ -236,6 +245,14 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	w.snap = next
 	w.mu.Unlock()
 	return w.buildPage(ctx, db, qo)
+}
+
+// report is the postmortem a batch asks for: the rows of qo, judged with the figures'
+// options, at the watch's width.
+func (w *Watcher) report(qo query.Options, charts bool) postmortem.Options {
+	o := w.o.Figures
+	o.Query, o.Width, o.Charts = qo, w.o.Width, charts
+	return o
 }
 
 // pageWanted is how long after / was last asked for the batches still build its report.
@@ -258,7 +275,7 @@ func (w *Watcher) buildPage(ctx context.Context, db *sql.DB, qo query.Options) e
 	// The last hours that have lines: a log replayed long after shows its end.
 	qo.Since = last.Truncate(time.Minute).Add(time.Minute - w.o.HTMLWindow)
 	qo.Until = until
-	hp, err := postmortem.Build(ctx, db, postmortem.Options{Query: qo, Width: w.o.Width, Charts: true})
+	hp, err := postmortem.Build(ctx, db, w.report(qo, true))
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,11 +24,10 @@ const exitNoData = 6
 
 type checkOptions struct {
 	rowFlags
-	linkFlags
+	figureFlags
 	failOn   string
 	findings string // --fail-on-finding
-	maxAtt   int
-	rules    string
+	window   string
 	format   string
 	output   string
 }
@@ -61,11 +61,10 @@ Like report, check reads the database, or loads FILEs into a temporary one.`,
 	o.rowFlags.register(c, ", and for the output")
 	f.StringVar(&o.failOn, "fail-on", "P1", "exit 3 when an alert of this severity or above fired: P1 or P2")
 	f.StringVar(&o.findings, "fail-on-finding", "", "exit 3 when one of these findings is present: "+strings.Join(checkFindings(), ", ")+" (comma-separated)")
-	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for over_cap)")
-	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules")
+	f.StringVarP(&o.window, "window", "w", "1m", "the windows the rules judge: minutes, or as report --window under a minute (10s: each window on its own counts)")
 	f.StringVarP(&o.output, "output", "o", "", outputHelp)
 	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, json or markdown (a block for a pull request comment); default: table on a terminal, tsv in a pipe")
-	o.linkFlags.register(c)
+	o.figureFlags.register(c)
 	return c
 }
 
@@ -93,45 +92,40 @@ func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) err
 			failKinds = append(failKinds, k)
 		}
 	}
-	if o.maxAtt < 1 {
-		return usagef("--max-attempts must be at least 1")
-	}
-	if err := o.linkFlags.check(); err != nil {
-		return err
-	}
-	rules, err := loadRules(o.rules)
+	width, err := query.ParseWindow(o.window)
 	if err != nil {
-		return err
+		return usagef("--window: %v", err)
+	}
+	if width > time.Minute || time.Minute%width != 0 {
+		return usagef("--window %s: check judges minutes, or windows that divide one (10s, 30s)", o.window)
 	}
 	qo, loc, err := o.rows()
 	if err != nil {
 		return err
 	}
-	qo.Rules = rules
-	o.linkFlags.apply(&qo)
-	db, done, err := e.openRows(ctx, &o.rowFlags, files, &qo, false)
+	po := postmortem.Options{Query: qo, Width: width}
+	if err := o.figureFlags.apply(&po); err != nil {
+		return err
+	}
+	db, done, err := e.openRows(ctx, &o.rowFlags, files, &po.Query, false)
 	if err != nil {
 		return err
 	}
 	defer done()
-	check, err := postmortem.Alerts(ctx, db, qo, o.failOn, o.maxAtt)
+	check, err := postmortem.Alerts(ctx, db, po, o.failOn, failKinds)
 	if err != nil {
 		return err
 	}
-	if err := e.writeOutput(o.output, func(w io.Writer) error {
-		return report.Check(w, format, check.FailOn, check.Failing, check.Alerts, check.Findings, loc)
-	}); err != nil {
+	if err := e.writeOutput(o.output, func(w io.Writer) error { return report.Check(w, format, check, loc) }); err != nil {
 		return err
 	}
 	var found []string
-	for _, f := range check.Findings {
-		if slices.Contains(failKinds, f.Kind) {
+	for _, f := range check.FailedOn {
+		switch {
+		case f.Kind == query.SustainedFinding:
+			found = append(found, fmt.Sprintf("%s (%s to %s)", f.Kind, f.Start.In(loc).Format("15:04:05"), f.End.In(loc).Format("15:04:05")))
+		case f.Count > 0:
 			found = append(found, fmt.Sprintf("%s (%d requests)", f.Kind, f.Count))
-		}
-	}
-	if slices.Contains(failKinds, query.SustainedFinding) {
-		for _, s := range check.Sustained {
-			found = append(found, fmt.Sprintf("%s (%s to %s)", query.SustainedFinding, s.Start.In(loc).Format("15:04"), s.End.In(loc).Format("15:04")))
 		}
 	}
 	if check.Failing > 0 || len(found) > 0 {

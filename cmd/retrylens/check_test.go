@@ -241,6 +241,23 @@ func TestSliceVerdicts(t *testing.T) {
 	}
 }
 
+// check --window judges windows under a minute on their own counts, as report does: the
+// incident hour has at most one first attempt in any 10 s (grep 'ra="0"' and its times),
+// under the 3 every rule needs, so nothing fires at 10 s; on minutes, retry_storm does.
+func TestCheckWindow(t *testing.T) {
+	t.Parallel()
+	log := scenario("incident-hour")
+	if _, stderr, code := retrylens(t, nil, "check", "--window", "10s", log); code != 0 {
+		t.Errorf("check --window 10s: exit %d, want 0: %s", code, stderr)
+	}
+	if _, stderr, code := retrylens(t, nil, "check", "--window", "1m", log); code != exitAlert {
+		t.Errorf("check --window 1m: exit %d, want %d: %s", code, exitAlert, stderr)
+	}
+	if _, stderr, code := retrylens(t, nil, "check", "--window", "5m", log); code != exitUsage || !strings.Contains(stderr, "minutes") {
+		t.Errorf("check --window 5m: exit %d, want %d: %s", code, exitUsage, stderr)
+	}
+}
+
 // check --fail-on-finding fails on a finding even when no alert does, and says which;
 // --format markdown is a block for a pull request comment. The incident hour's clients
 // retry exactly a second apart (testdata/gen.py: attempt k at t + k s): synchronised; all
@@ -260,6 +277,18 @@ func TestCheckFindingsAndMarkdown(t *testing.T) {
 	}
 	if _, stderr, code := retrylens(t, nil, "check", "--fail-on-finding", "dupes", log); code != exitUsage || !strings.Contains(stderr, "possible_duplicate_write") {
 		t.Errorf("--fail-on-finding dupes: exit %d, want %d: %s", code, exitUsage, stderr)
+	}
+	// JSON names what the check failed on: the P1 alert, then the finding asked for
+	out, _, code := retrylens(t, nil, "check", "--format", "json", "--fail-on-finding", "synchronised", log)
+	var js struct {
+		FailedOn []struct {
+			Kind, Rule string
+			Count      int64
+		} `json:"failed_on"`
+	}
+	if code != exitAlert || json.Unmarshal([]byte(out), &js) != nil || len(js.FailedOn) != 2 ||
+		js.FailedOn[0].Rule != "retry_storm" || js.FailedOn[1].Kind != "synchronised" || js.FailedOn[1].Count == 0 {
+		t.Errorf("--format json: exit %d, failed_on %+v:\n%s", code, js.FailedOn, out)
 	}
 	stdout, _, code := retrylens(t, nil, "check", "--format", "markdown", log)
 	if code != exitAlert || !strings.HasPrefix(stdout, "### retrylens check fails: 1 alert at or above P1\n") ||

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -27,16 +26,13 @@ type reportOptions struct {
 	window string
 	format string
 	output string
-	maxAtt int
 	by     string
-	linkFlags
-	rules    string
-	section  string
-	polBase  time.Duration
-	polMax   int
-	top      int
-	wide     bool
-	throttle []int // --throttle-status
+	figureFlags
+	section string
+	polBase time.Duration
+	polMax  int
+	top     int
+	wide    bool
 }
 
 func (e *env) reportCmd() *cobra.Command {
@@ -93,15 +89,12 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 	f.StringVarP(&o.format, "format", "f", "", "output format: table, tsv, markdown, json, csv or html (default: from -o's extension, else table on a terminal, tsv in a pipe)")
 	f.StringVar(&o.section, "section", "windows", "with --format csv, the table to write: "+strings.Join(report.Sections, ", "))
 	f.StringVarP(&o.output, "output", "o", "", outputHelp)
-	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
 	f.StringVar(&o.by, "by", "", "also break the range down by route, method, status, attempt or host, or several: route,status,attempt")
-	o.linkFlags.register(c)
+	o.figureFlags.register(c)
 	f.DurationVar(&o.polBase, "policy-base", 0, "the declared retry policy's base delay (base·2^(n−1) + up to base of jitter before retry n), to compare the backoff profile with")
 	f.IntVar(&o.polMax, "policy-max-retries", 0, "the declared retry policy's number of retries")
 	f.BoolVar(&o.wide, "wide", false, "table format: every column, however wide (by default columns are left out to fit the terminal, or $COLUMNS)")
 	f.IntVar(&o.top, "top", query.DefaultTop, "endpoints with retries shown in table, markdown and html (0: all; json and csv carry all)")
-	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules' thresholds, sustain times or severities")
-	f.IntSliceVar(&o.throttle, "throttle-status", []int{http.StatusTooManyRequests}, "the statuses that throttle, for 429 loops and blind retries (nginx's limit_req answers 503: 429,503)")
 	return c
 }
 
@@ -141,14 +134,8 @@ func (e *env) runReport(ctx context.Context, o *reportOptions, files []string) e
 	if o.changed("top") && format != report.FormatTable && format != report.FormatMarkdown && format != report.FormatHTML {
 		return usagef("--top applies to the table, markdown and html formats; %s carries every endpoint", format)
 	}
-	if o.maxAtt < 1 {
-		return usagef("--max-attempts must be at least 1")
-	}
 	if o.top < 0 {
 		return usagef("--top must be 0 (all) or more")
-	}
-	if err := o.linkFlags.check(); err != nil {
-		return err
 	}
 	if o.polBase < 0 || o.polMax < 0 {
 		return usagef("--policy-base and --policy-max-retries must not be negative")
@@ -159,10 +146,6 @@ func (e *env) runReport(ctx context.Context, o *reportOptions, files []string) e
 	if _, err := query.GroupingKey(o.by); o.by != "" && err != nil {
 		return usagef("--by %q: want one or more of %s, joined by commas", o.by, strings.Join(groupings(), ", "))
 	}
-	rules, err := loadRules(o.rules)
-	if err != nil {
-		return err
-	}
 	width, err := query.ParseWindow(o.window)
 	if err != nil {
 		return usagef("--window: %v", err)
@@ -171,24 +154,20 @@ func (e *env) runReport(ctx context.Context, o *reportOptions, files []string) e
 	if err != nil {
 		return err
 	}
-	for _, c := range o.throttle {
-		if c < 100 || c > 599 {
-			return usagef("--throttle-status %d: want HTTP statuses such as 429,503", c)
-		}
+	po := postmortem.Options{Query: qo, Width: width, Location: loc, By: o.by, PolicyBase: o.polBase, PolicyMaxRetries: o.polMax,
+		Charts: format == report.FormatHTML}
+	if err := o.figureFlags.apply(&po); err != nil {
+		return err
 	}
-	qo.Rules, qo.Throttle = rules, o.throttle
-	o.linkFlags.apply(&qo)
-	db, done, err := e.openRows(ctx, &o.rowFlags, files, &qo, false)
+	db, done, err := e.openRows(ctx, &o.rowFlags, files, &po.Query, false)
 	if err != nil {
 		return err
 	}
 	defer done()
-	top := 0 // the machine formats carry every endpoint
 	if format == report.FormatTable || format == report.FormatMarkdown || format == report.FormatHTML {
-		top = o.top
+		po.Top = o.top // the machine formats carry every endpoint
 	}
-	pm, err := postmortem.Build(ctx, db, postmortem.Options{Query: qo, Width: width, Location: loc, By: o.by,
-		MaxAttempts: o.maxAtt, PolicyBase: o.polBase, PolicyMaxRetries: o.polMax, Charts: format == report.FormatHTML, Top: top})
+	pm, err := postmortem.Build(ctx, db, po)
 	if err != nil {
 		return err
 	}

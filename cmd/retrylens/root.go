@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/retrylens/retrylens/backend"
 	"github.com/retrylens/retrylens/parse"
+	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -275,7 +277,7 @@ type linkFlags struct {
 
 func (l *linkFlags) register(c *cobra.Command) {
 	f := c.Flags()
-	f.DurationVar(&l.maxGap, "max-gap", query.DefaultMaxGap, "most time between two attempts of one request, for heuristic links and --infer-attempts")
+	f.DurationVar(&l.maxGap, "max-gap", query.DefaultMaxGap, "most time between two attempts of one request: for heuristic links, --infer-attempts, and how long after its last attempt a request is final")
 	f.BoolVar(&l.infer, "infer-attempts", false, "infer attempt numbers for lines without an attempt header")
 }
 
@@ -287,3 +289,44 @@ func (l *linkFlags) check() error {
 }
 
 func (l *linkFlags) apply(qo *query.Options) { qo.MaxGap, qo.InferAttempts = l.maxGap, l.infer }
+
+// figureFlags are the flags that change a figure, the same for report, check and watch
+// so that the live figures cannot drift from the report's: the rules, the linking, the
+// statuses that throttle and the policy's cap on attempts.
+type figureFlags struct {
+	linkFlags
+	rules    string
+	maxAtt   int
+	throttle []int
+}
+
+func (o *figureFlags) register(c *cobra.Command) {
+	f := c.Flags()
+	o.linkFlags.register(c)
+	f.StringVar(&o.rules, "rules", "", "a JSON file overriding the alert rules' thresholds, sustain times or severities")
+	f.IntVar(&o.maxAtt, "max-attempts", query.DefaultMaxAttempts, "the retry policy's cap on attempts per request, first included (for the over_cap finding)")
+	f.IntSliceVar(&o.throttle, "throttle-status", []int{http.StatusTooManyRequests}, "the statuses that throttle, for 429 loops and blind retries (nginx's limit_req answers 503: 429,503)")
+}
+
+// apply checks the flags and sets what they change in o: the rules, linking and
+// throttle statuses of its Query, and MaxAttempts.
+func (o *figureFlags) apply(po *postmortem.Options) error {
+	if o.maxAtt < 1 {
+		return usagef("--max-attempts must be at least 1")
+	}
+	if err := o.linkFlags.check(); err != nil {
+		return err
+	}
+	for _, c := range o.throttle {
+		if c < 100 || c > 599 {
+			return usagef("--throttle-status %d: want HTTP statuses such as 429,503", c)
+		}
+	}
+	rules, err := loadRules(o.rules)
+	if err != nil {
+		return err
+	}
+	po.Query.Rules, po.Query.Throttle, po.MaxAttempts = rules, o.throttle, o.maxAtt
+	o.linkFlags.apply(&po.Query)
+	return nil
+}

@@ -14,17 +14,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/watch"
 )
 
 type watchOptions struct {
-	db, listen, rules, window string
-	formats                   formatFlags
-	interval, maxGap, settle  time.Duration
-	htmlWindow                time.Duration
-	maxEndpoints              int
-	once, promRules           bool
+	db, listen, window string
+	formats            formatFlags
+	figureFlags
+	interval, settle time.Duration
+	htmlWindow       time.Duration
+	maxEndpoints     int
+	once, promRules  bool
 }
 
 func (e *env) watchCmd() *cobra.Command {
@@ -70,19 +72,18 @@ The database is held only during a batch: report, check, query and budget on the
 	f.DurationVar(&o.interval, "interval", 10*time.Second, "time between batches")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:9464", `where to serve /metrics and the HTML report ("" for nowhere)`)
 	f.IntVar(&o.maxEndpoints, "max-endpoints", 100, "endpoints with series of their own; the rest are one \"other\" series")
-	f.DurationVar(&o.maxGap, "max-gap", query.DefaultMaxGap, "how long after its last attempt a logical request is final: no retry comes later")
 	f.DurationVar(&o.settle, "settle", 2*time.Second, "how long a line may take to reach the file (a buffered access_log's flush=)")
 	f.StringVar(&o.window, "window", "1m", "the window whose last closed one the window gauges show (1m, 10s…)")
 	f.DurationVar(&o.htmlWindow, "html-window", time.Hour, "how much the HTML report at / shows, up to the last closed minute (0: none)")
-	f.StringVar(&o.rules, "rules", "", "alert rules file (JSON), as report's")
+	o.figureFlags.register(c) // --max-gap is also how long after its last attempt a request is final
 	f.BoolVar(&o.once, "once", false, "run one batch and exit, serving nothing")
 	f.BoolVar(&o.promRules, "prometheus-rules", false, "print a Prometheus rules file for these metrics (recording rules, and alerts with the thresholds of --rules) and exit")
 	return c
 }
 
 func (e *env) runWatch(ctx context.Context, o *watchOptions, args []string) error {
-	if o.interval <= 0 || o.maxGap <= 0 || o.settle < 0 || o.htmlWindow < 0 {
-		return usagef("--interval and --max-gap must be positive, --settle and --html-window not negative")
+	if o.interval <= 0 || o.settle < 0 || o.htmlWindow < 0 {
+		return usagef("--interval must be positive, --settle and --html-window not negative")
 	}
 	if o.maxEndpoints < 0 {
 		return usagef("--max-endpoints must not be negative")
@@ -102,18 +103,18 @@ func (e *env) runWatch(ctx context.Context, o *watchOptions, args []string) erro
 	if err != nil {
 		return err
 	}
-	rules, err := loadRules(o.rules)
-	if err != nil {
+	var figures postmortem.Options
+	if err := o.figureFlags.apply(&figures); err != nil {
 		return err
 	}
 	if o.promRules {
-		return watch.PrometheusRules(e.stdout, rules)
+		return watch.PrometheusRules(e.stdout, figures.Query.Rules)
 	}
 	w, err := watch.New(watch.Options{
 		Location: e.dbPath(o.db), Args: args, Open: e.open,
 		Load:     backend.LoadOptions{Format: format, Router: router, Now: e.now},
-		Interval: o.interval, MaxGap: o.maxGap, Settle: o.settle, Width: width, MaxEndpoints: o.maxEndpoints,
-		Rules: rules, HTMLWindow: o.htmlWindow, Now: e.now, Log: e.stderr,
+		Interval: o.interval, Figures: figures, Settle: o.settle, Width: width, MaxEndpoints: o.maxEndpoints,
+		HTMLWindow: o.htmlWindow, Now: e.now, Log: e.stderr,
 	})
 	if err != nil {
 		return usageError{err}

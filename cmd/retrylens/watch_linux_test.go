@@ -215,7 +215,7 @@ func TestWatchEndToEnd(t *testing.T) {
 	if !start10.Equal(until.Add(-10 * time.Second)) {
 		t.Errorf("window gauges start at %s, want the 10 s before %s", start10, until)
 	}
-	want := map[string]any{"first_attempts": 0.0, "retries": 0.0, "verdict": "quiet"}
+	want := map[string]any{"first_attempts": 0.0, "retries": 0.0, "verdict": "no attempt data"}
 	for _, win := range rep.Windows {
 		if win["start"] == start10.Format(time.RFC3339) {
 			want = win
