@@ -146,6 +146,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 	}
 	query.MarkFuelling(r.Windows, o.Width, r.Alerts, rules)
 	r.Sustained = query.RetrySustained(r.Windows, o.Width, rules)
+	query.PeakShed(r.Sustained, o.Width, minutes)
 	r.Summary = query.Judged(r.Summary, query.Fired(r.Alerts), rules)
 	return r, nil
 }

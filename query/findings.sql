@@ -77,7 +77,9 @@ f AS (
     -- 4 or more came within 3 ms of the median gap; the retries near it are listed
     SELECT 'synchronised', g.lkey, g.example
     FROM g JOIN gs USING (attempt) JOIN gn USING (attempt)
-    WHERE gs.n >= 10 AND gn.near >= 0.75 * gs.n AND abs(g.gap_ms - gs.med) <= 3
+    -- a median under 10 ms is no wait at all (an immediate retry, or a hedge the gateway
+    -- read only after the first answer), not a backoff without jitter
+    WHERE gs.n >= 10 AND gs.med >= 10 AND gn.near >= 0.75 * gs.n AND abs(g.gap_ms - gs.med) <= 3
 ),
 -- count and attempts: per logical request
 per AS (

@@ -427,6 +427,34 @@ func TestBackoffAndSynchronised(t *testing.T) {
 	}
 }
 
+// A client that only hedges, whose hedges the gateway read only after the first answer:
+// 12 requests answered 200 whose second attempt (cancelled: 499) starts 2, 3 or 4 ms after
+// the first ended, beyond the millisecond log's 1 ms slack. Those are no backoff to
+// synchronise: no synchronised finding (docs/metrics.md).
+func TestHedgesAreNotSynchronised(t *testing.T) {
+	ctx := context.Background()
+	db := memDB(t)
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	for k := range 12 {
+		at := t0.Add(time.Duration(k) * time.Second)
+		for attempt, ts := range []time.Time{at, at.Add(time.Duration(2+k%3) * time.Millisecond)} {
+			if _, err := db.Exec(`INSERT INTO lines (file_id, line, ts, request_time, request_id, method, attempt, status)
+				VALUES (1, ?, ?, 0, ?, 'GET', ?, ?)`, 2*k+attempt, ts, fmt.Sprintf("h-%d", k), attempt, 200+299*attempt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	findings, err := openSet(t, db, query.Options{}).Findings(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		if f.Kind == "synchronised" {
+			t.Errorf("hedges read after the first answer: %+v", f)
+		}
+	}
+}
+
 // Retry-After in each form HTTP allows, and --throttle-status. Each request: a 503 with
 // Retry-After at 10:00:00 (ended there; request_time 0.1), its retry starting 5 s later.
 // Seconds "10" and the three HTTP-date forms of 10:00:10 say wait 10 s: premature (4);

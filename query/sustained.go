@@ -27,7 +27,9 @@ type Sustained struct {
 	FirstAttempts int64
 	Attempts      int64 // tagged lines: first attempts and retries
 	// Shed is the attempts beyond first attempts a second: the load that shedding the
-	// retries would take off the service.
+	// retries would take off the service. Over windows of a minute or less, the
+	// stretch's own rate; over wider windows, that of its busiest minute (PeakShed): an
+	// hour's window would otherwise spread a two-minute storm over the hour.
 	Shed float64
 }
 
@@ -80,4 +82,25 @@ func RetrySustained(ws []Window, width time.Duration, rules []Rule) []Sustained 
 		out[k].Shed = float64(out[k].Attempts-out[k].FirstAttempts) / out[k].End.Sub(out[k].Start).Seconds()
 	}
 	return out
+}
+
+// PeakShed sets the Shed of stretches found on windows wider than a minute to the rate of
+// their busiest minute (minutes: the same rows' one-minute windows, oldest first): the
+// attempts beyond first attempts in that minute, a second.
+func PeakShed(stretches []Sustained, width time.Duration, minutes []Window) {
+	if width <= time.Minute {
+		return
+	}
+	for k := range stretches {
+		peak := 0.0
+		for _, m := range minutes {
+			if m.Start.Before(stretches[k].Start) || !m.Start.Before(stretches[k].End) {
+				continue
+			}
+			peak = math.Max(peak, float64(m.Retries)/time.Minute.Seconds())
+		}
+		if peak > 0 {
+			stretches[k].Shed = peak
+		}
+	}
 }

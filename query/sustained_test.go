@@ -45,3 +45,26 @@ func TestRetrySustained(t *testing.T) {
 		t.Errorf("no attempt data: %+v", got)
 	}
 }
+
+// A stretch found on an hour's window sheds what its busiest minute did, not the hour's
+// average: 6,840 retries in 14:10 (114 a second) and 3,000 in 14:11 (50 a second) read
+// 114/s, not (6,840 + 3,000) / 3,600 = 2.7/s. Windows of a minute or less keep their own.
+func TestPeakShed(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 14, 0, 0, 0, time.UTC)
+	minutes := []Window{
+		{Start: t0.Add(5 * time.Minute), Metrics: Metrics{FirstAttempts: 100}},
+		{Start: t0.Add(10 * time.Minute), Metrics: Metrics{FirstAttempts: 100, Retries: 6840}},
+		{Start: t0.Add(11 * time.Minute), Metrics: Metrics{FirstAttempts: 100, Retries: 3000}},
+		{Start: t0.Add(time.Hour), Metrics: Metrics{FirstAttempts: 100, Retries: 9000}}, // the next hour
+	}
+	hour := []Sustained{{Start: t0, End: t0.Add(time.Hour), Windows: 1, FirstAttempts: 300, Attempts: 300 + 9840, Shed: 9840.0 / 3600}}
+	PeakShed(hour, time.Hour, minutes)
+	if hour[0].Shed != 114 {
+		t.Errorf("an hour's stretch sheds %v/s, want 114 (its busiest minute)", hour[0].Shed)
+	}
+	sec := []Sustained{{Start: t0, End: t0.Add(2 * time.Second), Shed: 600}}
+	PeakShed(sec, time.Second, minutes)
+	if sec[0].Shed != 600 {
+		t.Errorf("a stretch of seconds sheds %v/s, want its own 600", sec[0].Shed)
+	}
+}
