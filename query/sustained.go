@@ -19,6 +19,10 @@ const SustainedFinding = sustainedRule
 // before, the load beyond them is retries.
 const baselineShare = 0.5
 
+// sustainedWindows is how many windows that read retry-sustained a stretch needs, under a
+// minute (RetrySustained).
+const sustainedWindows = 3
+
 // Sustained is a stretch of consecutive windows in which the overload was kept up by
 // retries (RetrySustained).
 type Sustained struct {
@@ -59,25 +63,57 @@ func RetrySustained(ws []Window, width time.Duration, rules []Rule) []Sustained 
 		return nil // no attempt data
 	}
 	baseline := median(firsts)
-	var out []Sustained
-	for _, w := range ws {
-		m := w.Metrics
+	hot := func(m Metrics) bool {
 		tagged := m.FirstAttempts + m.Retries
 		taken := int64(math.Round(val(m.ActualSuccess)*float64(tagged))) + m.Abandoned.Total()
-		if m.FirstAttempts < max(r.MinFirstAttempts, 1) || m.Retries < r.MinRetries ||
-			float64(m.FirstAttempts) < baselineShare*baseline || val(m.Amplification) < r.Threshold ||
-			m.ActualSuccess == nil || *m.ActualSuccess > r.MaxSuccess || taken <= m.FirstAttempts {
+		return m.FirstAttempts >= max(r.MinFirstAttempts, 1) && m.Retries >= r.MinRetries &&
+			float64(m.FirstAttempts) >= baselineShare*baseline && val(m.Amplification) >= r.Threshold &&
+			m.ActualSuccess != nil && *m.ActualSuccess <= r.MaxSuccess && taken > m.FirstAttempts
+	}
+	// Hot windows at most one window apart make one stretch, the window between them
+	// included (a log can leave one second short of the evidence); a stretch needs
+	// sustainedWindows hot windows, or a minute's worth when windows are wider (one
+	// second at the start of a trigger is no overload kept up by retries).
+	need := min(sustainedWindows, max(1, int((time.Minute+width-1)/width)))
+	var out []Sustained
+	var hots []int      // hot windows per stretch of out
+	var pending *Window // a window after the last stretch's end, not hot
+	for i := range ws {
+		w := &ws[i]
+		m := w.Metrics
+		n := len(out)
+		if !hot(m) {
+			if n > 0 && out[n-1].End.Equal(w.Start) && pending == nil {
+				pending = w
+			} else {
+				pending = nil
+			}
 			continue
 		}
-		if n := len(out); n > 0 && out[n-1].End.Equal(w.Start) {
+		last := n > 0 && (out[n-1].End.Equal(w.Start) || out[n-1].End.Add(width).Equal(w.Start))
+		if last {
+			if pending != nil && pending.Start.Equal(out[n-1].End) {
+				out[n-1].FirstAttempts += pending.FirstAttempts
+				out[n-1].Attempts += pending.FirstAttempts + pending.Retries
+			}
 			out[n-1].End = w.Start.Add(width)
-			out[n-1].Windows++
+			out[n-1].Windows = int(out[n-1].End.Sub(out[n-1].Start) / width)
 			out[n-1].FirstAttempts += m.FirstAttempts
 			out[n-1].Attempts += m.FirstAttempts + m.Retries
+			hots[n-1]++
 		} else {
 			out = append(out, Sustained{Start: w.Start, End: w.Start.Add(width), Windows: 1, FirstAttempts: m.FirstAttempts, Attempts: m.FirstAttempts + m.Retries})
+			hots = append(hots, 1)
+		}
+		pending = nil
+	}
+	kept := out[:0]
+	for k, st := range out {
+		if hots[k] >= need {
+			kept = append(kept, st)
 		}
 	}
+	out = kept
 	for k := range out {
 		out[k].Shed = float64(out[k].Attempts-out[k].FirstAttempts) / out[k].End.Sub(out[k].Start).Seconds()
 	}

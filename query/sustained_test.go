@@ -5,12 +5,13 @@ import (
 	"time"
 )
 
-// RetrySustained on hand-made windows of a second: a healthy second, two seconds kept down
-// by retries (200 first attempts, 800 attempts, none answered 2xx, 380 abandoned by a
+// RetrySustained on hand-made windows of a second: a healthy second, three seconds kept
+// down by retries (200 first attempts, 800 attempts, none answered 2xx, 380 abandoned by a
 // client that waited: more work taken on than the 200 first attempts bring), a second as
 // broken but busy with less (100 abandoned), a second whose first attempts fell to 60
-// (under half the median 200), then two more kept down: two stretches, of 2 and 2 windows,
-// each shedding (800-200)·2/2 = 600 attempts a second.
+// (under half the median 200), then a hot second, one broken one (bridged: one window
+// apart), two hot ones, two healthy seconds and a lone hot second (under the 3 a stretch
+// needs). Two stretches: seconds 1-3 and 6-9, each shedding 600 attempts a second.
 func TestRetrySustained(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
@@ -21,22 +22,31 @@ func TestRetrySustained(t *testing.T) {
 		return Window{Start: t0.Add(time.Duration(s) * time.Second), Metrics: Metrics{FirstAttempts: first, Retries: retries,
 			Amplification: &amp, ActualSuccess: &success, Abandoned: Split{First: abandoned / 4, Retry: abandoned - abandoned/4}}}
 	}
+	hot := func(s int) Window { return win(s, 200, 600, 0, 380) }
 	ws := []Window{
 		win(0, 200, 0, 200, 0),
-		win(1, 200, 600, 0, 380), win(2, 200, 600, 0, 380),
-		win(3, 200, 600, 0, 100), // broken: takes on less than its first attempts
-		win(4, 60, 180, 0, 200),  // first attempts far under their baseline
-		win(5, 200, 600, 0, 380), win(6, 200, 600, 0, 380),
+		hot(1), hot(2), hot(3),
+		win(4, 200, 600, 0, 100), // broken: takes on less than its first attempts
+		win(5, 60, 180, 0, 200),  // first attempts far under their baseline
+		hot(6), win(7, 200, 600, 0, 100), hot(8), hot(9),
+		win(10, 200, 0, 200, 0), win(11, 200, 0, 200, 0),
+		hot(12),
 	}
 	got := RetrySustained(ws, time.Second, DefaultRules())
 	if len(got) != 2 {
 		t.Fatalf("%d stretches, want 2: %+v", len(got), got)
 	}
-	for i, from := range []int{1, 5} {
-		s := got[i]
-		if !s.Start.Equal(t0.Add(time.Duration(from)*time.Second)) || s.Windows != 2 || s.FirstAttempts != 400 || s.Attempts != 1600 || s.Shed != 600 {
-			t.Errorf("stretch %d: %+v; want from second %d, 2 windows, 400 first attempts, 1600 attempts, shed 600/s", i, s, from)
+	for i, want := range []Sustained{
+		{Start: t0.Add(time.Second), End: t0.Add(4 * time.Second), Windows: 3, FirstAttempts: 600, Attempts: 2400, Shed: 600},
+		{Start: t0.Add(6 * time.Second), End: t0.Add(10 * time.Second), Windows: 4, FirstAttempts: 800, Attempts: 3200, Shed: 600},
+	} {
+		if got[i] != want {
+			t.Errorf("stretch %d: %+v, want %+v", i, got[i], want)
 		}
+	}
+	// on minutes, one hot window is a stretch
+	if got := RetrySustained([]Window{{Start: t0, Metrics: hot(0).Metrics}}, time.Minute, DefaultRules()); len(got) != 1 {
+		t.Errorf("one hot minute: %+v, want a stretch", got)
 	}
 	if got := RetrySustained(nil, time.Second, DefaultRules()); got != nil {
 		t.Errorf("no windows: %+v", got)
