@@ -108,3 +108,35 @@ func (f Figure) Sums(c Counts) (num, den int64) {
 	}
 	return add(f.Num), add(f.Den)
 }
+
+// FiguresMarkdown is the table of Figures that docs/metrics.md carries (checked by
+// TestFiguresDoc): each figure's key, formula over the count columns, and meaning.
+func FiguresMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| figure | formula over counts | can pass 1 | what |\n| --- | --- | --- | --- |\n")
+	sum := func(names []string) string {
+		var parts []string
+		for i, n := range names {
+			switch {
+			case strings.HasPrefix(n, "-"):
+				parts = append(parts, "− `"+n[1:]+"`")
+			case i > 0:
+				parts = append(parts, "+ `"+n+"`")
+			default:
+				parts = append(parts, "`"+n+"`")
+			}
+		}
+		if len(parts) > 1 {
+			return "(" + strings.Join(parts, " ") + ")"
+		}
+		return parts[0]
+	}
+	for _, f := range Figures {
+		above := "no"
+		if f.AboveOne {
+			above = "yes"
+		}
+		b.WriteString("| `" + f.Key + "` | " + sum(f.Num) + " / " + sum(f.Den) + " | " + above + " | " + f.Help + " |\n")
+	}
+	return b.String()
+}
