@@ -19,29 +19,60 @@ type Figure struct {
 	AboveOne bool
 }
 
-// Figures are the ratios every surface shows (docs/metrics.md).
+// Figures are the ratios every surface shows (docs/metrics.md), each defined here alone:
+// the report's JSON carries every one by its key (Metrics.Figure), watch serves its
+// numerator and denominator, the Prometheus rules and the docs' table are written from it.
 var Figures = []Figure{
-	figAmplification.Figure, figRetryRate.Figure, figRetrySuccess.Figure, figExtraLoad.Figure,
-	figActualSuccess.Figure, figEffectiveSuccess.Figure, figProxyAmplification.Figure,
+	{Key: "amplification", Num: []string{"first_attempts", "retries"}, Den: []string{"first_attempts"}, AboveOne: true,
+		Help: "Attempts per first attempt, over lines with an attempt number: 1.0 is healthy, above 1.5 a storm."},
+	{Key: "retry_rate", Num: []string{"second_attempts"}, Den: []string{"first_attempts"}, AboveOne: true,
+		Help: "The share of requests retried at least once: attempts numbered 1 per attempt numbered 0."},
+	{Key: "retry_success_rate", Num: []string{"retries_ok"}, Den: []string{"retries", "-cancelled_retry"},
+		Help: "Retries answered 2xx, of retries not cancelled because another attempt of the request won."},
+	{Key: "extra_load", Num: []string{"retries"}, Den: []string{"first_attempts", "retries"},
+		Help: "The share of attempts that were retries."},
+	{Key: "actual_success", Num: []string{"tagged_ok"}, Den: []string{"first_attempts", "retries"},
+		Help: "The share of attempts answered 2xx."},
+	{Key: "effective_success", Num: []string{"strong_firsts_ok", "-multi_firsts_ok", "final_ok"}, Den: []string{"strong_firsts", "-multi_firsts", "logical"},
+		Help: "The share of logical requests whose outcome was 2xx."},
+	{Key: "proxy_amplification", Num: []string{"upstream_tries"}, Den: []string{"proxied"}, AboveOne: true,
+		Help: "The gateway's own tries upstream per line, over lines that record them."},
 }
 
+// The figures Metrics has fields for, and the rules watch.
 var (
-	figAmplification = figure(Figure{Key: "amplification", Num: []string{"first_attempts", "retries"}, Den: []string{"first_attempts"}, AboveOne: true,
-		Help: "Attempts per first attempt, over lines with an attempt number: 1.0 is healthy, above 1.5 a storm."})
-	figRetryRate = figure(Figure{Key: "retry_rate", Num: []string{"second_attempts"}, Den: []string{"first_attempts"}, AboveOne: true,
-		Help: "The share of requests retried at least once: attempts numbered 1 per attempt numbered 0."})
-	figRetrySuccess = figure(Figure{Key: "retry_success_rate", Num: []string{"retries_ok"}, Den: []string{"retries", "-cancelled_retry"},
-		Help: "Retries answered 2xx, of retries not cancelled because another attempt of the request won."})
-	figExtraLoad = figure(Figure{Key: "extra_load", Num: []string{"retries"}, Den: []string{"first_attempts", "retries"},
-		Help: "The share of attempts that were retries."})
-	figActualSuccess = figure(Figure{Key: "actual_success", Num: []string{"tagged_ok"}, Den: []string{"first_attempts", "retries"},
-		Help: "The share of attempts answered 2xx."})
-	figEffectiveSuccess = figure(Figure{Key: "effective_success",
-		Num: []string{"strong_firsts_ok", "-multi_firsts_ok", "final_ok"}, Den: []string{"strong_firsts", "-multi_firsts", "logical"},
-		Help: "The share of logical requests whose outcome was 2xx."})
-	figProxyAmplification = figure(Figure{Key: "proxy_amplification", Num: []string{"upstream_tries"}, Den: []string{"proxied"}, AboveOne: true,
-		Help: "The gateway's own tries upstream per line, over lines that record them."})
+	figAmplification      = figureOf("amplification")
+	figRetryRate          = figureOf("retry_rate")
+	figRetrySuccess       = figureOf("retry_success_rate")
+	figExtraLoad          = figureOf("extra_load")
+	figActualSuccess      = figureOf("actual_success")
+	figEffectiveSuccess   = figureOf("effective_success")
+	figProxyAmplification = figureOf("proxy_amplification")
 )
+
+func figureOf(key string) resolved {
+	for _, f := range Figures {
+		if f.Key == key {
+			return figure(f)
+		}
+	}
+	panic("query: no figure " + key)
+}
+
+// Figure returns the figure of key (Figures) over m's counts: nil without a denominator.
+func (m Metrics) Figure(key string) *float64 {
+	for _, f := range Figures {
+		if f.Key == key {
+			num, den := f.Sums(m.Counts)
+			if den <= 0 {
+				return nil
+			}
+			x := float64(num) / float64(den)
+			return &x
+		}
+	}
+	return nil
+}
 
 // resolved is a Figure with its counts' places found once.
 type resolved struct {

@@ -24,7 +24,7 @@ type column struct {
 	show   func(query.Metrics) string // the cell people read; nil: value as it is
 }
 
-var columns = []column{
+var columns = withFigures([]column{
 	{key: "requests", header: "requests", csv: true, drop: 9, value: func(m query.Metrics) any { return m.Requests }},
 	{key: "untagged", header: "untagged", csv: true, drop: 1, value: func(m query.Metrics) any { return m.Untagged }},
 	{key: "inferred", csv: true, value: func(m query.Metrics) any { return m.Inferred }},
@@ -64,6 +64,20 @@ var columns = []column{
 	{key: verdictKey, header: "verdict", csv: true, value: func(m query.Metrics) any { return m.Verdict }},
 	// why a row is fuelling: the alert rules that fired in its own minutes
 	{key: "alerts", value: func(m query.Metrics) any { return orEmptyList(m.Fired) }},
+})
+
+// withFigures adds, before the verdict, a JSON column for every figure of query.Figures
+// that cs does not show: a new figure reaches the JSON with its one catalogue line.
+func withFigures(cs []column) []column {
+	i := slices.IndexFunc(cs, func(c column) bool { return c.key == verdictKey })
+	var add []column
+	for _, f := range query.Figures {
+		if !slices.ContainsFunc(cs, func(c column) bool { return c.key == f.Key }) {
+			key := f.Key
+			add = append(add, column{key: key, value: func(m query.Metrics) any { return m.Figure(key) }})
+		}
+	}
+	return slices.Insert(cs, i, add...)
 }
 
 const verdictKey = "verdict"
