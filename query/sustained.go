@@ -21,7 +21,7 @@ const baselineShare = 0.5
 
 // sustainedWindows is how many windows that read retry-sustained a stretch needs, under a
 // minute (RetrySustained).
-const sustainedWindows = 3
+const sustainedWindows = 2
 
 // Sustained is a stretch of consecutive windows in which the overload was kept up by
 // retries (RetrySustained).

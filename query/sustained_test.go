@@ -10,8 +10,8 @@ import (
 // client that waited: more work taken on than the 200 first attempts bring), a second as
 // broken but busy with less (100 abandoned), a second whose first attempts fell to 60
 // (under half the median 200), then a hot second, one broken one (bridged: one window
-// apart), two hot ones, two healthy seconds and a lone hot second (under the 3 a stretch
-// needs). Two stretches: seconds 1-3 and 6-9, each shedding 600 attempts a second.
+// apart), two hot ones, two healthy seconds and a lone hot second (under the windows a stretch
+// needs: 2). Two stretches: seconds 1-3 and 6-9, each shedding 600 attempts a second.
 func TestRetrySustained(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
