@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrylens/retrylens/budget"
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -39,8 +40,8 @@ type Result struct {
 	Location  *time.Location // how times are shown; nil is UTC
 	By        string         // the grouping of Groups (--by), if any
 	From, To  time.Time
-	Summary   query.Metrics
-	Windows   []query.Window
+	Summary   judge.Metrics
+	Windows   []judge.Window
 	Endpoints []query.Group // by "METHOD route"
 	// MoreEndpoints is how many endpoints with retries Endpoints leaves out (Options.Top).
 	MoreEndpoints int
@@ -48,14 +49,14 @@ type Result struct {
 	Loops         query.Loops429
 	Findings      []query.Finding
 	Linking       query.Linking
-	Alerts        []query.Alert
+	Alerts        []judge.Alert
 	Backoff       []query.Backoff
 	Hedging       query.Hedging
 	Incidents     []query.Incident
-	Sustained     []query.Sustained // stretches of retry-sustained overload, in the windows
+	Sustained     []judge.Sustained // stretches of retry-sustained overload, in the windows
 	// For html: the timeline's buckets (see ChartWidth), logical requests per number of
 	// attempts and the gap histograms.
-	Chart         []query.Window
+	Chart         []judge.Window
 	ChartWidth    time.Duration
 	AttemptCounts []query.AttemptCount
 	Gaps          []query.GapHistogram
@@ -65,7 +66,7 @@ type Result struct {
 func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 	rules := o.Query.Rules
 	if rules == nil {
-		rules = query.DefaultRules()
+		rules = judge.DefaultRules()
 	}
 	set, err := query.Open(ctx, db, o.Query)
 	if err != nil {
@@ -124,15 +125,15 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 	// Alerts on the report's windows: minutes, or the windows themselves when they are
 	// shorter (each judged on its own counts, not its minute's).
 	if o.Width < time.Minute {
-		r.Alerts = query.WindowAlerts(r.Windows, o.Width, rules)
+		r.Alerts = judge.WindowAlerts(r.Windows, o.Width, rules)
 	} else if r.Alerts, err = set.Alerts(ctx); err != nil {
 		return nil, err
 	}
 	// Incidents on minutes, or on the report's windows when they are shorter: an incident
 	// starts where its evidence starts.
-	incidents := query.Incidents(minutes, rules)
+	incidents := judge.Incidents(minutes, rules)
 	if o.Width < time.Minute {
-		incidents = query.IncidentsAt(r.Windows, o.Width, rules)
+		incidents = judge.IncidentsAt(r.Windows, o.Width, rules)
 	}
 	for i, span := range incidents {
 		if i == MaxIncidents {
@@ -144,10 +145,10 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 		}
 		r.Incidents = append(r.Incidents, in)
 	}
-	query.MarkFuelling(r.Windows, o.Width, r.Alerts, rules)
-	r.Sustained = query.RetrySustained(r.Windows, o.Width, rules)
-	query.PeakShed(r.Sustained, o.Width, minutes)
-	r.Summary = query.Judged(r.Summary, query.Fired(r.Alerts), rules)
+	judge.MarkFuelling(r.Windows, o.Width, r.Alerts, rules)
+	r.Sustained = judge.RetrySustained(r.Windows, o.Width, rules)
+	judge.PeakShed(r.Sustained, o.Width, minutes)
+	r.Summary = judge.Judged(r.Summary, judge.Fired(r.Alerts), rules)
 	return r, nil
 }
 
@@ -156,11 +157,11 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 type Check struct {
 	FailOn   string
 	Failing  int
-	Alerts   []query.Alert
+	Alerts   []judge.Alert
 	Findings []query.Finding
-	Summary  query.Metrics // the rows checked: none, or none tagged, is no evidence of health
+	Summary  judge.Metrics // the rows checked: none, or none tagged, is no evidence of health
 	// Sustained are the stretches of retry-sustained overload in the checked windows.
-	Sustained []query.Sustained
+	Sustained []judge.Sustained
 	// FailedOn is why the check fails, in order: each alert at or above FailOn, then each
 	// finding of the kinds asked to fail on that is present (a retry-sustained stretch
 	// each). Empty when it passes.
@@ -180,13 +181,13 @@ type Failure struct {
 // rows o.Query selects, or on windows of o.Width when it is under a minute (each judged
 // on its own counts, as a report at that width judges them), and finds the policy
 // findings (o.MaxAttempts: the policy's cap). failOn is the severity that fails a check
-// (query.AtLeast), failKinds the findings that fail it.
+// (judge.AtLeast), failKinds the findings that fail it.
 func Alerts(ctx context.Context, db *sql.DB, o Options, failOn string, failKinds []string) (Check, error) {
 	c := Check{FailOn: failOn}
 	qo := o.Query
 	rules := qo.Rules
 	if rules == nil {
-		rules = query.DefaultRules()
+		rules = judge.DefaultRules()
 	}
 	set, err := query.Open(ctx, db, qo)
 	if err != nil {
@@ -205,16 +206,16 @@ func Alerts(ctx context.Context, db *sql.DB, o Options, failOn string, failKinds
 		return c, err
 	}
 	if width < time.Minute {
-		c.Alerts = query.WindowAlerts(windows, width, rules)
+		c.Alerts = judge.WindowAlerts(windows, width, rules)
 	} else if c.Alerts, err = set.Alerts(ctx); err != nil {
 		return c, err
 	}
 	if c.Findings, err = set.Findings(ctx, o.MaxAttempts); err != nil {
 		return c, err
 	}
-	c.Sustained = query.RetrySustained(windows, width, rules)
+	c.Sustained = judge.RetrySustained(windows, width, rules)
 	for _, a := range c.Alerts {
-		if query.AtLeast(a.Severity, failOn) {
+		if judge.AtLeast(a.Severity, failOn) {
 			c.Failing++
 			c.FailedOn = append(c.FailedOn, Failure{Kind: "alert", Rule: a.Rule, Severity: a.Severity, Start: a.Start, End: a.End})
 		}
@@ -224,9 +225,9 @@ func Alerts(ctx context.Context, db *sql.DB, o Options, failOn string, failKinds
 			c.FailedOn = append(c.FailedOn, Failure{Kind: f.Kind, Count: f.Count})
 		}
 	}
-	if slices.Contains(failKinds, query.SustainedFinding) {
+	if slices.Contains(failKinds, judge.SustainedFinding) {
 		for _, s := range c.Sustained {
-			c.FailedOn = append(c.FailedOn, Failure{Kind: query.SustainedFinding, Start: s.Start, End: s.End})
+			c.FailedOn = append(c.FailedOn, Failure{Kind: judge.SustainedFinding, Start: s.Start, End: s.End})
 		}
 	}
 	return c, nil

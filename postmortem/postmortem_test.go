@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrylens/retrylens/budget"
 	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/query"
 )
@@ -34,7 +35,7 @@ func TestBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := r.Summary
-	if s.Requests != 125 || s.FirstAttempts != 80 || s.Retries != 42 || s.Verdict != query.Fuelling || len(s.Fired) != 3 {
+	if s.Requests != 125 || s.FirstAttempts != 80 || s.Retries != 42 || s.Verdict != judge.Fuelling || len(s.Fired) != 3 {
 		t.Errorf("summary: %+v", s)
 	}
 	t0 := time.Date(2026, 11, 29, 14, 20, 0, 0, time.UTC)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/lab"
 	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/query"
@@ -25,9 +26,9 @@ import (
 // default options: what stored answers hold (query/answers.go).
 type Answerable struct {
 	Span          [2]time.Time
-	Summary       query.Metrics
-	Hours, Mins   []query.Window
-	Alerts        []query.Alert
+	Summary       judge.Metrics
+	Hours, Mins   []judge.Window
+	Alerts        []judge.Alert
 	Top           []query.Group // the default --top routes
 	More          int
 	Loops         query.Loops429
@@ -42,7 +43,7 @@ type Answerable struct {
 // everything is every figure a report reads from a Set.
 type everything struct {
 	Answerable
-	Odd    []query.Window // 90 s windows: computed from the rows either way
+	Odd    []judge.Window // 90 s windows: computed from the rows either way
 	Groups map[string][]query.Group
 }
 
@@ -308,7 +309,7 @@ func TestStoredAnswers(t *testing.T) {
 	if got := hedging(query.Options{}); got != altered {
 		t.Errorf("every row: hedged requests %d, want the stored %d", got, altered)
 	}
-	rules := query.DefaultRules()
+	rules := judge.DefaultRules()
 	rules[0].Threshold += 0.01
 	for _, o := range []query.Options{
 		{Since: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), Until: time.Date(2026, 11, 29, 14, 30, 0, 0, time.UTC)},
@@ -382,7 +383,7 @@ func TestAnswersThenFill(t *testing.T) {
 	type figures struct {
 		Answerable
 		Every                 []query.Group
-		IncidentBefore, After query.Metrics
+		IncidentBefore, After judge.Metrics
 	}
 	ask := func(s *query.Set) figures {
 		t.Helper()
@@ -390,7 +391,7 @@ func TestAnswersThenFill(t *testing.T) {
 		var err error
 		f.Every, _, err = s.TopGroups(ctx, "route", 0)
 		readFatal(t, "every endpoint", err)
-		in, err := s.Compare(ctx, query.Span{Start: time.Date(2026, 11, 29, 14, 10, 0, 0, time.UTC), End: time.Date(2026, 11, 29, 14, 20, 0, 0, time.UTC)})
+		in, err := s.Compare(ctx, judge.Span{Start: time.Date(2026, 11, 29, 14, 10, 0, 0, time.UTC), End: time.Date(2026, 11, 29, 14, 20, 0, 0, time.UTC)})
 		readFatal(t, "incident", err)
 		f.IncidentBefore, f.After = in.Before, in.After
 		return f

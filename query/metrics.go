@@ -3,75 +3,9 @@ package query
 import (
 	"database/sql"
 	"fmt"
+
+	"github.com/retrylens/retrylens/judge"
 )
-
-// Metrics are the metrics of docs/metrics.md for a set of rows. Ratios are nil when their
-// denominator is zero.
-type Metrics struct {
-	Requests         int64
-	Untagged         int64
-	Inferred         int64 // rows whose attempt number was inferred (--infer-attempts)
-	FirstAttempts    int64
-	Retries          int64
-	Amplification    *float64
-	RetryRate        *float64
-	RetrySuccessRate *float64
-	ExtraLoad        *float64
-	ActualSuccess    *float64
-	Recovered        int64    // logical requests whose first attempt failed and a retry succeeded
-	Exhausted        int64    // logical requests that retried and never got 2xx
-	EffectiveSuccess *float64 // 2xx share of logical requests' final attempts
-	Status5xx        Split
-	Status429        Split
-	Status499        Split
-	Abandoned        Split // answers the client did not wait for: 499, or 0 (Caddy, Envoy)
-	Cancelled        Split // of those, attempts abandoned because another attempt of the request won
-	// ProxyAmplification is upstream tries per line, over lines that record them (nginx's
-	// $upstream_status list): the gateway's own retries, kept apart from the client's.
-	ProxyAmplification *float64
-	// UpstreamLoad is the tries the upstream saw per logical request across both layers:
-	// the client's attempts per first attempt times the gateway's tries per line, when the
-	// lines record the gateway's tries (nil otherwise).
-	UpstreamLoad *float64
-	Verdict      string   // see Verdict
-	Fired        []string // the alert rules that fired in the slice's own minutes: why it is fuelling
-	// Counts are the counts every figure is computed from (countColumns), for the
-	// surfaces that serve counts rather than figures (watch) or need one as it is.
-	Counts Counts
-}
-
-// Counts are a slice's counts in countColumns' order; Get reads one by its column.
-type Counts [numCounts]int64
-
-// numCounts is len(countColumns) (checked when the package starts).
-const numCounts = 29
-
-// Get returns the count of column col (countColumns); it panics on a column the
-// catalogue lacks, a programming error.
-func (c Counts) Get(col string) int64 {
-	i, ok := countIndex[col]
-	if !ok {
-		panic("query: no count " + col)
-	}
-	return c[i]
-}
-
-// CountNames are the columns of Counts, in order.
-func CountNames() []string {
-	names := make([]string, len(countColumns))
-	for i, c := range countColumns {
-		names[i] = c.col
-	}
-	return names
-}
-
-// Split is a count split between first attempts and retries.
-type Split struct {
-	First, Retry int64
-}
-
-// Total is First + Retry.
-func (s Split) Total() int64 { return s.First + s.Retry }
 
 // counts are the raw figures behind a group's Metrics (metrics.sql and logical.sql).
 // They add up: the counts of a window are the sums of its minutes'.
@@ -80,8 +14,8 @@ type counts struct {
 	tagged, first, retries       int64
 	second                       int64 // attempts numbered 1: the first attempts retried
 	retriesOK, taggedOK          int64 // answered 2xx
-	s5xx, s429, s499             Split
-	abandoned, cancelled         Split
+	s5xx, s429, s499             judge.Split
+	abandoned, cancelled         judge.Split
 	proxied, tries               int64 // lines that record the proxy's tries, and those tries
 	strongFirsts, strongFirstsOK int64 // strong-keyed first attempts over all rows
 	recovered, exhausted         int64
@@ -131,16 +65,19 @@ var countColumns = []countColumn{
 	{"multi_firsts_ok", func(c *counts) *int64 { return &c.multiFirstsOK }},
 }
 
-// countPlaces finds a column's place in counts, countIndex its index in Counts.
-var countPlaces, countIndex = func() (map[string]func(*counts) *int64, map[string]int) {
-	if len(countColumns) != numCounts {
-		panic("query: numCounts is not len(countColumns)")
-	}
-	m, idx := map[string]func(*counts) *int64{}, map[string]int{}
+// countPlaces finds a column's place in counts.
+var countPlaces = func() map[string]func(*counts) *int64 {
+	m := map[string]func(*counts) *int64{}
 	for i, c := range countColumns {
-		m[c.col], idx[c.col] = c.place, i
+		if i >= len(judge.CountNames) || judge.CountNames[i] != c.col {
+			panic("query: countColumns is not in judge.CountNames's order at " + c.col)
+		}
+		m[c.col] = c.place
 	}
-	return m, idx
+	if len(countColumns) != len(judge.CountNames) {
+		panic("query: countColumns is not judge.CountNames")
+	}
+	return m
 }()
 
 func (c *counts) add(d counts) {
@@ -151,37 +88,36 @@ func (c *counts) add(d counts) {
 
 // metrics computes the metrics of docs/metrics.md from the counts: its figures are
 // those of the catalogue (Figures).
-func (c counts) metrics(rules []Rule) Metrics {
-	m := Metrics{
-		Requests:         c.requests,
-		Untagged:         c.untagged,
-		Inferred:         c.inferred,
-		FirstAttempts:    c.first,
-		Retries:          c.retries,
-		Recovered:        c.recovered,
-		Exhausted:        c.exhausted,
-		Status5xx:        c.s5xx,
-		Status429:        c.s429,
-		Status499:        c.s499,
-		Abandoned:        c.abandoned,
-		Cancelled:        c.cancelled,
-		Amplification:    figAmplification.of(&c),
-		RetryRate:        figRetryRate.of(&c),
-		RetrySuccessRate: figRetrySuccess.of(&c),
-		ExtraLoad:        figExtraLoad.of(&c),
-		ActualSuccess:    figActualSuccess.of(&c),
-		EffectiveSuccess: figEffectiveSuccess.of(&c),
-		// upstream tries per line, over lines that record them
-		ProxyAmplification: figProxyAmplification.of(&c),
-	}
-	if m.Amplification != nil && m.ProxyAmplification != nil {
-		load := *m.Amplification * *m.ProxyAmplification
-		m.UpstreamLoad = &load
+func (c counts) metrics(rules []judge.Rule) judge.Metrics {
+	m := judge.Metrics{
+		Requests:      c.requests,
+		Untagged:      c.untagged,
+		Inferred:      c.inferred,
+		FirstAttempts: c.first,
+		Retries:       c.retries,
+		Recovered:     c.recovered,
+		Exhausted:     c.exhausted,
+		Status5xx:     c.s5xx,
+		Status429:     c.s429,
+		Status499:     c.s499,
+		Abandoned:     c.abandoned,
+		Cancelled:     c.cancelled,
 	}
 	for i, f := range countColumns {
 		m.Counts[i] = *f.place(&c)
 	}
-	m.Verdict = Verdict(m, rules)
+	m.Amplification = judge.Ratio("amplification", &m.Counts)
+	m.RetryRate = judge.Ratio("retry_rate", &m.Counts)
+	m.RetrySuccessRate = judge.Ratio("retry_success_rate", &m.Counts)
+	m.ExtraLoad = judge.Ratio("extra_load", &m.Counts)
+	m.ActualSuccess = judge.Ratio("actual_success", &m.Counts)
+	m.EffectiveSuccess = judge.Ratio("effective_success", &m.Counts)
+	m.ProxyAmplification = judge.Ratio("proxy_amplification", &m.Counts) // upstream tries per line that records them
+	if m.Amplification != nil && m.ProxyAmplification != nil {
+		load := *m.Amplification * *m.ProxyAmplification
+		m.UpstreamLoad = &load
+	}
+	m.Verdict = judge.Verdict(m, rules)
 	return m
 }
 

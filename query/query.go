@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"text/template"
 	"time"
+
+	"github.com/retrylens/retrylens/judge"
 )
 
 //go:embed *.sql
@@ -59,7 +61,7 @@ type Options struct {
 	MaxGap        time.Duration // heuristic links and inference: at most this between attempts (default 60 s)
 	InferAttempts bool          // give untagged rows inferred attempt numbers
 	NoCache       bool          // link the rows again even when the stored cache would do
-	Rules         []Rule        // the alert rules, which give verdicts too; nil: DefaultRules
+	Rules         []judge.Rule  // the alert rules, which give verdicts too; nil: DefaultRules
 	Throttle      []int         // the statuses that throttle (loops, blind retries); nil: 429
 	// Counted says that the rows no linking can change were counted where they are
 	// stored (a ClickHouse cluster's shards: package cluster) into tables of the Set's
@@ -105,7 +107,7 @@ func (o Options) Context() (before, after time.Time) {
 		maxGap = DefaultMaxGap
 	}
 	if rules == nil {
-		rules = DefaultRules()
+		rules = judge.DefaultRules()
 	}
 	around := rangeContext(maxGap, rules)
 	return moved(o.Since, -around), moved(o.Until, around)
@@ -137,7 +139,7 @@ const (
 // all their attempts (ten gaps of maxGap: a chain of ten attempts, each at most maxGap
 // after the one before), and the alerts that cross its bounds (four times the longest
 // sustain, for minutes that sustain them on the other side of a bound).
-func rangeContext(maxGap time.Duration, rules []Rule) time.Duration {
+func rangeContext(maxGap time.Duration, rules []judge.Rule) time.Duration {
 	around := 10 * maxGap
 	for _, r := range rules {
 		around = max(around, 4*r.Sustain)
@@ -156,7 +158,7 @@ type Set struct {
 	throttle string // Options.Throttle as an SQL list of integers
 
 	buckets      map[int][]bucket                                    // the time table's counts, per grain in seconds (see buckets)
-	rules        []Rule                                              // for verdicts
+	rules        []judge.Rule                                        // for verdicts
 	since, until time.Time                                           // the range; zero when open
 	recorded     map[string][]byte                                   // the answers computed, by name, when storeAnswers asks (see answered)
 	answers      func(context.Context, string) ([]byte, bool, error) // the stored answers of this Set's rows, if any (see answered)
@@ -236,7 +238,7 @@ func newSet(conn setConn, table string, o Options) (s *Set, route, method any) {
 		s.throttle = strings.Join(codes, ", ")
 	}
 	if s.rules == nil {
-		s.rules = DefaultRules()
+		s.rules = judge.DefaultRules()
 	}
 	if o.Route != "" {
 		route = o.Route
@@ -522,16 +524,10 @@ func timeLiteral(t time.Time, open string) string {
 	return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.999999") + "'"
 }
 
-// Window is the metrics of one time bucket.
-type Window struct {
-	Start time.Time
-	Metrics
-}
-
 // Group is the metrics of one value of a grouping (--by).
 type Group struct {
 	Key string // "GET /api/users/:id" for routes; the status, attempt or host otherwise
-	Metrics
+	judge.Metrics
 }
 
 // Groupings are the values --by accepts, with the row expression each groups by.
@@ -545,10 +541,10 @@ var Groupings = map[string]string{
 
 // Summary returns the metrics over the whole Set: the sum of its time table (see
 // buckets), rows without a time included.
-func (s *Set) Summary(ctx context.Context) (Metrics, error) {
+func (s *Set) Summary(ctx context.Context) (judge.Metrics, error) {
 	bs, err := s.bucketsOf(ctx, minuteGrain)
 	if err != nil {
-		return Metrics{}, err
+		return judge.Metrics{}, err
 	}
 	var c counts
 	for _, b := range bs {
@@ -612,7 +608,7 @@ func (s *Set) countBuckets(ctx context.Context, grain int) ([]bucket, error) {
 // midnight). A logical request belongs to the window of its first attempt. Windows add up
 // the time table's buckets: a minute's, or for widths and offsets that are not whole
 // minutes, the largest grain that divides them and a minute (docs/internals.md).
-func (s *Set) Windows(ctx context.Context, width, offset time.Duration) ([]Window, error) {
+func (s *Set) Windows(ctx context.Context, width, offset time.Duration) ([]judge.Window, error) {
 	if width < time.Second || width%time.Second != 0 || offset%time.Second != 0 {
 		return nil, fmt.Errorf("window %v at offset %v: want whole numbers of seconds", width, offset)
 	}
@@ -622,7 +618,7 @@ func (s *Set) Windows(ctx context.Context, width, offset time.Duration) ([]Windo
 	if err != nil {
 		return nil, err
 	}
-	var ws []Window
+	var ws []judge.Window
 	var cs []counts
 	for _, b := range bs {
 		if !b.valid {
@@ -631,7 +627,7 @@ func (s *Set) Windows(ctx context.Context, width, offset time.Duration) ([]Windo
 		u := b.start.Unix() + off
 		start := time.Unix(u-((u%w)+w)%w-off, 0).UTC()
 		if n := len(ws); n == 0 || !ws[n-1].Start.Equal(start) {
-			ws = append(ws, Window{Start: start})
+			ws = append(ws, judge.Window{Start: start})
 			cs = append(cs, counts{})
 		}
 		cs[len(cs)-1].add(b.c)
@@ -706,8 +702,8 @@ type groupCounts struct {
 	fired []string
 }
 
-func (g groupCounts) group(rules []Rule) Group {
-	return Group{Key: g.key, Metrics: Judged(g.c.metrics(rules), g.fired, rules)}
+func (g groupCounts) group(rules []judge.Rule) Group {
+	return Group{Key: g.key, Metrics: judge.Judged(g.c.metrics(rules), g.fired, rules)}
 }
 
 // DefaultTop is how many endpoints with retries a report's table shows by default.
@@ -765,11 +761,11 @@ func (s *Set) topGroups(ctx context.Context, by string, top int) (gs []groupCoun
 // context around its range (the edges table), and returns the alerts that overlap the
 // range: one that fires across a bound is reported by each side, as a report over every
 // row reports it in both windows.
-func (s *Set) Alerts(ctx context.Context) ([]Alert, error) {
-	return answered(ctx, s, "Alerts", func() ([]Alert, error) { return s.alerts(ctx) })
+func (s *Set) Alerts(ctx context.Context) ([]judge.Alert, error) {
+	return answered(ctx, s, "Alerts", func() ([]judge.Alert, error) { return s.alerts(ctx) })
 }
 
-func (s *Set) alerts(ctx context.Context) ([]Alert, error) {
+func (s *Set) alerts(ctx context.Context) ([]judge.Alert, error) {
 	bs, err := s.bucketsOf(ctx, minuteGrain)
 	if err != nil {
 		return nil, err
@@ -801,12 +797,12 @@ func (s *Set) alerts(ctx context.Context) ([]Alert, error) {
 	if err != nil {
 		return nil, err
 	}
-	minutes := make([]Window, 0, len(byMinute))
+	minutes := make([]judge.Window, 0, len(byMinute))
 	for start, c := range byMinute {
-		minutes = append(minutes, Window{Start: start, Metrics: c.metrics(s.rules)})
+		minutes = append(minutes, judge.Window{Start: start, Metrics: c.metrics(s.rules)})
 	}
-	slices.SortFunc(minutes, func(a, b Window) int { return a.Start.Compare(b.Start) })
-	return alertsIn(minutes, time.Minute, s.rules, s.since, s.until), nil
+	slices.SortFunc(minutes, func(a, b judge.Window) int { return a.Start.Compare(b.Start) })
+	return judge.AlertsIn(minutes, time.Minute, s.rules, s.since, s.until), nil
 }
 
 // groupAlerts returns, per group of gs (grouped by the row expression key), the rules that
@@ -815,12 +811,7 @@ func (s *Set) alerts(ctx context.Context) ([]Alert, error) {
 // evidence an alert needs are read (alert_groups.sql), among the groups whose totals have
 // it: a report of 100K routes has a few of them, not millions of minutes.
 func (s *Set) groupAlerts(ctx context.Context, key, table string, gs []groupCounts) (map[string][]string, error) {
-	var first, retries int64 = -1, -1 // the least any alert rule needs
-	for _, r := range s.rules {
-		if r.alert() {
-			first, retries = least(first, r.MinFirstAttempts), least(retries, r.MinRetries)
-		}
-	}
+	first, retries := judge.LeastEvidence(s.rules)
 	fired := map[string][]string{}
 	if err := s.ready(ctx); err != nil {
 		return nil, err
@@ -846,7 +837,7 @@ func (s *Set) groupAlerts(ctx context.Context, key, table string, gs []groupCoun
 	if _, err := s.conn.ExecContext(ctx, view); err != nil {
 		return nil, err
 	}
-	minutes := map[string][]Window{}
+	minutes := map[string][]judge.Window{}
 	var sc countScan
 	err = s.queryOn(ctx, "metrics.sql", "CAST(epoch_ms(ts) AS VARCHAR) || ' ' || ("+key+")", "galert", minuteGrain, nil, func(rows *sql.Rows) error {
 		var k sql.NullString
@@ -859,22 +850,14 @@ func (s *Set) groupAlerts(ctx context.Context, key, table string, gs []groupCoun
 		if !k.Valid || !ok || err != nil {
 			return nil // rows without a time belong to no minute
 		}
-		minutes[g] = append(minutes[g], Window{Start: time.UnixMilli(n).UTC(), Metrics: c.metrics(s.rules)})
+		minutes[g] = append(minutes[g], judge.Window{Start: time.UnixMilli(n).UTC(), Metrics: c.metrics(s.rules)})
 		return nil
 	})
 	for g, ms := range minutes {
-		slices.SortFunc(ms, func(a, b Window) int { return a.Start.Compare(b.Start) })
-		fired[g] = Fired(Alerts(ms, s.rules))
+		slices.SortFunc(ms, func(a, b judge.Window) int { return a.Start.Compare(b.Start) })
+		fired[g] = judge.Fired(judge.Alerts(ms, s.rules))
 	}
 	return fired, err
-}
-
-// least is the smaller of a and b, where a < 0 is none yet.
-func least(a, b int64) int64 {
-	if a < 0 || b < a {
-		return b
-	}
-	return a
 }
 
 // keyCounts are the counts of one group (grouped). A slice of pointers: one of 100K

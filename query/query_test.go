@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -63,7 +64,7 @@ func openSet(t *testing.T, db *sql.DB, o query.Options) *query.Set {
 }
 
 // summaryAndLinking is the set's summary and linking counts.
-func summaryAndLinking(t *testing.T, set *query.Set) (query.Metrics, query.Linking) {
+func summaryAndLinking(t *testing.T, set *query.Set) (judge.Metrics, query.Linking) {
 	t.Helper()
 	m, err := set.Summary(context.Background())
 	if err != nil {
@@ -106,15 +107,15 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := query.Metrics{
+	want := judge.Metrics{
 		Requests: 8, Untagged: 2, FirstAttempts: 2, Retries: 4,
 		Amplification: fp(6.0 / 2), RetryRate: fp(2.0 / 2), RetrySuccessRate: fp(2.0 / 4),
 		ExtraLoad: fp(4.0 / 6), ActualSuccess: fp(2.0 / 6),
 		Recovered: 2, Exhausted: 1, EffectiveSuccess: fp(2.0 / 3), // finals: a 200, b 200, c 499
-		Status5xx: query.Split{First: 1, Retry: 1}, Status429: query.Split{First: 1}, Status499: query.Split{Retry: 1}, Abandoned: query.Split{Retry: 1},
-		Verdict: query.Insufficient, // 2 first attempts: fewer than the rules look at
+		Status5xx: judge.Split{First: 1, Retry: 1}, Status429: judge.Split{First: 1}, Status499: judge.Split{Retry: 1}, Abandoned: judge.Split{Retry: 1},
+		Verdict: judge.Insufficient, // 2 first attempts: fewer than the rules look at
 	}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(query.Metrics{}, "Counts")); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(judge.Metrics{}, "Counts")); diff != "" {
 		t.Errorf("Summary (-want +got):\n%s", diff)
 	}
 	// the counts behind them, by name: a's and b's attempts numbered 1, the retries and

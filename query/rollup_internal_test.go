@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/parse"
 )
 
@@ -44,7 +45,7 @@ func TestMinuteRollup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want []Window
+		var want []judge.Window
 		key := fmt.Sprintf("time_bucket(to_seconds(%d), ts, TIMESTAMP '1970-01-01' - to_seconds(%d))", int64(tt.width/time.Second), int64(tt.offset/time.Second))
 		if _, err := set.bucketsOf(ctx, 1); err != nil { // builds the one-second tables
 			t.Fatal(err)
@@ -55,7 +56,7 @@ func TestMinuteRollup(t *testing.T) {
 		}
 		for _, e := range entries {
 			if k := e.k.(*sql.NullTime); k.Valid {
-				want = append(want, Window{Start: k.Time.UTC(), Metrics: e.c.metrics(DefaultRules())})
+				want = append(want, judge.Window{Start: k.Time.UTC(), Metrics: e.c.metrics(judge.DefaultRules())})
 			}
 		}
 		if len(want) < 2 && tt.width < time.Hour || len(want) > 1000 {
@@ -73,7 +74,7 @@ func TestMinuteRollup(t *testing.T) {
 	if err != nil || len(entries) != 1 {
 		t.Fatal(len(entries), err)
 	}
-	one := entries[0].c.metrics(DefaultRules())
+	one := entries[0].c.metrics(judge.DefaultRules())
 	if diff := cmp.Diff(one, sum, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 		t.Errorf("summary (-one group +sum of minutes):\n%s", diff)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -103,7 +104,7 @@ func TSV(w io.Writer, r *Report) error {
 	var b strings.Builder
 	b.WriteString(strings.Join(append([]string{"window"}, machineHeader...), "\t"))
 	b.WriteByte('\n')
-	row := func(label string, m query.Metrics) {
+	row := func(label string, m judge.Metrics) {
 		b.WriteString(strings.Join(append([]string{label}, machineCells(m)...), "\t"))
 		b.WriteByte('\n')
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -135,7 +136,7 @@ type htmlRow struct {
 type htmlCell struct{ Text, Class string }
 
 // metricRow is a row of an htmlTable.
-func metricRow(label, labelClass string, m query.Metrics) htmlRow {
+func metricRow(label, labelClass string, m judge.Metrics) htmlRow {
 	var row htmlRow
 	for i, c := range cells(label, m) {
 		class := ""
@@ -225,12 +226,12 @@ func share(n, of int64) *float64 {
 }
 
 func (r *Report) timeline() *timeline {
-	var spans []query.Span // alerts and incidents may reach past the chart's buckets
+	var spans []judge.Span // alerts and incidents may reach past the chart's buckets
 	for _, a := range r.Alerts {
-		spans = append(spans, query.Span{Start: a.Start, End: a.End})
+		spans = append(spans, judge.Span{Start: a.Start, End: a.End})
 	}
 	for _, in := range r.Incidents {
-		spans = append(spans, query.Span{Start: in.Start, End: in.End})
+		spans = append(spans, judge.Span{Start: in.Start, End: in.End})
 	}
 	t, x := r.frame(spans)
 	// The left axis runs from 1x in four steps of 0.25, 0.5, 1, 2, 5, … : round labels.
@@ -262,11 +263,11 @@ func (r *Report) timeline() *timeline {
 		}
 		t.Incidents = append(t.Incidents, rect)
 	}
-	r.series(t, x, "amp", func(m query.Metrics) *float64 { return m.Amplification }, yAmp)
-	r.series(t, x, "retry", func(m query.Metrics) *float64 { return m.RetryRate }, yPct)
-	r.series(t, x, "s5xx", func(m query.Metrics) *float64 { return share(m.Status5xx.Total(), m.Requests) }, yPct)
-	r.series(t, x, "s429", func(m query.Metrics) *float64 { return share(m.Status429.Total(), m.Requests) }, yPct)
-	r.series(t, x, "abandoned", func(m query.Metrics) *float64 { return share(m.Abandoned.Total(), m.Requests) }, yPct)
+	r.series(t, x, "amp", func(m judge.Metrics) *float64 { return m.Amplification }, yAmp)
+	r.series(t, x, "retry", func(m judge.Metrics) *float64 { return m.RetryRate }, yPct)
+	r.series(t, x, "s5xx", func(m judge.Metrics) *float64 { return share(m.Status5xx.Total(), m.Requests) }, yPct)
+	r.series(t, x, "s429", func(m judge.Metrics) *float64 { return share(m.Status429.Total(), m.Requests) }, yPct)
+	r.series(t, x, "abandoned", func(m judge.Metrics) *float64 { return share(m.Abandoned.Total(), m.Requests) }, yPct)
 	for _, w := range r.Chart {
 		x0, x1 := x(w.Start), x(w.Start.Add(r.ChartWidth))
 		m := w.Metrics
@@ -287,7 +288,7 @@ func (r *Report) timeline() *timeline {
 
 // frame is a time chart over the chart's buckets and spans (which may reach past them):
 // its geometry, its time labels, and where a time falls on it.
-func (r *Report) frame(spans []query.Span) (*timeline, func(time.Time) float64) {
+func (r *Report) frame(spans []judge.Span) (*timeline, func(time.Time) float64) {
 	t := &timeline{W: chartW, H: chartH, Left: padL, Right: chartW - padR, Top: padT, Bottom: chartH - padB,
 		Width: shortDuration(r.ChartWidth)}
 	from := r.Chart[0].Start
@@ -310,7 +311,7 @@ func (r *Report) frame(spans []query.Span) (*timeline, func(time.Time) float64) 
 
 // series draws one polyline of t per run of the chart's buckets that have a value; a gap
 // in the data (no traffic, or no value) breaks the line.
-func (r *Report) series(t *timeline, x func(time.Time) float64, class string, val func(query.Metrics) *float64, y func(float64) float64) {
+func (r *Report) series(t *timeline, x func(time.Time) float64, class string, val func(judge.Metrics) *float64, y func(float64) float64) {
 	var pts []byte
 	var prev time.Time
 	flush := func() {
@@ -338,9 +339,9 @@ func (r *Report) series(t *timeline, x func(time.Time) float64, class string, va
 // stretches of retry-sustained overload shaded: where the retries, not the clients, kept
 // it down.
 func (r *Report) load() *timeline {
-	var spans []query.Span
+	var spans []judge.Span
 	for _, s := range r.Sustained {
-		spans = append(spans, query.Span{Start: s.Start, End: s.End})
+		spans = append(spans, judge.Span{Start: s.Start, End: s.End})
 	}
 	t, x := r.frame(spans)
 	per := r.ChartWidth.Seconds()
@@ -358,9 +359,9 @@ func (r *Report) load() *timeline {
 			Title: fmt.Sprintf("retry-sustained overload %s: shedding the retries would take %.3g attempts/s off", r.span(s.Start, s.End), s.Shed)})
 	}
 	perSecond := func(n float64) *float64 { v := n / per; return &v }
-	r.series(t, x, "first", func(m query.Metrics) *float64 { return perSecond(float64(m.FirstAttempts)) }, y)
-	r.series(t, x, "attempts", func(m query.Metrics) *float64 { return perSecond(float64(m.FirstAttempts + m.Retries)) }, y)
-	r.series(t, x, "goodput", func(m query.Metrics) *float64 {
+	r.series(t, x, "first", func(m judge.Metrics) *float64 { return perSecond(float64(m.FirstAttempts)) }, y)
+	r.series(t, x, "attempts", func(m judge.Metrics) *float64 { return perSecond(float64(m.FirstAttempts + m.Retries)) }, y)
+	r.series(t, x, "goodput", func(m judge.Metrics) *float64 {
 		if m.ActualSuccess == nil {
 			return perSecond(0)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -12,7 +13,7 @@ import (
 // rates are fractions, times RFC 3339 in UTC. Its members, in order, are those JSON
 // writes (jsonw.go).
 
-// jsonSustained is query.Sustained (docs/json.md).
+// jsonSustained is judge.Sustained (docs/json.md).
 type jsonSustained struct {
 	Start         string  `json:"start"`
 	End           string  `json:"end"`
@@ -62,7 +63,7 @@ type jsonAlert struct {
 	Peak     float64 `json:"peak"`
 }
 
-func toJSONAlerts(as []query.Alert) []jsonAlert {
+func toJSONAlerts(as []judge.Alert) []jsonAlert {
 	out := make([]jsonAlert, 0, len(as))
 	for _, a := range as {
 		out = append(out, jsonAlert{Rule: a.Rule, Severity: a.Severity, Start: *rfc3339(a.Start), End: *rfc3339(a.End), Peak: a.Peak})

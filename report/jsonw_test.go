@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -18,10 +19,10 @@ func TestJSONWriterMatchesEncoding(t *testing.T) {
 	r := sample()
 	storm := r.Windows[1].Metrics
 	storm.Fired = []string{"retry_storm", "retry_rate_high"}
-	r.Endpoints = append(r.Endpoints, query.Group{Key: "POST /<script>\u2028\xff\"q\"", Metrics: storm}, query.Group{Key: "", Metrics: query.Metrics{}})
+	r.Endpoints = append(r.Endpoints, query.Group{Key: "POST /<script>\u2028\xff\"q\"", Metrics: storm}, query.Group{Key: "", Metrics: judge.Metrics{}})
 	r.By, r.Groups = "status", []query.Group{{Key: "502", Metrics: storm}}
-	r.Incidents = []query.Incident{{Span: query.Span{Start: r.From, End: r.To}, During: storm}}
-	r.Alerts = []query.Alert{{Rule: "retry_storm", Severity: "P1", Start: r.From, End: r.From.Add(time.Minute), Peak: 2.5}}
+	r.Incidents = []query.Incident{{Span: judge.Span{Start: r.From, End: r.To}, During: storm}}
+	r.Alerts = []judge.Alert{{Rule: "retry_storm", Severity: "P1", Start: r.From, End: r.From.Add(time.Minute), Peak: 2.5}}
 	r.Endpoint = "GET /api/items/:id"
 	for name, rep := range map[string]*Report{"rich": r, "empty": {GeneratedAt: r.GeneratedAt, Window: "1m"}} {
 		var got bytes.Buffer

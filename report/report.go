@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/postmortem"
-	"github.com/retrylens/retrylens/query"
 )
 
 // Report is a postmortem (computed by package postmortem) and how to render it.
@@ -115,7 +115,7 @@ func ratio(p *float64) string {
 	return fmt.Sprintf("%.2fx", *p)
 }
 
-func split(s query.Split) string {
+func split(s judge.Split) string {
 	if s.Total() == 0 {
 		return "0"
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 )
@@ -22,29 +23,29 @@ func fp(x float64) *float64 { return &x }
 // sample is a hand-made report: two windows, one calm and one storming, and a range
 // summary that is their sum (done by hand: 100+130 requests, 98+60 first attempts…).
 func sample() *Report {
-	calm := query.Metrics{Requests: 100, Untagged: 2, FirstAttempts: 98, Retries: 0, EffectiveSuccess: fp(1),
+	calm := judge.Metrics{Requests: 100, Untagged: 2, FirstAttempts: 98, Retries: 0, EffectiveSuccess: fp(1),
 		Amplification: fp(1), RetryRate: fp(0), ExtraLoad: fp(0), ActualSuccess: fp(1)}
-	storm := query.Metrics{Requests: 130, Untagged: 0, FirstAttempts: 60, Retries: 70,
+	storm := judge.Metrics{Requests: 130, Untagged: 0, FirstAttempts: 60, Retries: 70,
 		Amplification: fp(130.0 / 60), RetryRate: fp(40.0 / 60), RetrySuccessRate: fp(21.0 / 70),
 		ExtraLoad: fp(70.0 / 130), ActualSuccess: fp(51.0 / 130),
 		Recovered: 21, Exhausted: 12, EffectiveSuccess: fp(48.0 / 60),
-		Status5xx: query.Split{First: 35, Retry: 44}, Status429: query.Split{First: 4, Retry: 5}}
-	all := query.Metrics{Requests: 230, Untagged: 2, FirstAttempts: 158, Retries: 70,
+		Status5xx: judge.Split{First: 35, Retry: 44}, Status429: judge.Split{First: 4, Retry: 5}}
+	all := judge.Metrics{Requests: 230, Untagged: 2, FirstAttempts: 158, Retries: 70,
 		Amplification: fp(228.0 / 158), RetryRate: fp(40.0 / 158), RetrySuccessRate: fp(21.0 / 70),
 		ExtraLoad: fp(70.0 / 228), ActualSuccess: fp(149.0 / 228),
 		Recovered: 21, Exhausted: 12, EffectiveSuccess: fp(146.0 / 158),
-		Status5xx: query.Split{First: 35, Retry: 44}, Status429: query.Split{First: 4, Retry: 5}}
+		Status5xx: judge.Split{First: 35, Retry: 44}, Status429: judge.Split{First: 4, Retry: 5}}
 	// retry_storm fired in the storm's first minutes: it and the range are fuelling
 	t0 := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
-	storm15 := query.Alert{Rule: "retry_storm", Severity: "P1", Start: t0.Add(time.Hour), End: t0.Add(time.Hour + 5*time.Minute), Peak: 2.4}
-	rules, fired := query.DefaultRules(), []string{"retry_storm"}
-	calm, storm, all = query.Judged(calm, nil, rules), query.Judged(storm, fired, rules), query.Judged(all, fired, rules)
+	storm15 := judge.Alert{Rule: "retry_storm", Severity: "P1", Start: t0.Add(time.Hour), End: t0.Add(time.Hour + 5*time.Minute), Peak: 2.4}
+	rules, fired := judge.DefaultRules(), []string{"retry_storm"}
+	calm, storm, all = judge.Judged(calm, nil, rules), judge.Judged(storm, fired, rules), judge.Judged(all, fired, rules)
 	return &Report{GeneratedAt: time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC), Window: "1h", Result: postmortem.Result{
 		Width: time.Hour,
 		From:  t0.Add(512 * time.Millisecond), To: t0.Add(119*time.Minute + 30*time.Second),
 		Summary: all,
-		Windows: []query.Window{{Start: t0, Metrics: calm}, {Start: t0.Add(time.Hour), Metrics: storm}},
-		Alerts:  []query.Alert{storm15},
+		Windows: []judge.Window{{Start: t0, Metrics: calm}, {Start: t0.Add(time.Hour), Metrics: storm}},
+		Alerts:  []judge.Alert{storm15},
 		Loops:   query.Loops429{Loops: 3, MaxLength: 4, PrematureRetries: 5, BlindRetries: 2, Retry429Share: fp(5.0 / 9)},
 		Findings: []query.Finding{
 			{Kind: "duplicate_write_risk", Count: 2, Attempts: 3, Examples: []string{"req-1", "req-<b>2</b>\x1b[2J"}},

@@ -14,6 +14,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 )
@@ -33,9 +34,9 @@ func (r *Report) colored(c []string) []string {
 		return c
 	}
 	switch v := c[len(c)-1]; v {
-	case query.Fuelling:
+	case judge.Fuelling:
 		c[len(c)-1] = "\x1b[1;31m" + v + "\x1b[0m"
-	case query.Rescuing:
+	case judge.Rescuing:
 		c[len(c)-1] = "\x1b[32m" + v + "\x1b[0m"
 	}
 	return c
@@ -189,7 +190,7 @@ func Shown(s string) string {
 
 // gatewayRetried reports whether the gateway retried upstream too (proxy amplification
 // above 1): then the upstream's load across both layers is worth showing.
-func gatewayRetried(m query.Metrics) bool {
+func gatewayRetried(m judge.Metrics) bool {
 	return m.UpstreamLoad != nil && *m.ProxyAmplification > 1
 }
 
@@ -353,13 +354,13 @@ func (r *Report) coverage() []string {
 	}
 	thin := 0
 	for _, w := range r.Windows {
-		if w.Verdict == query.Insufficient {
+		if w.Verdict == judge.Insufficient {
 			thin++
 		}
 	}
 	if thin > 0 && m.FirstAttempts+m.Retries > 0 {
 		notes = append(notes, fmt.Sprintf("note: %d of %d windows had too little evidence to judge (%s: fewer first attempts than the rules' min_first_attempts, or a threshold crossed without an alert).",
-			thin, len(r.Windows), query.Insufficient))
+			thin, len(r.Windows), judge.Insufficient))
 	}
 	return notes
 }
@@ -550,7 +551,7 @@ func markdownEscape(s string) string {
 }
 
 // alertValue shows an alert's peak the way the table shows its metric.
-func alertValue(a query.Alert) string {
+func alertValue(a judge.Alert) string {
 	if a.Rule == "retry_storm" {
 		return ratio(&a.Peak)
 	}
@@ -596,7 +597,7 @@ type jsonFailure struct {
 
 // checkMarkdown is check's block for a pull request comment: a heading that says whether
 // it passes, the alerts as a table, the findings as a list.
-func checkMarkdown(w io.Writer, failOn string, failing int, as []query.Alert, fs []query.Finding, loc *time.Location) error {
+func checkMarkdown(w io.Writer, failOn string, failing int, as []judge.Alert, fs []query.Finding, loc *time.Location) error {
 	var b strings.Builder
 	status := "passes"
 	if failing > 0 {
@@ -623,7 +624,7 @@ func checkMarkdown(w io.Writer, failOn string, failing int, as []query.Alert, fs
 }
 
 // alerts writes the alerts that fired, one per line; "no alerts" when none.
-func alerts(w io.Writer, as []query.Alert, loc *time.Location) error {
+func alerts(w io.Writer, as []judge.Alert, loc *time.Location) error {
 	if len(as) == 0 {
 		_, err := fmt.Fprintln(w, "no alerts")
 		return err
@@ -640,7 +641,7 @@ func alerts(w io.Writer, as []query.Alert, loc *time.Location) error {
 
 // alertsTSV writes the alerts tab-separated with a header, times RFC 3339, for pipes and
 // scripts (check's output when stdout is not a terminal).
-func alertsTSV(w io.Writer, as []query.Alert) error {
+func alertsTSV(w io.Writer, as []judge.Alert) error {
 	var b strings.Builder
 	b.WriteString("severity\trule\tstart\tend\tpeak\n")
 	for _, a := range as {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 )
@@ -21,17 +22,17 @@ import (
 // all before.
 type snapshot struct {
 	until     time.Time
-	total     query.Counts
-	endpoints map[string]*query.Counts // named endpoints, by "METHOD route"
+	total     judge.Counts
+	endpoints map[string]*judge.Counts // named endpoints, by "METHOD route"
 	loops     query.Loops429           // the counts only
 	hedging   query.Hedging            // the counts only
 	findings  map[string]int64
 	gaps      []int64      // per bucket of query.GapEdges, every attempt number
 	gapSum    float64      // ms
-	window    query.Window // the last closed window (no attempt data when it had no request)
+	window    judge.Window // the last closed window (no attempt data when it had no request)
 }
 
-func addCounts(t *query.Counts, c query.Counts) {
+func addCounts(t *judge.Counts, c judge.Counts) {
 	for i := range t {
 		t[i] += c[i]
 	}
@@ -44,9 +45,9 @@ const otherEndpoint = "other"
 // series of their own in the order they are first seen until MaxEndpoints have one (w.mu
 // held). A nil s is empty.
 func (w *Watcher) add(s *snapshot, pm *postmortem.Result, until time.Time) *snapshot {
-	next := &snapshot{until: until, endpoints: map[string]*query.Counts{}, findings: map[string]int64{},
-		gaps: make([]int64, len(query.GapEdges)+1), window: query.Window{Start: until.Truncate(w.o.Width).Add(-w.o.Width)}}
-	next.window.Metrics = query.Judged(query.Metrics{}, nil, w.o.Figures.Query.Rules)
+	next := &snapshot{until: until, endpoints: map[string]*judge.Counts{}, findings: map[string]int64{},
+		gaps: make([]int64, len(query.GapEdges)+1), window: judge.Window{Start: until.Truncate(w.o.Width).Add(-w.o.Width)}}
+	next.window.Metrics = judge.Judged(judge.Metrics{}, nil, w.o.Figures.Query.Rules)
 	if s != nil {
 		next.total, next.loops, next.hedging, next.gapSum = s.total, s.loops, s.hedging, s.gapSum
 		for k, t := range s.endpoints {
@@ -66,7 +67,7 @@ func (w *Watcher) add(s *snapshot, pm *postmortem.Result, until time.Time) *snap
 			continue
 		}
 		if next.endpoints[e.Key] == nil {
-			next.endpoints[e.Key] = &query.Counts{}
+			next.endpoints[e.Key] = &judge.Counts{}
 		}
 		addCounts(next.endpoints[e.Key], e.Counts)
 	}
@@ -93,7 +94,7 @@ func (w *Watcher) add(s *snapshot, pm *postmortem.Result, until time.Time) *snap
 	return next
 }
 
-// liveCount is a count (a column of query.Counts) served per endpoint under a name
+// liveCount is a count (a column of judge.Counts) served per endpoint under a name
 // people graph, with the labels that tell it from the other counts of the same metric.
 type liveCount struct {
 	count  string
@@ -140,7 +141,7 @@ func (l liveCount) labelled() (names, values []string) {
 
 // The figures' numerators and denominators, per endpoint and labelled by figure: a
 // figure over any stretch of time is increase(numerator) / increase(denominator), the
-// report's formula (query.Figure.Sums), which PrometheusRules records.
+// report's formula (judge.Figure.Sums), which PrometheusRules records.
 const (
 	figureNumerator   = "retrylens_figure_numerator_total"
 	figureDenominator = "retrylens_figure_denominator_total"
@@ -156,7 +157,7 @@ func ratio(num, den int64) float64 {
 	return float64(num) / float64(den)
 }
 
-var verdicts = []string{query.Fuelling, query.Rescuing, query.Quiet, query.Insufficient, query.NoAttemptData}
+var verdicts = []string{judge.Fuelling, judge.Rescuing, judge.Quiet, judge.Insufficient, judge.NoAttemptData}
 
 // maxLabel is the longest label value kept: routes come from the logs.
 const maxLabel = 200
@@ -242,12 +243,12 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 		}
 		sums[key] += float64(v)
 	}
-	each := func(endpoint []string, c query.Counts) {
+	each := func(endpoint []string, c judge.Counts) {
 		for _, l := range liveCounts {
 			names, values := l.labelled()
 			emit(l.name, l.help, names, append(slices.Clone(endpoint), values...), c.Get(l.count))
 		}
-		for _, f := range query.Figures {
+		for _, f := range judge.Figures {
 			num, den := f.Sums(c)
 			labels := append(slices.Clone(endpoint), f.Key)
 			emit(figureNumerator, "Each figure's numerator (docs/live.md): the figure is increase(numerator) / increase(denominator).", []string{"figure"}, labels, num)
@@ -297,7 +298,7 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 	} {
 		c(g.name, g.help, float64(win.Counts.Get(g.count)), prometheus.GaugeValue)
 	}
-	for _, f := range query.Figures {
+	for _, f := range judge.Figures {
 		num, den := f.Sums(win.Counts)
 		c("retrylens_window_"+f.Key, f.Help+" In the last closed window (NaN without a denominator).", ratio(num, den), prometheus.GaugeValue)
 	}

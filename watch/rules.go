@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/retrylens/retrylens/query"
+	"github.com/retrylens/retrylens/judge"
 )
 
 // PrometheusRules writes a Prometheus rules file for the counters watch serves: for every
-// figure of query.Figures, a recording rule over 5 minutes, in all and per endpoint, that
+// figure of judge.Figures, a recording rule over 5 minutes, in all and per endpoint, that
 // divides the increase of its numerator by that of its denominator (the report's
 // formula, served as counters); and an alert for each of rules' alert rules on the figure
 // it watches, with its threshold, its evidence (per minute, over the 5 minutes) and its
@@ -18,7 +18,7 @@ import (
 // closed minute; the gauge retrylens_window_alert_firing carries that one, and the
 // RetrylensAlertFiring alert forwards it. Thresholds come from one place: the rules a
 // report uses.
-func PrometheusRules(w io.Writer, rules []query.Rule) error {
+func PrometheusRules(w io.Writer, rules []judge.Rule) error {
 	var b strings.Builder
 	b.WriteString(`# Prometheus rules for retrylens watch, written by 'retrylens watch --prometheus-rules'
 # from the figures and alert rules of docs/metrics.md: edit the --rules file and write them again.
@@ -33,7 +33,7 @@ groups:
 		inc := func(series string) string { return fmt.Sprintf("sum%s (increase(%s[5m]))", level.by, series) }
 		rec("first_attempts:increase5m", inc(`retrylens_attempts_total{attempt="first"}`))
 		rec("retries:increase5m", inc(`retrylens_attempts_total{attempt="retry"}`))
-		for _, f := range query.Figures {
+		for _, f := range judge.Figures {
 			rec(f.Key+":ratio5m", fmt.Sprintf("%s / %s", inc(fmt.Sprintf("%s{figure=%q}", figureNumerator, f.Key)),
 				inc(fmt.Sprintf("%s{figure=%q}", figureDenominator, f.Key))))
 		}
@@ -109,7 +109,7 @@ func promDuration(d time.Duration) string {
 	return fmt.Sprintf("%ds", d/time.Second)
 }
 
-func describe(r query.Rule) string {
+func describe(r judge.Rule) string {
 	switch r.Name {
 	case "retry_rate_high":
 		return fmt.Sprintf("retry rate above %g", r.Threshold)

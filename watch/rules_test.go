@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/retrylens/retrylens/query"
+	"github.com/retrylens/retrylens/judge"
 )
 
 var update = flag.Bool("update", false, "write the Prometheus rules file in contrib/")
@@ -21,7 +21,7 @@ func TestPrometheusRules(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join("..", "contrib", "prometheus", "retrylens.rules.yml")
 	var b bytes.Buffer
-	if err := PrometheusRules(&b, query.DefaultRules()); err != nil {
+	if err := PrometheusRules(&b, judge.DefaultRules()); err != nil {
 		t.Fatal(err)
 	}
 	if *update {

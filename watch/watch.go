@@ -17,6 +17,7 @@ import (
 
 	"github.com/retrylens/retrylens/backend"
 	"github.com/retrylens/retrylens/internal/sanitize"
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/report"
@@ -93,7 +94,7 @@ func New(o Options) (*Watcher, error) {
 		o.Figures.Query.MaxGap = query.DefaultMaxGap
 	}
 	if o.Figures.Query.Rules == nil {
-		o.Figures.Query.Rules = query.DefaultRules()
+		o.Figures.Query.Rules = judge.DefaultRules()
 	}
 	if o.Figures.MaxAttempts <= 0 {
 		o.Figures.MaxAttempts = query.DefaultMaxAttempts

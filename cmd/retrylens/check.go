@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/report"
@@ -71,7 +72,7 @@ Like report, check reads the database, or loads FILEs into a temporary one.`,
 // checkFindings are what --fail-on-finding takes: the findings of logical requests, and
 // the retry-sustained overload of the checked minutes.
 func checkFindings() []string {
-	return append(slices.Clone(query.FindingKinds), query.SustainedFinding)
+	return append(slices.Clone(query.FindingKinds), judge.SustainedFinding)
 }
 
 func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) error {
@@ -122,7 +123,7 @@ func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) err
 	var found []string
 	for _, f := range check.FailedOn {
 		switch {
-		case f.Kind == query.SustainedFinding:
+		case f.Kind == judge.SustainedFinding:
 			found = append(found, fmt.Sprintf("%s (%s to %s)", f.Kind, f.Start.In(loc).Format("15:04:05"), f.End.In(loc).Format("15:04:05")))
 		case f.Count > 0:
 			found = append(found, fmt.Sprintf("%s (%d requests)", f.Kind, f.Count))

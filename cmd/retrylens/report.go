@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/report"
@@ -99,16 +100,16 @@ range is [since, until). --tz also sets how windows are shown and where days sta
 }
 
 // loadRules reads --rules, or returns the default rules.
-func loadRules(path string) ([]query.Rule, error) {
+func loadRules(path string) ([]judge.Rule, error) {
 	if path == "" {
-		return query.DefaultRules(), nil
+		return judge.DefaultRules(), nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, usagef("--rules: %v", err)
 	}
 	defer f.Close()
-	rules, err := query.ReadRules(f)
+	rules, err := judge.ReadRules(f)
 	if err != nil {
 		return nil, usagef("--rules %s: %v", path, err)
 	}

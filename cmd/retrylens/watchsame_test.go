@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/lab"
 	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/postmortem"
@@ -80,7 +81,7 @@ func watchIsTheReport(t *testing.T, log, window string) {
 	if code != 0 || json.Unmarshal([]byte(out), &span) != nil {
 		t.Fatalf("report: exit %d: %s", code, stderr)
 	}
-	figures := postmortem.Options{Query: query.Options{Rules: query.DefaultRules(), Throttle: []int{429, 503}}, MaxAttempts: 2}
+	figures := postmortem.Options{Query: query.Options{Rules: judge.DefaultRules(), Throttle: []int{429, 503}}, MaxAttempts: 2}
 	var now time.Time
 	w, err := watch.New(watch.Options{Location: db, Args: []string{log}, Figures: figures, Settle: time.Second,
 		Width: width, MaxEndpoints: 1 << 20, Now: func() time.Time { return now }})
@@ -188,7 +189,7 @@ func watchIsTheReport(t *testing.T, log, window string) {
 		}
 	}
 	if lastWindow == nil { // a closed window without a request
-		lastWindow = map[string]any{"verdict": query.NoAttemptData, "alerts": []any{}}
+		lastWindow = map[string]any{"verdict": judge.NoAttemptData, "alerts": []any{}}
 	}
 	ratioOf := func(row map[string]any, key string) float64 {
 		if row[key] == nil {

@@ -1,4 +1,4 @@
-package query
+package judge
 
 // Verdicts of a slice, as docs/metrics.md defines them.
 const (
@@ -11,7 +11,7 @@ const (
 
 // Verdict is the one verdict of every slice of rows: the range, a window, an endpoint, a
 // --by group, the live gauges. It reads the slice's pooled counts and the alert rules
-// that fired in its own minutes (m.Fired; see Alerts, MarkFuelling, Set.Groups), never
+// that fired in its own minutes (m.Fired; see Alerts, MarkFuelling, query's Set.Groups), never
 // anything else, so that a slice gets the same verdict whichever surface shows it:
 //
 //   - no attempt data: no line of the slice carries an attempt number;
@@ -57,13 +57,8 @@ func Verdict(m Metrics, rules []Rule) string {
 // leastFirstAttempts is the fewest first attempts any alert rule looks at: a slice with
 // fewer cannot show an alert, nor its absence.
 func leastFirstAttempts(rules []Rule) int64 {
-	least := int64(-1)
-	for _, r := range rules {
-		if r.alert() && (least < 0 || r.MinFirstAttempts < least) {
-			least = r.MinFirstAttempts
-		}
-	}
-	return max(least, 0)
+	first, _ := LeastEvidence(rules)
+	return max(first, 0)
 }
 
 // Judged returns m with the alert rules that fired in it (fired, in the order they

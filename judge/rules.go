@@ -1,4 +1,4 @@
-package query
+package judge
 
 import (
 	"encoding/json"
@@ -54,6 +54,26 @@ const rescuingRule = "rescuing"
 // alert reports whether r is an alert rule.
 func (r Rule) alert() bool { return r.Severity != "" }
 
+// LeastEvidence returns the fewest first attempts and retries any alert rule looks at in
+// a minute (-1 when rules has no alert rule): a slice with fewer can fire nothing.
+func LeastEvidence(rules []Rule) (first, retries int64) {
+	first, retries = -1, -1
+	for _, r := range rules {
+		if r.alert() {
+			first, retries = least(first, r.MinFirstAttempts), least(retries, r.MinRetries)
+		}
+	}
+	return first, retries
+}
+
+// least is the smaller of a and b, where a < 0 is none yet.
+func least(a, b int64) int64 {
+	if a < 0 || b < a {
+		return b
+	}
+	return a
+}
+
 // enough reports whether m has the least evidence the rule looks at.
 func (r Rule) enough(m Metrics) bool {
 	return m.FirstAttempts >= r.MinFirstAttempts && r.retries(m) >= r.MinRetries
@@ -77,11 +97,11 @@ func (r Rule) CountsDecided() bool { return r.Name == "retries_not_helping" }
 func (r Rule) Figure() (key string, below bool) {
 	switch r.Name {
 	case "retry_rate_high":
-		return figRetryRate.Key, false
+		return "retry_rate", false
 	case "retries_not_helping":
-		return figRetrySuccess.Key, true
+		return "retry_success_rate", true
 	case "retry_storm":
-		return figAmplification.Key, false
+		return "amplification", false
 	}
 	return "", false
 }
@@ -187,12 +207,12 @@ type Alert struct {
 	Peak     float64
 }
 
-// Alerts evaluates rules on one-minute windows (Set.Windows with a one-minute width,
+// Alerts evaluates rules on one-minute windows (query's Set.Windows with a one-minute width,
 // oldest first). A minute without traffic breaks a run; a minute whose figures break the
 // threshold without the evidence to say so (see Rule.judge) neither counts towards it nor
 // breaks it.
 func Alerts(minutes []Window, rules []Rule) []Alert {
-	return alertsIn(minutes, time.Minute, rules, time.Time{}, time.Time{})
+	return AlertsIn(minutes, time.Minute, rules, time.Time{}, time.Time{})
 }
 
 // WindowAlerts evaluates rules on windows of a width under a minute, as Alerts does on
@@ -201,14 +221,14 @@ func Alerts(minutes []Window, rules []Rule) []Alert {
 // says these alerts, not the minutes' (a healthy ten seconds inherits nothing from the
 // storm in the rest of its minute).
 func WindowAlerts(ws []Window, width time.Duration, rules []Rule) []Alert {
-	return alertsIn(ws, width, rules, time.Time{}, time.Time{})
+	return AlertsIn(ws, width, rules, time.Time{}, time.Time{})
 }
 
-// alertsIn is Alerts on windows of width that reach past a range [since, until) (a zero
+// AlertsIn is Alerts on windows of width that reach past a range [since, until) (a zero
 // bound is open): each run is judged on all its windows, and reported by those that
 // overlap the range (its start, end and peak), so that a range reports what its window of
 // a report over every row does.
-func alertsIn(ws []Window, width time.Duration, rules []Rule, since, until time.Time) []Alert {
+func AlertsIn(ws []Window, width time.Duration, rules []Rule, since, until time.Time) []Alert {
 	in := func(start time.Time) bool { // the window overlaps the range
 		return (since.IsZero() || start.Add(width).After(since)) && (until.IsZero() || start.Before(until))
 	}

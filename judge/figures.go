@@ -1,8 +1,8 @@
-package query
+package judge
 
 import "strings"
 
-// Figure is one ratio of docs/metrics.md over named counts (countColumns): the one place
+// Figure is one ratio of docs/metrics.md over named counts (CountNames): the one place
 // it is defined. The report computes it from a slice's counts (Metrics), watch serves the
 // counts and its Prometheus rules compute it from them with the same formula
 // (watch.PrometheusRules), and the docs' tables of figures are checked against this list.
@@ -39,105 +39,71 @@ var Figures = []Figure{
 		Help: "The gateway's own tries upstream per line, over lines that record them."},
 }
 
-// The figures Metrics has fields for, and the rules watch.
-var (
-	figAmplification      = figureOf("amplification")
-	figRetryRate          = figureOf("retry_rate")
-	figRetrySuccess       = figureOf("retry_success_rate")
-	figExtraLoad          = figureOf("extra_load")
-	figActualSuccess      = figureOf("actual_success")
-	figEffectiveSuccess   = figureOf("effective_success")
-	figProxyAmplification = figureOf("proxy_amplification")
-)
-
-func figureOf(key string) resolved {
-	for _, f := range Figures {
-		if f.Key == key {
-			return figure(f)
-		}
-	}
-	panic("query: no figure " + key)
+// terms are a sum of counts, as indices into Counts with their signs.
+type terms []struct {
+	i    int
+	sign int64
 }
 
-// Figure returns the figure of key (Figures) over m's counts: nil without a denominator.
-func (m Metrics) Figure(key string) *float64 {
-	for _, f := range Figures {
-		if f.Key == key {
-			num, den := f.Sums(m.Counts)
-			if den <= 0 {
-				return nil
-			}
-			x := float64(num) / float64(den)
-			return &x
-		}
-	}
-	return nil
-}
-
-// resolved is a Figure with its counts' places found once.
-type resolved struct {
-	Figure
-	num, den []term
-}
-
-type term struct {
-	place func(*counts) *int64
-	sign  int64
-}
-
-func figure(f Figure) resolved {
-	terms := func(names []string) []term {
-		var ts []term
-		for _, n := range names {
-			sign := int64(1)
-			if rest, ok := strings.CutPrefix(n, "-"); ok {
-				n, sign = rest, -1
-			}
-			place, ok := countPlaces[n]
-			if !ok {
-				panic("query: figure " + f.Key + " over a count the catalogue lacks: " + n)
-			}
-			ts = append(ts, term{place, sign})
-		}
-		return ts
-	}
-	return resolved{f, terms(f.Num), terms(f.Den)}
-}
-
-func sum(c *counts, ts []term) int64 {
+func (ts terms) of(c *Counts) int64 {
 	var n int64
 	for _, t := range ts {
-		n += t.sign * *t.place(c)
+		n += t.sign * c[t.i]
 	}
 	return n
 }
 
-// of is the figure of c: nil when its denominator is 0 or less.
-func (f resolved) of(c *counts) *float64 {
-	d := sum(c, f.den)
+// resolved is each figure's numerator and denominator as terms, found once: a report
+// computes the figures of every group of 100K routes.
+var resolved = func() map[string][2]terms {
+	m := map[string][2]terms{}
+	for _, f := range Figures {
+		var ts [2]terms
+		for k, names := range [][]string{f.Num, f.Den} {
+			for _, n := range names {
+				sign := int64(1)
+				if rest, ok := strings.CutPrefix(n, "-"); ok {
+					n, sign = rest, -1
+				}
+				i, ok := countIndex[n]
+				if !ok {
+					panic("judge: figure " + f.Key + " over a count the catalogue lacks: " + n)
+				}
+				ts[k] = append(ts[k], struct {
+					i    int
+					sign int64
+				}{i, sign})
+			}
+		}
+		m[f.Key] = ts
+	}
+	return m
+}()
+
+// Ratio returns the figure of key (Figures) over c: nil when its denominator is 0 or less
+// (JSON null), or key is no figure.
+func Ratio(key string, c *Counts) *float64 {
+	ts, ok := resolved[key]
+	if !ok {
+		return nil
+	}
+	d := ts[1].of(c)
 	if d <= 0 {
 		return nil
 	}
-	x := float64(sum(c, f.num)) / float64(d)
+	x := float64(ts[0].of(c)) / float64(d)
 	return &x
 }
+
+// Figure returns the figure of key over m's counts (Ratio).
+func (m Metrics) Figure(key string) *float64 { return Ratio(key, &m.Counts) }
 
 // Sums returns the figure's numerator and denominator over c: the figure is num/den when
 // den > 0. Surfaces that serve counts (watch) serve these, so that a ratio computed from
 // them elsewhere (PromQL) is the report's.
 func (f Figure) Sums(c Counts) (num, den int64) {
-	add := func(names []string) int64 {
-		var n int64
-		for _, name := range names {
-			if rest, ok := strings.CutPrefix(name, "-"); ok {
-				n -= c.Get(rest)
-			} else {
-				n += c.Get(name)
-			}
-		}
-		return n
-	}
-	return add(f.Num), add(f.Den)
+	ts := resolved[f.Key]
+	return ts[0].of(&c), ts[1].of(&c)
 }
 
 // FiguresMarkdown is the table of Figures that docs/metrics.md carries (checked by

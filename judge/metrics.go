@@ -1,0 +1,93 @@
+// Package judge holds what retrylens concludes from counts: the figures (ratios over
+// named counts), the alert rules and their evidence bounds, the alerts, the one verdict of
+// every slice, incidents and the retry-sustained overload. Pure functions over windows of
+// counts: no SQL; package query computes the counts.
+package judge
+
+import "time"
+
+// Metrics are the metrics of docs/metrics.md for a set of rows. Ratios are nil when their
+// denominator is zero.
+type Metrics struct {
+	Requests         int64
+	Untagged         int64
+	Inferred         int64 // rows whose attempt number was inferred (--infer-attempts)
+	FirstAttempts    int64
+	Retries          int64
+	Amplification    *float64
+	RetryRate        *float64
+	RetrySuccessRate *float64
+	ExtraLoad        *float64
+	ActualSuccess    *float64
+	Recovered        int64    // logical requests whose first attempt failed and a retry succeeded
+	Exhausted        int64    // logical requests that retried and never got 2xx
+	EffectiveSuccess *float64 // 2xx share of logical requests' final attempts
+	Status5xx        Split
+	Status429        Split
+	Status499        Split
+	Abandoned        Split // answers the client did not wait for: 499, or 0 (Caddy, Envoy)
+	Cancelled        Split // of those, attempts abandoned because another attempt of the request won
+	// ProxyAmplification is upstream tries per line, over lines that record them (nginx's
+	// $upstream_status list): the gateway's own retries, kept apart from the client's.
+	ProxyAmplification *float64
+	// UpstreamLoad is the tries the upstream saw per logical request across both layers:
+	// the client's attempts per first attempt times the gateway's tries per line, when the
+	// lines record the gateway's tries (nil otherwise).
+	UpstreamLoad *float64
+	Verdict      string   // see Verdict
+	Fired        []string // the alert rules that fired in the slice's own minutes: why it is fuelling
+	// Counts are the counts every figure is computed from (CountNames), for the
+	// surfaces that serve counts rather than figures (watch) or need one as it is.
+	Counts Counts
+}
+
+// Counts are a slice's counts in countColumns' order; Get reads one by its column.
+type Counts [numCounts]int64
+
+// numCounts is len(countColumns) (checked when the package starts).
+const numCounts = 29
+
+// CountNames are the columns of Counts, in order: those of the count tables (query's
+// metrics.sql and logical.sql; query checks that its catalogue follows this order).
+var CountNames = []string{
+	"requests", "untagged", "inferred", "tagged", "first_attempts", "retries", "second_attempts", "retries_ok", "tagged_ok",
+	"status_5xx_first", "status_5xx_retry", "status_429_first", "status_429_retry", "status_499_first", "status_499_retry",
+	"abandoned_first", "abandoned_retry", "cancelled_first", "cancelled_retry", "proxied", "upstream_tries",
+	"strong_firsts", "strong_firsts_ok", "recovered", "exhausted", "logical", "final_ok", "multi_firsts", "multi_firsts_ok",
+}
+
+// countIndex is each column's index in Counts.
+var countIndex = func() map[string]int {
+	if len(CountNames) != numCounts {
+		panic("judge: numCounts is not len(CountNames)")
+	}
+	m := map[string]int{}
+	for i, n := range CountNames {
+		m[n] = i
+	}
+	return m
+}()
+
+// Get returns the count of column col (CountNames); it panics on a column the catalogue
+// lacks, a programming error.
+func (c Counts) Get(col string) int64 {
+	i, ok := countIndex[col]
+	if !ok {
+		panic("judge: no count " + col)
+	}
+	return c[i]
+}
+
+// Split is a count split between first attempts and retries.
+type Split struct {
+	First, Retry int64
+}
+
+// Total is First + Retry.
+func (s Split) Total() int64 { return s.First + s.Retry }
+
+// Window is the metrics of one time bucket.
+type Window struct {
+	Start time.Time
+	Metrics
+}
