@@ -4,12 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/retrylens/retrylens/ingest"
-	"github.com/retrylens/retrylens/lab"
 	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/query"
 )
@@ -92,16 +89,7 @@ func ratio(a, b int) float64 {
 // and URIs rarely repeat: inference should find nearly every retry there.
 func TestInferenceGenerated(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "access.log")
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, _ := parse.Preset("retry")
-	if _, err := lab.Generate(out, pf, 20000, 7); err != nil {
-		t.Fatal(err)
-	}
-	out.Close()
+	path := generated(t, 20000, 7)
 	p, r, exact, n := inferenceScore(t, "retry", path)
 	t.Logf("generated log, %d tagged lines: precision %.4f, recall %.4f, exact attempt numbers %.4f", n, p, r, exact)
 	// Floors under the measured figures (deterministic for this seed), not targets.

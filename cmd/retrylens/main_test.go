@@ -19,6 +19,7 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2"
 
+	"github.com/retrylens/retrylens/lab"
 	"github.com/retrylens/retrylens/parse"
 )
 
@@ -43,6 +44,28 @@ func retrylensEnv(t *testing.T, vars map[string]string, stdin io.Reader, args ..
 }
 
 func scenario(name string) string { return filepath.Join("..", "..", "testdata", name, "access.log") }
+
+// generated writes lab.Generate's log of lines lines (the retry preset, as bench/genlog
+// writes it) in a folder of the test's, and returns its path.
+func generated(t *testing.T, lines int, seed uint64) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "access.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parse.Preset("retry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.Generate(f, pf, lines, seed); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 // ingested loads the scenarios' logs into a new database file in a folder of the test's,
 // and returns its path.

@@ -2,12 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/retrylens/retrylens/lab"
-	"github.com/retrylens/retrylens/parse"
 )
 
 // verdictReport is what the verdict tests read of a JSON report.
@@ -95,21 +91,7 @@ func TestEndpointRowIsItsRange(t *testing.T) {
 		t.Skip("a generated log and a report per endpoint")
 	}
 	t.Parallel()
-	log := filepath.Join(t.TempDir(), "access.log")
-	f, err := os.Create(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	format, err := parse.Preset("retry")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lab.Generate(f, format, 30000, 3); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	log := generated(t, 30000, 3)
 	db := filepath.Join(t.TempDir(), "g.duckdb")
 	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, "--log-format", "retry", log); code != 0 {
 		t.Fatalf("ingest: exit %d: %s", code, stderr)

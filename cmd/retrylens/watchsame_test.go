@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,8 +14,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/retrylens/retrylens/judge"
-	"github.com/retrylens/retrylens/lab"
-	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/watch"
@@ -33,21 +30,7 @@ func TestWatchIsTheReport(t *testing.T) {
 		t.Skip("six watches and their reports")
 	}
 	t.Parallel()
-	gen := filepath.Join(t.TempDir(), "generated.log")
-	f, err := os.Create(gen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	format, err := parse.Preset("retry")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lab.Generate(f, format, 20000, 5); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	gen := generated(t, 20000, 5)
 	for _, c := range []struct {
 		name, log, window string
 	}{
