@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -303,5 +308,58 @@ func watchIsTheReport(t *testing.T, log, window string) {
 	}
 	if compared < 50 || len(pairs) == 0 {
 		t.Errorf("compared %d series, %d endpoints' figures: too few to say anything", compared, len(pairs))
+	}
+	rulesGiveTheReport(t, pairs, rep.Summary)
+}
+
+// rulesGiveTheReport runs the recording rules of contrib/prometheus on the figures'
+// counters as /metrics served them (summed over endpoints, reached linearly over five
+// minutes) with promtool, and requires each retrylens:<figure>:ratio5m to be the report's
+// figure for the whole range.
+func rulesGiveTheReport(t *testing.T, pairs map[string]map[string][2]float64, summary map[string]any) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool not found (Debian: apt-get install prometheus)")
+		}
+		t.Skip("promtool not found (Debian: apt-get install prometheus)")
+	}
+	rules, err := filepath.Abs(filepath.Join("..", "..", "contrib", "prometheus", "retrylens.rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	totals := map[string][2]float64{}
+	for _, figs := range pairs {
+		for key, p := range figs {
+			tt := totals[key]
+			totals[key] = [2]float64{tt[0] + p[0], tt[1] + p[1]}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "rule_files: [%q]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n", rules)
+	var exprs strings.Builder
+	keys := slices.Sorted(maps.Keys(totals))
+	for _, key := range keys {
+		for i, name := range []string{"retrylens_figure_numerator_total", "retrylens_figure_denominator_total"} {
+			fmt.Fprintf(&b, "      - series: '%s{figure=%q,method=\"all\",route=\"all\"}'\n        values: '0+%gx5'\n", name, key, totals[key][i])
+		}
+		want, ok := summary[key].(float64)
+		if !ok {
+			continue // no denominator: NaN, which a test cannot expect
+		}
+		fmt.Fprintf(&exprs, "      - expr: retrylens:%s:ratio5m\n        eval_time: 5m\n        exp_samples:\n          - labels: 'retrylens:%s:ratio5m'\n            value: %s\n",
+			key, key, strconv.FormatFloat(want, 'g', -1, 64))
+	}
+	if exprs.Len() == 0 {
+		t.Fatal("the report has no figure to compare the rules with")
+	}
+	b.WriteString("    promql_expr_test:\n" + exprs.String())
+	test := filepath.Join(t.TempDir(), "figures.test.yml")
+	if err := os.WriteFile(test, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "test", "rules", test).CombinedOutput(); err != nil {
+		t.Errorf("the recording rules on /metrics's counters are not the report's figures: %v\n%s", err, out)
 	}
 }
