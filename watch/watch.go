@@ -189,12 +189,9 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	if err != nil {
 		return err
 	}
-	// Everything before the last whole minute (or window, under a minute) at or before
-	// where chains stop growing. A report up to a whole minute reads what the stored
-	// cache holds of those minutes; one up to a window inside a minute links the rows
-	// again (slower on a large database, the same figures).
-	maxGap := qo.MaxGap
-	closed, err := query.Closed(ctx, db, started.Add(-w.o.Settle-maxGap), maxGap)
+	// Everything before the last whole minute at or before where chains stop growing: a
+	// report up to a whole minute reads what the stored cache holds of those minutes.
+	closed, err := query.Closed(ctx, db, started.Add(-w.o.Settle-qo.MaxGap), qo.MaxGap)
 	if err != nil {
 		return err
 	}
