@@ -95,7 +95,7 @@ func TestConformance(t *testing.T) {
 				for i, st := range opened[1:] {
 					got := counts(t, st, qo)
 					if diff := cmp.Diff(want, got); diff != "" {
-						t.Errorf("%s [%v, %v) infer=%v: count tables differ from %s's (-%[5]s +%[1]s):\n%s",
+						t.Errorf("%s [%v, %v) infer=%v: count tables differ from %s's (-%[5]s +%[1]s):\n%[6]s",
 							stores[i+1].name, qo.Since, qo.Until, qo.InferAttempts, stores[0].name, diff)
 					}
 				}
