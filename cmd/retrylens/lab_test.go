@@ -243,6 +243,10 @@ func TestLab(t *testing.T) {
 					acrossAnHour(t, path)
 				}
 				if path, ok := logs["retry"]; ok {
+					// watch's figures on the same log are the report's (TestWatchIsTheReport)
+					t.Run("watch", func(t *testing.T) { watchIsTheReport(t, path, "retry", "1m") })
+				}
+				if path, ok := logs["retry"]; ok {
 					// --infer-attempts on the same log with its headers forgotten: measured,
 					// not asserted (it depends on how the run interleaved; see docs/lab.md).
 					p, r, exact, n := inferenceScore(t, "retry", path)

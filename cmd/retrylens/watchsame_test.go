@@ -18,7 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/retrylens/retrylens/backend"
 	"github.com/retrylens/retrylens/judge"
+	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/watch"
@@ -48,20 +50,31 @@ func TestWatchIsTheReport(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			watchIsTheReport(t, c.log, c.window)
+			watchIsTheReport(t, c.log, "", c.window)
 		})
 	}
 }
 
-func watchIsTheReport(t *testing.T, log, window string) {
+// watchIsTheReport is TestWatchIsTheReport's comparison for one log of a format preset
+// ("" detects it) at a window width.
+func watchIsTheReport(t *testing.T, log, format, window string) {
 	ctx := context.Background()
+	var load backend.LoadOptions
+	formatArgs := []string{}
+	if format != "" {
+		pf, err := parse.Preset(format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		load.Format, formatArgs = pf, []string{"--log-format", format}
+	}
 	db := filepath.Join(t.TempDir(), "w.duckdb")
 	width, err := query.ParseWindow(window)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The log's span, to place the batches: one in its middle, one well after it.
-	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, log); code != 0 {
+	if _, stderr, code := retrylens(t, nil, append(append([]string{"ingest", "--quiet", "--db", db}, formatArgs...), log)...); code != 0 {
 		t.Fatalf("ingest: exit %d: %s", code, stderr)
 	}
 	var span struct{ From, To time.Time }
@@ -71,7 +84,7 @@ func watchIsTheReport(t *testing.T, log, window string) {
 	}
 	figures := postmortem.Options{Query: query.Options{Rules: judge.DefaultRules(), Throttle: []int{429, 503}}, MaxAttempts: 2}
 	var now time.Time
-	w, err := watch.New(watch.Options{Location: db, Args: []string{log}, Figures: figures, Settle: time.Second,
+	w, err := watch.New(watch.Options{Location: db, Args: []string{log}, Load: load, Figures: figures, Settle: time.Second,
 		Width: width, MaxEndpoints: 1 << 20, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
