@@ -2,10 +2,13 @@ package watch
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/retrylens/retrylens/judge"
@@ -49,5 +52,42 @@ func TestPrometheusRules(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("promtool %v: %v\n%s", args, err, out)
 		}
+	}
+}
+
+// Every recorded series the Grafana dashboard asks for is one the rules record: a panel
+// over a renamed rule would draw nothing, without an error from Prometheus.
+func TestDashboardReadsRecordedSeries(t *testing.T) {
+	var rules bytes.Buffer
+	if err := PrometheusRules(&rules, judge.DefaultRules()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("..", "contrib", "grafana", "retrylens.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	recorded := regexp.MustCompile(`\b(?:retrylens|endpoint):[a-z0-9_]+:[a-z0-9_]+`)
+	n := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range recorded.FindAllString(tg.Expr, -1) {
+				n++
+				if !strings.Contains(rules.String(), "record: "+name+"\n") {
+					t.Errorf("panel %q reads %s, which the rules do not record", p.Title, name)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("the dashboard reads no recorded series")
 	}
 }
