@@ -74,6 +74,10 @@ const (
 	Combined  = `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"`
 	RetryTail = ` rt=$request_time urt="$upstream_response_time" us="$upstream_status" ra="$http_x_retry_attempt" rr="$http_x_retry_reason" rid="$http_x_request_id" ik="$http_idempotency_key" retry_after="$sent_http_retry_after" msec=$msec`
 	Retry     = Combined + RetryTail
+	// SDKTail is what the retry preset gains to read the SDKs' own headers: the AWS SDKs'
+	// attempt (with their cap) and invocation id, the Stainless clients' retry count.
+	SDKTail  = ` amz="$http_amz_sdk_request" inv="$http_amz_sdk_invocation_id" sc="$http_x_stainless_retry_count"`
+	RetrySDK = Retry + SDKTail
 )
 
 // caddyKeys maps the paths of Caddy's default JSON access log (http.log.access) to fields.

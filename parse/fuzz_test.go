@@ -48,6 +48,14 @@ func FuzzRetry(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) { roundTrip(t, format, line) })
 }
 
+// go test ./parse -run '^$' -fuzz FuzzRetrySDK -fuzztime 5m
+func FuzzRetrySDK(f *testing.F) {
+	seeds(f, "nginx-retry.log")
+	f.Add([]byte(`10.0.0.1 - - [29/Nov/2026:14:00:00 +0000] "GET /x HTTP/1.1" 503 2 "-" "aws-sdk-go-v2/1.30" rt=0.012 urt="0.012" us="503" ra="-" rr="-" rid="-" ik="-" retry_after="-" msec=1795960800.500 amz="attempt=2; max=4" inv="7c1e\x22-44" sc="-"`))
+	format, _ := Preset("retry-sdk")
+	f.Fuzz(func(t *testing.T, line []byte) { roundTrip(t, format, line) })
+}
+
 // go test ./parse -run '^$' -fuzz FuzzCombined -fuzztime 5m
 func FuzzCombined(f *testing.F) {
 	f.Add([]byte(`201.242.142.135 - - [19/May/2015:11:05:10 +0000] "GET /files/logstash/ HTTP/1.0" 200 13316 "http://\xe4\xe5/" "Mozilla/5.0 \"x\""`))

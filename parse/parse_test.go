@@ -460,3 +460,40 @@ func TestStringFields(t *testing.T) {
 		}
 	}
 }
+
+// Detection: the retry preset with the SDKs' headers is retry-sdk; a line longer than
+// combined that no preset reads is refused with the fix, not read as combined with its
+// fields folded into the user agent and no attempt numbers; combined and retry lines
+// are what they were. The lines are the incident sample's first, as nginx wrote it, with
+// what each case appends.
+func TestDetect(t *testing.T) {
+	retry := lineOf(t, "nginx-retry.log", 1)
+	combined := retry[:strings.Index(retry, " rt=")]
+	for _, c := range []struct {
+		name, line, want, wantErr string
+	}{
+		{"retry", retry, "retry", ""},
+		{"combined", combined, "combined", ""},
+		{"retry-sdk", retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-"`, "retry-sdk", ""},
+		{"retry with fields of its own", retry + ` tenant="acme" zone="b"`, "", "go on after the user agent"},
+		{"combined with fields of its own", combined + ` rt=0.012 ra="1"`, "", "--nginx-format"},
+	} {
+		lines := [][]byte{[]byte(c.line), []byte(c.line)}
+		f, err := Detect(lines)
+		switch {
+		case c.wantErr != "":
+			if err == nil || !errors.Is(err, ErrUnknownFormat) || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%s: format %v, error %v; want ErrUnknownFormat saying %q", c.name, f, err, c.wantErr)
+			}
+		case err != nil || f.Name != c.want:
+			t.Errorf("%s: %v, %v; want %s", c.name, f, err, c.want)
+		}
+	}
+	// what retry-sdk reads of the SDK's headers: the AWS SDK's 1-based attempt 2 of at
+	// most 10 is attempt 1, and its invocation id keys the request
+	sdk, _ := Preset("retry-sdk")
+	r, err := sdk.ParseLine([]byte(strings.Replace(retry, ` ra="0"`, ` ra="-"`, 1) + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-"`))
+	if err != nil || r.Attempt != 1 || r.MaxAttempts != 10 || r.InvocationID != "7c1e-44" {
+		t.Errorf("retry-sdk: %+v, %v; want attempt 1 of max 10, invocation id 7c1e-44", r, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -21,8 +22,10 @@ type PresetInfo struct {
 }
 
 // presets are every preset, in the order detection tries them: the most specific first
-// (retry before combined, whose lines it extends).
+// (retry-sdk before retry before combined, each extending the next one's lines).
 var presets = []PresetInfo{
+	{Name: "retry-sdk", About: "retry plus the SDKs' own headers: amz-sdk-request, amz-sdk-invocation-id, x-stainless-retry-count",
+		new: func() *Format { return mustCompile("retry-sdk", RetrySDK, EscapeDefault) }},
 	{Name: "retry", About: "combined plus request time, upstream status, the retry headers and $msec",
 		new: func() *Format { return mustCompile("retry", Retry, EscapeDefault) }},
 	{Name: "haproxy", About: "HAProxy's option httplog, raw or behind syslog, capturing X-Retry-Attempt, X-Request-Id, Idempotency-Key and User-Agent in that order (--haproxy-captures)",
@@ -118,6 +121,12 @@ func Detect(lines [][]byte) (*Format, error) {
 			best, bestOK, bestErr = f, ok, first
 		}
 	}
+	if bestOK*2 >= len(lines) && best.Name == "combined" && longerThanCombined(best, lines) {
+		return nil, fmt.Errorf("%w: the lines read as %q go on after the user agent with name=value fields (%s): "+
+			"a longer format, which combined would fold into the user agent and read without attempt numbers; "+
+			"give it with --nginx-format '<log_format string>' (or --nginx-conf FILE --log-format-name NAME), "+
+			"or log the retry-sdk preset (retrylens formats)", ErrUnknownFormat, best.Name, tailExcerpt(best, lines))
+	}
 	if bestOK*2 < len(lines) {
 		how := "give the format with --nginx-format '<log_format string>' (or --nginx-conf FILE --log-format-name NAME)"
 		if jsonFirst {
@@ -127,4 +136,58 @@ func Detect(lines [][]byte) (*Format, error) {
 			ErrUnknownFormat, best.Name, bestOK, len(lines), bestErr, how)
 	}
 	return best, nil
+}
+
+// foldedField finds, in a user agent, where a quoted value closed and a name=value field
+// began: the mark of a line longer than combined ('" rt=', '" msec=', '" amz="').
+func foldedField(ua string) int {
+	for i := 0; i+2 < len(ua); i++ {
+		if ua[i] != '"' || ua[i+1] != ' ' {
+			continue
+		}
+		j := i + 2
+		for j < len(ua) && (ua[j] >= 'a' && ua[j] <= 'z' || ua[j] >= 'A' && ua[j] <= 'Z' || ua[j] >= '0' && ua[j] <= '9' || ua[j] == '_' || ua[j] == '-') {
+			j++
+		}
+		if j > i+2 && j < len(ua) && ua[j] == '=' {
+			return i
+		}
+	}
+	return -1
+}
+
+// longerThanCombined reports whether most lines f parses fold a name=value field into
+// their user agent.
+func longerThanCombined(f *Format, lines [][]byte) bool {
+	folded, parsed := 0, 0
+	for _, l := range lines {
+		r, err := f.ParseLine(l)
+		if err != nil {
+			continue
+		}
+		parsed++
+		if foldedField(r.UserAgent) >= 0 {
+			folded++
+		}
+	}
+	return parsed > 0 && folded*2 > parsed
+}
+
+// tailExcerpt shows what the first line that folds fields into its user agent has after
+// the user agent.
+func tailExcerpt(f *Format, lines [][]byte) string {
+	for _, l := range lines {
+		r, err := f.ParseLine(l)
+		if err != nil {
+			continue
+		}
+		if i := foldedField(r.UserAgent); i >= 0 {
+			tail := r.UserAgent[i+2:]
+			if len(tail) > 60 {
+				tail = tail[:60] + "…"
+			}
+			return strconv.Quote(tail)
+		}
+	}
+	return ""
 }
