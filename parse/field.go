@@ -45,6 +45,7 @@ const (
 	fieldProxyRetries   // the proxy's own retries: tries - 1 (Traefik RetryAttempts, HAProxy %rc)
 	fieldProxyTryList   // a JSON array with one element per try (Kong's tries)
 	fieldRemoteAddrPort // "ip:port" or "[ip6]:port": the port is dropped
+	fieldRetryAfterMs   // retry-after-ms (ms), which the Stainless clients honour before Retry-After
 	// Attempt sources, in the order of precedence docs/formats.md gives.
 	fieldAttemptRetry
 	fieldAttemptStainless
@@ -92,6 +93,8 @@ var variables = map[string]field{
 	"http_amz_sdk_invocation_id":      fieldInvocationID,
 	"upstream_http_retry_after":       fieldRetryAfter,
 	"sent_http_retry_after":           fieldRetryAfter,
+	"upstream_http_retry_after_ms":    fieldRetryAfterMs,
+	"sent_http_retry_after_ms":        fieldRetryAfterMs,
 	"http_x_retry_attempt":            fieldAttemptRetry,
 	"http_x_stainless_retry_count":    fieldAttemptStainless,
 	"http_x_envoy_attempt_count":      fieldAttemptEnvoy,
@@ -126,6 +129,7 @@ type state struct {
 	timeLocal         string    // $time_local as written, parsed in the end unless a better time came
 	timeLocalPos      int
 	tries             int // the proxy's tries from fieldProxyTries/Retries/TryList; 0 when absent
+	retryAfterMs      string
 }
 
 // set stores one decoded value. An empty value or "-" means absent and never reaches set.
@@ -217,6 +221,8 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 		r.InvocationID = v
 	case fieldRetryAfter:
 		r.RetryAfter = v
+	case fieldRetryAfterMs:
+		st.retryAfterMs = v
 	case fieldTimeAny:
 		if st.haveMsec {
 			return nil
@@ -273,6 +279,12 @@ func finish(r *Record, st *state, only int) {
 	}
 	if st.tries > 0 {
 		r.UpstreamTries = st.tries
+	}
+	// retry-after-ms wins over Retry-After, as the clients that send it read them; it is
+	// kept as Retry-After's seconds. A value that is not a number (it is the server's, but
+	// logged as text) leaves Retry-After as it was.
+	if ms, err := strconv.ParseFloat(st.retryAfterMs, 64); err == nil && ms >= 0 && ms < 1e12 {
+		r.RetryAfter = strconv.FormatFloat(ms/1000, 'f', -1, 64)
 	}
 	for i, v := range st.attempt {
 		if v == "" || (only > 0 && i != only-1) {

@@ -83,17 +83,18 @@ const (
 // caddyKeys maps the paths of Caddy's default JSON access log (http.log.access) to fields.
 // Header names are matched case-insensitively; Caddy writes them canonically.
 var caddyKeys = map[string]field{
-	"ts":                       fieldMsec, // float seconds since the epoch, when the request ended
-	"duration":                 fieldRequestTime,
-	"status":                   fieldStatus,
-	"size":                     fieldBytes,
-	"request.remote_ip":        fieldRemoteAddr,
-	"request.client_ip":        fieldRemoteAddr,
-	"request.proto":            fieldProtocol,
-	"request.method":           fieldMethod,
-	"request.host":             fieldHost,
-	"request.uri":              fieldURI,
-	"resp_headers.retry-after": fieldRetryAfter,
+	"ts":                          fieldMsec, // float seconds since the epoch, when the request ended
+	"duration":                    fieldRequestTime,
+	"status":                      fieldStatus,
+	"size":                        fieldBytes,
+	"request.remote_ip":           fieldRemoteAddr,
+	"request.client_ip":           fieldRemoteAddr,
+	"request.proto":               fieldProtocol,
+	"request.method":              fieldMethod,
+	"request.host":                fieldHost,
+	"request.uri":                 fieldURI,
+	"resp_headers.retry-after":    fieldRetryAfter,
+	"resp_headers.retry-after-ms": fieldRetryAfterMs,
 }
 
 // JSON reports whether the format reads JSON objects (its fields are keys), not text.

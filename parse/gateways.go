@@ -37,6 +37,7 @@ var envoyKeys = map[string]field{
 	"amz_sdk_invocation_id":          fieldInvocationID,
 	"x_retry_reason":                 fieldRetryReason,
 	"retry_after":                    fieldRetryAfter,
+	"retry_after_ms":                 fieldRetryAfterMs,
 }
 
 // traefikKeys reads Traefik's JSON access log (accessLog.format=json): StartUTC and

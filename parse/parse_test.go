@@ -497,3 +497,30 @@ func TestDetect(t *testing.T) {
 		t.Errorf("retry-sdk: %+v, %v; want attempt 1 of max 10, invocation id 7c1e-44", r, err)
 	}
 }
+
+// retry-after-ms, which the Stainless clients honour before Retry-After, is kept as
+// Retry-After's seconds when it is a number: from an nginx format that logs it and from
+// Caddy's response headers.
+func TestRetryAfterMs(t *testing.T) {
+	nginx, err := Compile(`$msec $status "$sent_http_retry_after" "$sent_http_retry_after_ms"`, EscapeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caddy, _ := Preset("caddy")
+	for _, c := range []struct {
+		format *Format
+		line   string
+		want   string
+	}{
+		{nginx, `1795960800.500 429 "1" "250"`, "0.25"},
+		{nginx, `1795960800.500 429 "1" "-"`, "1"},
+		{nginx, `1795960800.500 429 "1" "soon"`, "1"},
+		{nginx, `1795960800.500 429 "-" "1500"`, "1.5"},
+		{caddy, `{"ts":1795960800.5,"status":429,"request":{"method":"GET","uri":"/"},"resp_headers":{"Retry-After":["1"],"Retry-After-Ms":["250"]}}`, "0.25"},
+	} {
+		r, err := c.format.ParseLine([]byte(c.line))
+		if err != nil || r.RetryAfter != c.want {
+			t.Errorf("%s: Retry-After %q, %v; want %q", c.line, r.RetryAfter, err, c.want)
+		}
+	}
+}

@@ -296,3 +296,36 @@ func TestCheckFindingsAndMarkdown(t *testing.T) {
 		t.Errorf("--format markdown: exit %d:\n%s", code, stdout)
 	}
 }
+
+// A retry that waited the retry-after-ms the server asked (250 ms, before a Retry-After
+// of 1 s, which the Stainless clients read second) is not premature: two requests each
+// throttled then retried 300 ms later, worked by hand. Logged without retry-after-ms the
+// same retries are premature against Retry-After's second.
+func TestRetryAfterMsIsHonoured(t *testing.T) {
+	t.Parallel()
+	format := `$remote_addr [$time_local] "$request" $status rt=$request_time ra="$http_x_retry_attempt" rid="$http_x_request_id" retry_after="$sent_http_retry_after" ram="$sent_http_retry_after_ms" msec=$msec`
+	var b strings.Builder
+	for i, t0 := range []int64{1795960800, 1795960810} {
+		fmt.Fprintf(&b, `10.0.0.1 [29/Nov/2026:14:00:00 +0000] "POST /v1/chat/completions HTTP/1.1" 429 rt=0.000 ra="0" rid="r%d" retry_after="1" ram="%%s" msec=%d.000`+"\n", i, t0)
+		fmt.Fprintf(&b, `10.0.0.1 [29/Nov/2026:14:00:00 +0000] "POST /v1/chat/completions HTTP/1.1" 200 rt=0.000 ra="1" rid="r%d" retry_after="-" ram="-" msec=%d.300`+"\n", i, t0)
+	}
+	for _, c := range []struct {
+		ram  string
+		want float64
+	}{{"250", 0}, {"-", 2}} {
+		log := filepath.Join(t.TempDir(), "sdk.log")
+		os.WriteFile(log, []byte(strings.ReplaceAll(b.String(), "%s", c.ram)), 0o644)
+		stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--nginx-format", format, log)
+		var r struct {
+			Loops struct {
+				Premature float64 `json:"premature_retries"`
+			} `json:"loops_429"`
+		}
+		if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+			t.Fatalf("report: exit %d: %s", code, stderr)
+		}
+		if r.Loops.Premature != c.want {
+			t.Errorf("retry-after-ms %q: %v premature retries, want %v", c.ram, r.Loops.Premature, c.want)
+		}
+	}
+}
