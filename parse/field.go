@@ -180,6 +180,11 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 		if !ok || n > 999 {
 			return errAt(pos, ErrBadStatus, "want a 3-digit $status, found %s", excerpt(v, 0, 16))
 		}
+		if n == 100 {
+			// 100 Continue logged as the final status (Caddy, for an Expect: 100-continue
+			// upload the client gave up on): no answer was sent, as Caddy's own 0 says.
+			n = 0
+		}
 		r.Status = n
 	case fieldBytes:
 		n, ok := atoi(v)

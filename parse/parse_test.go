@@ -524,3 +524,14 @@ func TestRetryAfterMs(t *testing.T) {
 		}
 	}
 }
+
+// Caddy logs an upload the client abandoned after the server's 100 Continue (an S3
+// PutObject with Expect: 100-continue) with status 100: no answer was sent, read as the
+// 0 Caddy logs for other abandoned requests.
+func TestContinueIsAbandoned(t *testing.T) {
+	caddy, _ := Preset("caddy")
+	r, err := caddy.ParseLine([]byte(`{"ts":1795960800.5,"status":100,"duration":0.2,"request":{"method":"PUT","uri":"/bucket/key","headers":{"Expect":["100-continue"]}}}`))
+	if err != nil || r.Status != 0 {
+		t.Errorf("status 100: %d, %v; want 0, abandoned", r.Status, err)
+	}
+}
