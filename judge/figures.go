@@ -17,6 +17,7 @@ type Figure struct {
 	// AboveOne says whether the ratio can exceed 1: amplification always can, and a
 	// window's retry rate when first attempts of its retried requests fell before it.
 	AboveOne bool
+	num, den terms // Num and Den as indices into Counts (FigureOf)
 }
 
 // Figures are the ratios every surface shows (docs/metrics.md), each defined here alone:
@@ -53,46 +54,66 @@ func (ts terms) of(c *Counts) int64 {
 	return n
 }
 
-// resolved is each figure's numerator and denominator as terms, found once: a report
-// computes the figures of every group of 100K routes.
-var resolved = func() map[string][2]terms {
-	m := map[string][2]terms{}
+// FigureOf returns the figure of key with its counts found (see Of); it panics on a key
+// that is no figure, a programming error.
+func FigureOf(key string) Figure {
 	for _, f := range Figures {
-		var ts [2]terms
-		for k, names := range [][]string{f.Num, f.Den} {
-			for _, n := range names {
-				sign := int64(1)
-				if rest, ok := strings.CutPrefix(n, "-"); ok {
-					n, sign = rest, -1
-				}
-				i, ok := countIndex[n]
-				if !ok {
-					panic("judge: figure " + f.Key + " over a count the catalogue lacks: " + n)
-				}
-				ts[k] = append(ts[k], struct {
-					i    int
-					sign int64
-				}{i, sign})
-			}
+		if f.Key == key {
+			f.num, f.den = resolve(f.Key, f.Num), resolve(f.Key, f.Den)
+			return f
 		}
-		m[f.Key] = ts
+	}
+	panic("judge: no figure " + key)
+}
+
+func resolve(key string, names []string) terms {
+	var ts terms
+	for _, n := range names {
+		sign := int64(1)
+		if rest, ok := strings.CutPrefix(n, "-"); ok {
+			n, sign = rest, -1
+		}
+		i, ok := countIndex[n]
+		if !ok {
+			panic("judge: figure " + key + " over a count the catalogue lacks: " + n)
+		}
+		ts = append(ts, struct {
+			i    int
+			sign int64
+		}{i, sign})
+	}
+	return ts
+}
+
+// figures are Figures with their counts found, by key.
+var figures = func() map[string]Figure {
+	m := map[string]Figure{}
+	for _, f := range Figures {
+		m[f.Key] = FigureOf(f.Key)
 	}
 	return m
 }()
 
-// Ratio returns the figure of key (Figures) over c: nil when its denominator is 0 or less
-// (JSON null), or key is no figure.
-func Ratio(key string, c *Counts) *float64 {
-	ts, ok := resolved[key]
-	if !ok {
-		return nil
-	}
-	d := ts[1].of(c)
+// Of is the figure over c: nil when its denominator is 0 or less (JSON null). f comes from
+// FigureOf: a report computes the figures of every group of 100K routes, without looking
+// a count up by name.
+func (f Figure) Of(c *Counts) *float64 {
+	d := f.den.of(c)
 	if d <= 0 {
 		return nil
 	}
-	x := float64(ts[0].of(c)) / float64(d)
+	x := float64(f.num.of(c)) / float64(d)
 	return &x
+}
+
+// Ratio returns the figure of key (Figures) over c: nil without a denominator, or when
+// key is no figure.
+func Ratio(key string, c *Counts) *float64 {
+	f, ok := figures[key]
+	if !ok {
+		return nil
+	}
+	return f.Of(c)
 }
 
 // Figure returns the figure of key over m's counts (Ratio).
@@ -102,8 +123,8 @@ func (m Metrics) Figure(key string) *float64 { return Ratio(key, &m.Counts) }
 // den > 0. Surfaces that serve counts (watch) serve these, so that a ratio computed from
 // them elsewhere (PromQL) is the report's.
 func (f Figure) Sums(c Counts) (num, den int64) {
-	ts := resolved[f.Key]
-	return ts[0].of(&c), ts[1].of(&c)
+	r := figures[f.Key]
+	return r.num.of(&c), r.den.of(&c)
 }
 
 // FiguresMarkdown is the table of Figures that docs/metrics.md carries (checked by

@@ -86,6 +86,17 @@ func (c *counts) add(d counts) {
 	}
 }
 
+// The figures Metrics has fields for (judge.Figures).
+var (
+	figAmplification      = judge.FigureOf("amplification")
+	figRetryRate          = judge.FigureOf("retry_rate")
+	figRetrySuccess       = judge.FigureOf("retry_success_rate")
+	figExtraLoad          = judge.FigureOf("extra_load")
+	figActualSuccess      = judge.FigureOf("actual_success")
+	figEffectiveSuccess   = judge.FigureOf("effective_success")
+	figProxyAmplification = judge.FigureOf("proxy_amplification")
+)
+
 // metrics computes the metrics of docs/metrics.md from the counts: its figures are
 // those of the catalogue (Figures).
 func (c counts) metrics(rules []judge.Rule) judge.Metrics {
@@ -106,13 +117,13 @@ func (c counts) metrics(rules []judge.Rule) judge.Metrics {
 	for i, f := range countColumns {
 		m.Counts[i] = *f.place(&c)
 	}
-	m.Amplification = judge.Ratio("amplification", &m.Counts)
-	m.RetryRate = judge.Ratio("retry_rate", &m.Counts)
-	m.RetrySuccessRate = judge.Ratio("retry_success_rate", &m.Counts)
-	m.ExtraLoad = judge.Ratio("extra_load", &m.Counts)
-	m.ActualSuccess = judge.Ratio("actual_success", &m.Counts)
-	m.EffectiveSuccess = judge.Ratio("effective_success", &m.Counts)
-	m.ProxyAmplification = judge.Ratio("proxy_amplification", &m.Counts) // upstream tries per line that records them
+	m.Amplification = figAmplification.Of(&m.Counts)
+	m.RetryRate = figRetryRate.Of(&m.Counts)
+	m.RetrySuccessRate = figRetrySuccess.Of(&m.Counts)
+	m.ExtraLoad = figExtraLoad.Of(&m.Counts)
+	m.ActualSuccess = figActualSuccess.Of(&m.Counts)
+	m.EffectiveSuccess = figEffectiveSuccess.Of(&m.Counts)
+	m.ProxyAmplification = figProxyAmplification.Of(&m.Counts) // upstream tries per line that records them
 	if m.Amplification != nil && m.ProxyAmplification != nil {
 		load := *m.Amplification * *m.ProxyAmplification
 		m.UpstreamLoad = &load
