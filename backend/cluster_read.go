@@ -151,7 +151,7 @@ func fill(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, 
 		"attempt", "attempt_source", "max_attempts", "retry_reason", "request_id", "idempotency_key", "invocation_id",
 		"retry_after", "route"}
 	unread := map[string]bool{"protocol": true, "bytes": true, "referer": true, "upstream_response_time": true,
-		"attempt_source": true, "max_attempts": true, "retry_reason": true}
+		"attempt_source": true, "retry_reason": true}
 	var cols []string
 	for _, c := range all {
 		if !unread[c] {

@@ -105,7 +105,8 @@ type AttemptRow struct {
 	InvocationID        *int64     `col:"invocation_id"`
 	RequestID           *int64     `col:"request_id"`
 	RetryAfter          *string    `col:"retry_after"`
-	KeyText             *string    `col:"key_text"` // the line's key as logged; NULL on first attempts
+	KeyText             *string    `col:"key_text"`     // the line's key as logged; NULL on first attempts
+	MaxAttempts         *int16     `col:"max_attempts"` // the client's own cap when its header states it (amz-sdk-request max=)
 	Attempt             int32      `col:"attempt"`
 	Inferred            bool       `col:"inferred"`
 	Strong              bool       `col:"strong"`

@@ -1,6 +1,7 @@
 -- Policy findings (docs/metrics.md): each row of f is one retry attempt that a good
 -- client would not have made. count is logical requests, attempts is retry attempts.
--- $1 is the policy cap on attempts (--max-attempts): attempt numbers >= $1 are over it;
+-- $1 is the policy cap on attempts (--max-attempts): attempt numbers >= $1 are over it,
+-- unless the line states the client's own cap (max_attempts);
 -- $2 how many rows of each kind the examples are chosen from (below).
 WITH g AS MATERIALIZED (
     SELECT lkey, example, attempt, {{template "gap_ms"}} AS gap_ms
@@ -62,8 +63,9 @@ f AS (
     SELECT 'non_retryable_retry', lkey, example FROM {{.Table}}_attempts
     WHERE attempt >= 1 AND NOT hedge AND prev_status IN (400, 401, 403, 404, 422)
     UNION ALL
+    -- beyond the cap the client states (amz-sdk-request max=), else the policy's ($1)
     SELECT 'over_cap', lkey, example FROM {{.Table}}_attempts
-    WHERE attempt >= $1
+    WHERE attempt >= coalesce(max_attempts, $1)
     UNION ALL
     -- a key sent on more than one request (two first attempts): linked as if it had none
     SELECT 'reused_key', lkey, example FROM {{.Table}}_attempts

@@ -329,3 +329,45 @@ func TestRetryAfterMsIsHonoured(t *testing.T) {
 		}
 	}
 }
+
+// over_cap counts attempts beyond the cap the client states (amz-sdk-request max=) where
+// it states one: an AWS SDK call of max=5 that made 4 attempts (attempt=1..4) is over no
+// cap at --max-attempts 3; logged without max= its fourth attempt is over the policy's 3.
+func TestStatedCap(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		max  string
+		want float64
+	}{{"; max=5", 0}, {"", 1}} {
+		var b strings.Builder
+		for n := 1; n <= 4; n++ {
+			status := 503
+			if n == 4 {
+				status = 200
+			}
+			fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:00:0%d +0000] "GET /bucket/key HTTP/1.1" %d 2 "-" "aws-sdk-go-v2/1.30" rt=0.010 urt="0.010" us="%d" ra="-" rr="-" rid="-" ik="-" retry_after="-" msec=179596080%d.000 amz="attempt=%d%s" inv="call-1" sc="-"`+"\n",
+				n, status, status, n, n, c.max)
+		}
+		log := filepath.Join(t.TempDir(), "s3.log")
+		os.WriteFile(log, []byte(b.String()), 0o644)
+		stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--max-attempts", "3", log)
+		var r struct {
+			Findings []struct {
+				Kind     string
+				Attempts float64
+			}
+		}
+		if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+			t.Fatalf("report: exit %d: %s", code, stderr)
+		}
+		got := 0.0
+		for _, f := range r.Findings {
+			if f.Kind == "over_cap" {
+				got = f.Attempts
+			}
+		}
+		if got != c.want {
+			t.Errorf("amz-sdk-request %q: %v attempts over the cap, want %v", "attempt=N"+c.max, got, c.want)
+		}
+	}
+}
