@@ -288,8 +288,10 @@ func finish(r *Record, st *state, only int) {
 	// retry-after-ms wins over Retry-After, as the clients that send it read them; it is
 	// kept as Retry-After's seconds. A value that is not a number (it is the server's, but
 	// logged as text) leaves Retry-After as it was.
-	if ms, err := strconv.ParseFloat(st.retryAfterMs, 64); err == nil && ms >= 0 && ms < 1e12 {
-		r.RetryAfter = strconv.FormatFloat(ms/1000, 'f', -1, 64)
+	if st.retryAfterMs != "" {
+		if ms, err := strconv.ParseFloat(st.retryAfterMs, 64); err == nil && ms >= 0 && ms < 1e12 {
+			r.RetryAfter = strconv.FormatFloat(ms/1000, 'f', -1, 64)
+		}
 	}
 	for i, v := range st.attempt {
 		if v == "" || (only > 0 && i != only-1) {
