@@ -189,15 +189,17 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	if err != nil {
 		return err
 	}
-	// Everything before the last whole minute at or before where chains stop growing: a
-	// report up to a whole minute reads what the stored cache holds of those minutes.
+	// Everything before the last whole minute (or window, under a minute) at or before
+	// where chains stop growing. A report up to a whole minute reads what the stored
+	// cache holds of those minutes; one up to a window inside a minute links the rows
+	// again (slower on a large database, the same figures).
 	closed, err := query.Closed(ctx, db, started.Add(-w.o.Settle-qo.MaxGap), qo.MaxGap)
 	if err != nil {
 		return err
 	}
-	// Whole minutes: ranges of whole minutes add up to the whole, every figure included
-	// (docs/metrics.md, "Ranges"), and the last window, which divides a minute, is closed.
-	until := closed.UTC().Truncate(time.Minute)
+	// The last whole window (a minute, or the width under a minute): adjacent ranges add up
+	// to the whole (docs/metrics.md, "Ranges"; synchronised, which does not, is not served).
+	until := closed.UTC().Truncate(min(w.o.Width, time.Minute))
 	w.mu.Lock()
 	prev := w.snap
 	w.mu.Unlock()
