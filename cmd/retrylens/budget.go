@@ -42,34 +42,11 @@ var budgetModels = []string{"finagle", "linkerd2", "grpc", "envoy", "aws-standar
 func (e *env) budgetCmd() *cobra.Command {
 	var o budgetOptions
 	c := &cobra.Command{
-		Use:   "budget [flags] [FILE...]",
-		Short: "Replay the recorded retries through a retry budget: what would it have denied?",
-		Long: `Replay the recorded attempts, in start order, through a retry budget and report the
-retries it would have denied, the amplification that would have followed, and the
-recovered requests that would have ended failed because their rescuing retry was denied.
-First attempts always go out; after a denied retry, that request sends nothing more.
-
-Models (defaults as published):
-  finagle      Finagle's RetryBudget, as Linkerd 1 uses it: over the last --ttl (10s),
-               retries < --ratio (0.2) x requests + --min-per-sec (10) x ttl
-  linkerd2     Linkerd ServiceProfile retryBudget: the same rule (retryRatio 0.2,
-               minRetriesPerSecond 10, ttl 10s)
-  grpc         gRPC retry throttling: tokens start at --max-tokens (10), -1 per failed
-               answer, +--token-ratio (0.1) per other answer; retry while tokens > max/2
-  envoy        Envoy retry budget: retries in flight < max(--envoy-min (3),
-               --envoy-percent (0.2) x requests in flight)
-  aws-standard AWS SDK standard mode: --aws-quota (500) tokens, a retry costs --aws-cost
-               (5), --aws-timeout-cost (10) after a timeout; refunded when it succeeds;
-               a successful first attempt adds 1
-  cap          at most --max-attempts (3) attempts per request
-  retry-after  no retry before the previous answer's Retry-After has passed
-
---compare runs every model on the same traffic, side by side. Exit 6 when no line in
-the range carries an attempt number: nothing to replay (try --infer-attempts).`,
-		Example: `  retrylens budget --compare
-  retrylens budget --model finagle --ratio 0.1 --min-per-sec 5 incident.log
-  retrylens budget --model grpc --format json`,
-		RunE: func(c *cobra.Command, args []string) error { return e.runBudget(c.Context(), &o, args) },
+		Use:     "budget [flags] [FILE...]",
+		Short:   "Replay the recorded retries through a retry budget: what would it have denied?",
+		Long:    help("budget.long.txt"),
+		Example: help("budget.example.txt"),
+		RunE:    func(c *cobra.Command, args []string) error { return e.runBudget(c.Context(), &o, args) },
 	}
 	f := c.Flags()
 	o.rowFlags.register(c, "")

@@ -36,27 +36,11 @@ type checkOptions struct {
 func (e *env) checkCmd() *cobra.Command {
 	var o checkOptions
 	c := &cobra.Command{
-		Use:   "check [flags] [FILE...]",
-		Short: "Evaluate the alert rules; exit 3 when one at or above --fail-on fired",
-		Long: `Evaluate the alert rules on one-minute buckets and print the alerts that fired:
-
-  retry_rate_high      retry rate > 15 % for 2 consecutive minutes   P2
-  retries_not_helping  retry success < 40 % and retry rate > 5 %, 1 min  P2
-  retry_storm          amplification > 1.5 for 1 minute              P1
-
---rules FILE overrides thresholds, sustain times and severities, e.g.
-[{"rule": "retry_storm", "threshold": 2.0, "sustain": "3m"}].
-
-Exit codes: 0 no alert at or above --fail-on (and no --fail-on-finding finding), 3 at least
-one, 6 nothing to judge (no
-rows in the range, or no line with an attempt number), 1 error, 2 bad flags.
-Like report, check reads the database, or loads FILEs into a temporary one.`,
-		Example: `  retrylens ingest sample.log && retrylens check --fail-on P1
-  retrylens check --fail-on P2 --log-format retry chaos-test/access.log
-  retrylens check --format json --rules rules.json
-  retrylens check --fail-on-finding false_success,duplicate_write_risk replayed.log
-  retrylens check --format markdown > comment.md`,
-		RunE: func(c *cobra.Command, args []string) error { return e.runCheck(c.Context(), &o, args) },
+		Use:     "check [flags] [FILE...]",
+		Short:   "Evaluate the alert rules; exit 3 when one at or above --fail-on fired",
+		Long:    help("check.long.txt"),
+		Example: help("check.example.txt"),
+		RunE:    func(c *cobra.Command, args []string) error { return e.runCheck(c.Context(), &o, args) },
 	}
 	f := c.Flags()
 	o.rowFlags.register(c, ", and for the output")

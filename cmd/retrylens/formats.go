@@ -14,13 +14,8 @@ func (e *env) formatsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "formats",
 		Short: "List the input format presets, with an example line each",
-		Long: `List the input format presets (--log-format NAME), with an example line each.
-
-Any other nginx format works with --nginx-format '<log_format string>' or
---nginx-conf /etc/nginx/nginx.conf --log-format-name NAME; 'retrylens ingest --dry-run
-FILE' shows how a file's first lines parse. Any other JSON log works with --field
-NAME=KEY.PATH (repeatable), alone or on top of a JSON preset.`,
-		Args: cobra.NoArgs,
+		Long:  help("formats.long.txt"),
+		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			example := parse.Record{
 				Time: time.Date(2026, 11, 29, 14, 20, 1, 512e6, time.UTC), RemoteAddr: "10.0.0.7", Method: "GET",

@@ -36,45 +36,10 @@ type ingestOptions struct {
 func (e *env) ingestCmd() *cobra.Command {
 	var o ingestOptions
 	c := &cobra.Command{
-		Use:   "ingest [flags] FILE...",
-		Short: "Parse access logs and load them into the database",
-		Long: `Parse access logs and load them into the database, one row per line.
-
-FILE may be plain text, gzip (recognised by content, not name), - for stdin, or a stream
-(/dev/stdin, a FIFO, <(zcat …)), which is copied once beside the database and loaded like
-a file; a quoted glob ('/var/log/nginx/access.log*') is expanded here, and a rotated set
-(access.log access.log.1 access.log.2.gz, or dateext's access.log-20261129.gz) is read
-oldest first whatever the order given. A file is loaded in chunks (--chunk-mib), each in
-one transaction with its entry in the registry of loaded content: content loaded before,
-under any name or compression, adds nothing; a file that grew adds its new lines only; a
-file's last line without its newline waits for the next run (a stream's is loaded); a
-load killed half way resumes after its last chunk, and every ingest first checks the
-rows against the registry and repairs what a crash left. Running ingest again and again
-while logs rotate is safe. A gzip file cut short loads its readable lines and exits 1
-naming the line it broke after.
-
-Lines that repeat rows already loaded (same second, key, attempt, status, method, URI and
-client) are the same traffic logged twice, as by a text and a JSON access_log of one
-server: ingest warns, and --dedupe leaves them out.
-
-Malformed lines never stop a load: they are counted by reason, the first ones are kept
-with file and line number in the rejects table, and the summary shows them. When no
---log-format or --nginx-format is given, each file's format is detected from its first
-lines. On a terminal a progress bar shows on stderr (not with --quiet or in a pipe).
-
-Exit codes: 0 loaded, 1 an input could not be read (the others were loaded), 2 bad
-flags, 4 more lines rejected than --max-reject-ratio allows.`,
-		Example: `  retrylens ingest /var/log/nginx/access.log /var/log/nginx/access.log.1
-  retrylens ingest --log-format retry --db incident.duckdb access.log.2.gz
-  retrylens ingest --nginx-format '$remote_addr [$time_local] "$request" $status $http_x_retry_attempt' app.log
-  zcat access.log.*.gz | retrylens ingest -
-  retrylens ingest <(kubectl logs deploy/gateway)
-  retrylens ingest --dry-run access.log          # how the first 5 lines parse, nothing loaded
-  retrylens ingest --nginx-conf /etc/nginx/nginx.conf --log-format-name main access.log
-  retrylens ingest '/var/log/nginx/access.log*'   # the rotated set, oldest first
-  retrylens ingest --log-format envoy envoy-access.jsonl
-  retrylens ingest --log-format haproxy --haproxy-captures x-request-id,x-retry-attempt haproxy.log
-  retrylens ingest --log-format json --field time=ts --field status=code --field attempt=hdr.x-retry-attempt app.jsonl`,
+		Use:     "ingest [flags] FILE...",
+		Short:   "Parse access logs and load them into the database",
+		Long:    help("ingest.long.txt"),
+		Example: help("ingest.example.txt"),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("ingest needs at least one FILE (or - for stdin)")

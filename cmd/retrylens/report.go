@@ -39,50 +39,11 @@ type reportOptions struct {
 func (e *env) reportCmd() *cobra.Command {
 	var o reportOptions
 	c := &cobra.Command{
-		Use:   "report [flags] [FILE...]",
-		Short: "Print retry metrics per time window and for the whole range",
-		Long: `Print, per time window and for the whole range: requests, untagged lines,
-first attempts, retries, amplification (tagged lines / first attempts), retry rate
-(second attempts / first attempts), retry success rate (retries answered 2xx / retries),
-recovered and exhausted requests, 5xx, 429 and abandoned (499, 0) lines split
-first+retry, and a verdict: fuelling (an alert fired in it), rescuing, quiet,
-insufficient data (too few first attempts, or a threshold crossed without an alert) or
-no attempt data (no line carries an attempt number). Every row, range, window, endpoint
-or --by group, gets its verdict the same way from its own counts and alerts, and the
-JSON names the alert rules that fired in its own minutes. Under the table: 429
-feedback loops (premature and blind retries; --throttle-status adds statuses that
-throttle), policy findings (retried writes without an idempotency key, writes retried
-after an abandoned attempt, false successes, retries of non-retryable answers, attempts
-over --max-attempts) and how attempts were linked into logical requests.
-
-Attempts are linked by Idempotency-Key, amz-sdk-invocation-id or X-Request-Id; lines
-with none of them by client address, user agent, method and URI, with increasing
-attempt numbers at most --max-gap apart. --infer-attempts gives lines without an attempt
-header inferred numbers the same way (a repeat after a retryable failure is a retry);
-they are counted as "inferred".
-
-Without FILE it reads the database; with FILEs it loads them into a temporary in-memory
-database first (the input flags apply), for a quick look or a CI step.
-
---format html -o postmortem.html writes the postmortem as one self-contained page (no
-script, no network; it prints): the timeline of amplification, retry rate and 5xx/429 share
-with alerts shaded and incidents outlined, logical requests by number of attempts, the wait
-before each retry as histograms, and the tables.
-
---since and --until take RFC 3339 (2026-11-29T10:00:00Z), nginx's time
-(29/Nov/2026:10:00:00 +0000) or '2026-11-29 10:00[:05]' in --tz (default UTC); the
-range is [since, until). --tz also sets how windows are shown and where days start.`,
-		Example: `  retrylens report --window 1h
-  retrylens report --window 1m --since '2026-11-29 10:00' --until '2026-11-29 10:30'
-  retrylens report --by route --endpoint /api/orders/:id
-  retrylens report --by route,status,attempt
-  retrylens report --policy-base 300ms --policy-max-retries 2
-  retrylens report --window 1d --tz Europe/Paris
-  retrylens report --format json -o report.json
-  retrylens report --window 5m --format html -o postmortem.html
-  retrylens report --format csv --section endpoints > endpoints.csv
-  retrylens report --format markdown --log-format retry access.log`,
-		RunE: func(c *cobra.Command, args []string) error { return e.runReport(c.Context(), &o, args) },
+		Use:     "report [flags] [FILE...]",
+		Short:   "Print retry metrics per time window and for the whole range",
+		Long:    help("report.long.txt"),
+		Example: help("report.example.txt"),
+		RunE:    func(c *cobra.Command, args []string) error { return e.runReport(c.Context(), &o, args) },
 	}
 	f := c.Flags()
 	o.rowFlags.register(c, ", window starts and day boundaries")

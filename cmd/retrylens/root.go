@@ -121,24 +121,10 @@ func commandName(root *cobra.Command, args []string) string {
 
 func (e *env) rootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "retrylens",
-		Short: "Were client retries rescuing requests or fuelling the incident?",
-		Long: `retrylens reads a gateway's access logs, where each line carries the client's attempt
-number (x-retry-attempt and friends), loads them into a DuckDB file and reports
-amplification, retry rate and retry success per time window.
-
-The database is --db, else $RETRYLENS_DB, else ./retrylens.duckdb. On a terminal,
-verdicts are coloured unless $NO_COLOR is set.
-
-Exit codes: 0 success, 1 error (some input could not be read, the database is busy…),
-2 bad flags or arguments, 3 (check) an alert at or above --fail-on fired, 4 (ingest)
-more lines rejected than --max-reject-ratio allows, 5 (verify) the database is damaged,
-6 (check, budget) nothing to judge: no rows, or none with an attempt number.`,
-		Example: `  retrylens ingest /var/log/nginx/access.log*
-  retrylens report --window 1h
-  retrylens report --window 1m --since 2026-11-29T10:00:00Z --until 2026-11-29T11:00:00Z --format json
-  retrylens report --log-format retry testdata/incident-hour/access.log   # no database needed
-  retrylens check --fail-on P1 testdata/incident-hour/access.log        # exit 3: a retry storm`,
+		Use:           "retrylens",
+		Short:         "Were client retries rescuing requests or fuelling the incident?",
+		Long:          help("retrylens.long.txt"),
+		Example:       help("retrylens.example.txt"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),

@@ -21,29 +21,10 @@ type verifyOptions struct {
 func (e *env) verifyCmd() *cobra.Command {
 	var o verifyOptions
 	c := &cobra.Command{
-		Use:   "verify [flags]",
-		Short: "Prove the database holds each loaded line once, and the report cache matches the rows",
-		Long: `Prove that the database holds what its registry of loads says, and nothing else:
-
-  - every load's rows: as many as it registered, each line once, within its lines, and
-    its rejected lines counted as registered;
-  - no rows or rejects under a load the registry does not hold (a load that never
-    committed: DuckDB can bring a killed transaction's rows back);
-  - the report cache: each stored table equal to the same table built again from the
-    rows (the slow part: about as long as the cache build after an ingest).
-
-Every ingest runs the first two checks before it loads and repairs what they find.
-verify prints each problem on a line and exits 5 when there is one. With --repair it
-deletes unregistered rows, deletes each damaged load with the later loads of the same
-file (ingest that file again to load those lines, once) and rebuilds the cache.
-
-Without --repair verify writes nothing: a database written by an older retrylens is
-upgraded by --repair (or any ingest).
-
-Exit codes: 0 the database is sound (or was repaired), 1 error, 5 damage found (a file
-that cannot be read back included).`,
-		Example: `  retrylens verify
-  retrylens verify --db incident.duckdb --repair`,
+		Use:     "verify [flags]",
+		Short:   "Prove the database holds each loaded line once, and the report cache matches the rows",
+		Long:    help("verify.long.txt"),
+		Example: help("verify.example.txt"),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("verify takes no FILE: it checks the database (--db)")

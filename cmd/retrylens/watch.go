@@ -32,32 +32,10 @@ type watchOptions struct {
 func (e *env) watchCmd() *cobra.Command {
 	var o watchOptions
 	c := &cobra.Command{
-		Use:   "watch [flags] FILE|GLOB...",
-		Short: "Follow access logs, load new lines as they come and serve retry metrics to Prometheus",
-		Long: `Follow access logs while they are written: every --interval, load what the files hold
-beyond what was loaded, through the same exactly-once ingest as 'retrylens ingest', and
-serve the figures on --listen: /metrics for Prometheus, / for the HTML report of the last
---html-window.
-
-Give the rotated set as a quoted glob ('/var/log/nginx/access.log*'): rename rotation
-(the old file read to its end, then the new one), copytruncate, gzip of rotated files and
-files appearing under the glob load each line once; a restart, even after kill -9, goes
-on where the database stands. SIGTERM or Ctrl-C finishes the batch under way and exits 0.
-
-The counters count what is final: a logical request counts once its chain can no longer
-grow (--max-gap after its last attempt, --settle for lines to reach the file), so ratios
-are PromQL over counters and every figure up to retrylens_closed_until_seconds equals
-'retrylens report --until' that time. The window gauges are the last closed window's
-(--window). Endpoints get series of their own up to --max-endpoints, in the order they
-are first seen; the rest are counted as endpoint "other". docs/live.md has each metric,
-the Prometheus rules and a systemd unit.
-
-The database is held only during a batch: report, check, query and budget on the same
---db wait for it (--wait) and read it meanwhile. A DuckDB file only.`,
-		Example: `  retrylens watch --db /var/lib/retrylens/gateway.duckdb '/var/log/nginx/access.log*'
-  retrylens watch --listen 127.0.0.1:9464 --interval 5s --window 1m access.log
-  retrylens watch --once access.log     # one batch, then exit: cron instead of a daemon
-  retrylens watch --prometheus-rules > /etc/prometheus/rules/retrylens.yml`,
+		Use:     "watch [flags] FILE|GLOB...",
+		Short:   "Follow access logs, load new lines as they come and serve retry metrics to Prometheus",
+		Long:    help("watch.long.txt"),
+		Example: help("watch.example.txt"),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 && !o.promRules {
 				return usagef("watch needs at least one FILE or GLOB to follow")
