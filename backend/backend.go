@@ -24,7 +24,7 @@ type Store interface {
 	// Ingest loads files exactly once, repairing first what a killed load left, and
 	// brings what reports read up to date. Its error says what did not load; the
 	// result holds what did.
-	Ingest(ctx context.Context, files []string, opt LoadOptions, ev Events) (Ingested, error)
+	Ingest(ctx context.Context, files []string, opt ingest.Options, ev Events) (Ingested, error)
 	// Health is what a report on the store should say beside its figures.
 	Health(ctx context.Context) Health
 	// Rows returns the database a report of qo counts (query.Open), and sets qo to read
@@ -73,14 +73,14 @@ type Options struct {
 type Events struct {
 	// Loaded is called when the lines are loaded, before the store's own work after it
 	// (a DuckDB file's report cache).
-	Loaded func(res LoadResult)
+	Loaded func(res ingest.Result)
 	// Caching is called before a report cache build that has rows to link.
 	Caching func()
 }
 
 // Ingested is what an ingest did.
 type Ingested struct {
-	Load LoadResult
+	Load ingest.Result
 	// Removed: nothing loaded into a store the ingest created, so it was removed (a
 	// later report would read an empty file as a quiet, healthy log).
 	Removed bool
@@ -164,7 +164,7 @@ var ErrLocked = ingest.ErrLocked
 
 // Temp loads files into a private in-memory store, for a report on FILE arguments. Its
 // error says what did not load (the result says what did).
-func Temp(ctx context.Context, files []string, opt LoadOptions) (Store, LoadResult, error) {
+func Temp(ctx context.Context, files []string, opt ingest.Options) (Store, ingest.Result, error) {
 	return loadTemp(ctx, files, opt)
 }
 
@@ -195,30 +195,3 @@ func Counts(ctx context.Context, st Store, qo query.Options) (map[string][][]any
 	}
 	return out, nil
 }
-
-// Damaged reports whether err says a store's file does not read back as it was
-// written (a disk, copy or filesystem fault).
-func Damaged(err error) bool { return ingest.Damaged(err) }
-
-// The vocabulary of a load, defined by the loading engine, so that callers describe a
-// load without reaching the engine itself.
-type (
-	LoadOptions = ingest.Options
-	LoadResult  = ingest.Result
-	Step        = ingest.Step
-	Damage      = ingest.Damage
-	Router      = ingest.Router
-	Sample      = ingest.Sample
-	Positions   = ingest.Positions
-)
-
-// The load's helpers that touch no store.
-var (
-	Inputs       = ingest.Inputs       // FILE arguments: globs expanded, rotated sets oldest first
-	NewRouter    = ingest.NewRouter    // route templates
-	ReadRoutes   = ingest.ReadRoutes   // a --routes file
-	DryRun       = ingest.DryRun       // how a file's first lines parse
-	WriteDryRun  = ingest.WriteDryRun  // DryRun's samples, for a person
-	WriteSummary = ingest.WriteSummary // a LoadResult, for a person
-	NewPositions = ingest.NewPositions // where a follower's loads ended (LoadOptions.Positions)
-)

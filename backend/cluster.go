@@ -52,7 +52,7 @@ func (c *cluster) Close() error {
 	return err
 }
 
-func (c *cluster) Ingest(ctx context.Context, files []string, opt LoadOptions, ev Events) (Ingested, error) {
+func (c *cluster) Ingest(ctx context.Context, files []string, opt ingest.Options, ev Events) (Ingested, error) {
 	if opt.Dedupe {
 		return Ingested{}, fmt.Errorf("--dedupe works on a DuckDB database, %w yet on a ClickHouse cluster", ErrUnsupported)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/internal/testmain"
 	"github.com/retrylens/retrylens/lab"
 	"github.com/retrylens/retrylens/parse"
@@ -78,7 +79,7 @@ func TestConformance(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := st.Ingest(ctx, []string{path}, LoadOptions{}, Events{}); err != nil {
+				if _, err := st.Ingest(ctx, []string{path}, ingest.Options{}, Events{}); err != nil {
 					t.Fatalf("%s: %v", s.name, err)
 				}
 				t.Cleanup(func() { st.Close() })

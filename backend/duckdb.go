@@ -41,15 +41,15 @@ func openFile(ctx context.Context, path string, o Options) (Store, error) {
 	return &file{db: db, path: path, mode: o.Mode, fresh: missing}, nil
 }
 
-func loadTemp(ctx context.Context, files []string, opt LoadOptions) (Store, LoadResult, error) {
+func loadTemp(ctx context.Context, files []string, opt ingest.Options) (Store, ingest.Result, error) {
 	db, err := ingest.Open(ctx, "")
 	if err != nil {
-		return nil, LoadResult{}, err
+		return nil, ingest.Result{}, err
 	}
 	// Load in parallel (see LoadTuned), then give the queries their default back.
 	if _, err := db.ExecContext(ctx, "SET preserve_insertion_order = false"); err != nil {
 		db.Close()
-		return nil, LoadResult{}, err
+		return nil, ingest.Result{}, err
 	}
 	res, err := ingest.Load(ctx, db, files, opt)
 	if _, rerr := db.ExecContext(ctx, "RESET preserve_insertion_order"); rerr != nil && err == nil {
@@ -78,7 +78,7 @@ func (f *file) Close() error {
 	return err
 }
 
-func (f *file) Ingest(ctx context.Context, files []string, opt LoadOptions, ev Events) (Ingested, error) {
+func (f *file) Ingest(ctx context.Context, files []string, opt ingest.Options, ev Events) (Ingested, error) {
 	opt.Spool = f.path + ".stream-" // a stream is copied beside the database, once
 	res, loadErr := ingest.LoadTuned(ctx, f.db, files, opt)
 	out := Ingested{Load: res}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
@@ -148,7 +149,7 @@ func checkFinding(t *testing.T, sc Scenario, r *overloadRun) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := backend.Temp(ctx, []string{r.log}, backend.LoadOptions{Format: pf})
+	st, _, err := backend.Temp(ctx, []string{r.log}, ingest.Options{Format: pf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/ingest"
 )
 
 // follower finds what to load at each batch: the files the arguments name now (globs
@@ -64,7 +64,7 @@ func (f *follower) inputs() []string {
 			f.missing[a] = true
 		}
 	}
-	named, err := backend.Inputs(args)
+	named, err := ingest.Inputs(args)
 	if err != nil {
 		named = args
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/internal/sanitize"
 	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/postmortem"
@@ -27,7 +28,7 @@ import (
 type Options struct {
 	Location string   // the store (backend.Open)
 	Args     []string // files and globs, expanded again at every batch
-	Load     backend.LoadOptions
+	Load     ingest.Options
 	// Open opens the store; nil is backend.Open.
 	Open     func(ctx context.Context, location string, o backend.Options) (backend.Store, error)
 	Interval time.Duration // between batches
@@ -104,7 +105,7 @@ func New(o Options) (*Watcher, error) {
 	}
 	if o.Load.Positions == nil {
 		// a file that grew is read from where its last load ended, not hashed from its start
-		o.Load.Positions = backend.NewPositions()
+		o.Load.Positions = ingest.NewPositions()
 	}
 	return &Watcher{o: o, follow: newFollower(o.Args), named: map[string]bool{}, ovf: map[string]bool{}}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/report"
 )
 
@@ -76,7 +77,7 @@ func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) er
 	if err != nil {
 		return err
 	}
-	files, err := backend.Inputs(args)
+	files, err := ingest.Inputs(args)
 	if err != nil {
 		return err
 	}
@@ -92,11 +93,11 @@ func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) er
 	}
 	if o.dryRun > 0 {
 		for _, path := range files {
-			f, samples, err := backend.DryRun(path, e.stdin, format, o.dryRun)
+			f, samples, err := ingest.DryRun(path, e.stdin, format, o.dryRun)
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
-			if err := backend.WriteDryRun(e.stdout, path, f, samples); err != nil {
+			if err := ingest.WriteDryRun(e.stdout, path, f, samples); err != nil {
 				return err
 			}
 		}
@@ -105,7 +106,7 @@ func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) er
 	if o.chunkMiB < 1 {
 		return usagef("--chunk-mib must be at least 1")
 	}
-	opts := backend.LoadOptions{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router,
+	opts := ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router,
 		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20, Step: ingestStep, Dedupe: o.dedupe}
 	show := !o.quiet && terminal(e.stderr)
 	if show {
@@ -128,7 +129,7 @@ func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) er
 	defer st.Close()
 	var summaryErr error
 	done, err := st.Ingest(ctx, files, opts, backend.Events{
-		Loaded: func(res backend.LoadResult) { summaryErr = e.loadSummary(res, o.quiet) },
+		Loaded: func(res ingest.Result) { summaryErr = e.loadSummary(res, o.quiet) },
 		Caching: func() {
 			if show {
 				fmt.Fprintln(e.stderr, "Updating the report cache…")
@@ -160,7 +161,7 @@ func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) er
 
 // loadSummary says what the load repaired first (even with quiet: rows were deleted)
 // and, unless quiet, what it loaded.
-func (e *env) loadSummary(res backend.LoadResult, quiet bool) error {
+func (e *env) loadSummary(res ingest.Result, quiet bool) error {
 	if !res.Repaired.OK() {
 		fmt.Fprintf(e.stderr, "retrylens: repaired the database before loading: %s (%d rows deleted; see 'retrylens verify')\n",
 			res.Repaired.Summary(), res.RepairedRows)
@@ -168,11 +169,11 @@ func (e *env) loadSummary(res backend.LoadResult, quiet bool) error {
 	if quiet {
 		return nil
 	}
-	return backend.WriteSummary(e.stderr, &res)
+	return ingest.WriteSummary(e.stderr, &res)
 }
 
 // rejectRatio is ingest's exit when the rejected share passed --max-reject-ratio.
-func (e *env) rejectRatio(res backend.LoadResult, maxReject float64) error {
+func (e *env) rejectRatio(res ingest.Result, maxReject float64) error {
 	if t := res.Totals(); t.Lines > 0 && float64(t.Rejected)/float64(t.Lines) > maxReject {
 		fmt.Fprintf(e.stderr, "retrylens: %d of %d lines (%.2f%%) rejected, more than --max-reject-ratio %g\n",
 			t.Rejected, t.Lines, 100*float64(t.Rejected)/float64(t.Lines), maxReject)
@@ -183,7 +184,7 @@ func (e *env) rejectRatio(res backend.LoadResult, maxReject float64) error {
 
 // ingestStep is called at each step of a chunk's transaction; crash tests set it to kill
 // a load exactly there. Nil in the product.
-var ingestStep func(backend.Step)
+var ingestStep func(ingest.Step)
 
 // exitRejects is ingest's exit code when the rejected share passed --max-reject-ratio.
 const exitRejects = 4

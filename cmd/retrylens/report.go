@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
@@ -235,7 +236,7 @@ func (e *env) sayHealth(h backend.Health) {
 }
 
 // loadTemp loads FILEs into a temporary store, for a report on them.
-func (e *env) loadTemp(ctx context.Context, o *rowFlags, files []string, router *backend.Router) (backend.Store, error) {
+func (e *env) loadTemp(ctx context.Context, o *rowFlags, files []string, router *ingest.Router) (backend.Store, error) {
 	if o.changed("db") {
 		return nil, usagef("--db and FILE arguments are exclusive: FILEs are read into a temporary database")
 	}
@@ -243,12 +244,12 @@ func (e *env) loadTemp(ctx context.Context, o *rowFlags, files []string, router 
 	if err != nil {
 		return nil, err
 	}
-	if files, err = backend.Inputs(files); err != nil {
+	if files, err = ingest.Inputs(files); err != nil {
 		return nil, err
 	}
-	st, res, err := backend.Temp(ctx, files, backend.LoadOptions{Format: format, Stdin: e.stdin, Now: e.now, Router: router})
+	st, res, err := backend.Temp(ctx, files, ingest.Options{Format: format, Stdin: e.stdin, Now: e.now, Router: router})
 	if t := res.Totals(); err != nil || t.Rejected > 0 {
-		backend.WriteSummary(e.stderr, &res)
+		ingest.WriteSummary(e.stderr, &res)
 	}
 	return st, err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
@@ -92,7 +93,7 @@ func (e *env) run(args []string) int {
 	if errors.As(err, &code) {
 		return int(code) // the command has said what it had to say
 	}
-	if backend.Damaged(err) {
+	if ingest.Damaged(err) {
 		sayDamaged(e.stderr, err)
 		return exitError
 	}
@@ -106,7 +107,7 @@ func (e *env) run(args []string) int {
 	return exitError
 }
 
-// sayDamaged explains an error that backend.Damaged recognises.
+// sayDamaged explains an error that ingest.Damaged recognises.
 func sayDamaged(w io.Writer, err error) {
 	fmt.Fprintf(w, "retrylens: the database file is damaged: part of it does not read back as it was written (a disk, copy or filesystem fault).\n"+
 		"Restore it from a copy, or load the logs again into a new --db file; 'retrylens verify' reads every block of one.\n(%v)\n", err)
@@ -223,7 +224,7 @@ func (f *formatFlags) register(c *cobra.Command) {
 }
 
 // router builds the route rules from --route and --routes.
-func (f *formatFlags) router() (*backend.Router, error) {
+func (f *formatFlags) router() (*ingest.Router, error) {
 	templates := f.routes
 	if f.routesFile != "" {
 		fh, err := os.Open(f.routesFile)
@@ -231,13 +232,13 @@ func (f *formatFlags) router() (*backend.Router, error) {
 			return nil, usagef("--routes: %v", err)
 		}
 		defer fh.Close()
-		more, err := backend.ReadRoutes(fh)
+		more, err := ingest.ReadRoutes(fh)
 		if err != nil {
 			return nil, usagef("--routes: %v", err)
 		}
 		templates = append(templates, more...)
 	}
-	r, err := backend.NewRouter(templates)
+	r, err := ingest.NewRouter(templates)
 	if err != nil {
 		return nil, usagef("--route: %v", err)
 	}

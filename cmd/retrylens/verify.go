@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/report"
 )
 
@@ -46,7 +47,7 @@ func (e *env) runVerify(ctx context.Context, o *verifyOptions) error {
 	}
 	// A file that does not read back is damage like any other: exit 5.
 	damaged := func(err error) error {
-		if backend.Damaged(err) {
+		if ingest.Damaged(err) {
 			sayDamaged(e.stderr, err)
 			return exitCode(exitDamaged)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/watch"
@@ -90,7 +90,7 @@ func (e *env) runWatch(ctx context.Context, o *watchOptions, args []string) erro
 	}
 	w, err := watch.New(watch.Options{
 		Location: e.dbPath(o.db), Args: args, Open: e.open,
-		Load:     backend.LoadOptions{Format: format, Router: router, Now: e.now},
+		Load:     ingest.Options{Format: format, Router: router, Now: e.now},
 		Interval: o.interval, Figures: figures, Settle: o.settle, Width: width, MaxEndpoints: o.maxEndpoints,
 		HTMLWindow: o.htmlWindow, Now: e.now, Log: e.stderr,
 	})

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/postmortem"
@@ -59,7 +59,7 @@ func TestWatchIsTheReport(t *testing.T) {
 // ("" detects it) at a window width.
 func watchIsTheReport(t *testing.T, log, format, window string) {
 	ctx := context.Background()
-	var load backend.LoadOptions
+	var load ingest.Options
 	formatArgs := []string{}
 	if format != "" {
 		pf, err := parse.Preset(format)

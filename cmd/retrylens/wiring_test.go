@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retrylens/retrylens/backend"
+	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -37,7 +38,7 @@ func (f *fakeStore) ask(what string) {
 	f.asked = append(f.asked, what)
 }
 
-func (f *fakeStore) Ingest(context.Context, []string, backend.LoadOptions, backend.Events) (backend.Ingested, error) {
+func (f *fakeStore) Ingest(context.Context, []string, ingest.Options, backend.Events) (backend.Ingested, error) {
 	f.ask("ingest")
 	return backend.Ingested{}, errStop
 }
