@@ -6,18 +6,18 @@ import "strings"
 // it is defined. The report computes it from a slice's counts (Metrics), watch serves the
 // counts and its Prometheus rules compute it from them with the same formula
 // (watch.PrometheusRules), and the docs' tables of figures are checked against this list.
-// Adding a figure over existing counts is one line here (and a column in
-// report/columns.go to show it).
+// Adding a figure over existing counts is one line of Figures; the JSON carries it by its
+// key, and a column in report/columns.go shows it in the table.
 type Figure struct {
 	Key string // the JSON key and the recording rule's name
-	// Num and Den are sums of counts (countColumns); a name starting with "-" is
+	// Num and Den are sums of counts (CountNames); a name starting with "-" is
 	// subtracted. The ratio is nil (JSON null, PromQL NaN) when Den is 0 or less.
 	Num, Den []string
 	Help     string
 	// AboveOne says whether the ratio can exceed 1: amplification always can, and a
 	// window's retry rate when first attempts of its retried requests fell before it.
 	AboveOne bool
-	num, den terms // Num and Den as indices into Counts (FigureOf)
+	num, den terms // Num and Den as indices into Counts, found when the package starts
 }
 
 // Figures are the ratios every surface shows (docs/metrics.md), each defined here alone:
@@ -40,11 +40,14 @@ var Figures = []Figure{
 		Help: "The gateway's own tries upstream per line, over lines that record them."},
 }
 
-// terms are a sum of counts, as indices into Counts with their signs.
-type terms []struct {
+// term is one count of a sum: its index in Counts and its sign.
+type term struct {
 	i    int
 	sign int64
 }
+
+// terms are a sum of counts.
+type terms []term
 
 func (ts terms) of(c *Counts) int64 {
 	var n int64
@@ -54,16 +57,13 @@ func (ts terms) of(c *Counts) int64 {
 	return n
 }
 
-// FigureOf returns the figure of key with its counts found (see Of); it panics on a key
-// that is no figure, a programming error.
-func FigureOf(key string) Figure {
-	for _, f := range Figures {
-		if f.Key == key {
-			f.num, f.den = resolve(f.Key, f.Num), resolve(f.Key, f.Den)
-			return f
-		}
+// The figures' counts are found once, by index: a report computes the figures of every
+// group of 100K routes.
+func init() {
+	for i := range Figures {
+		f := &Figures[i]
+		f.num, f.den = resolve(f.Key, f.Num), resolve(f.Key, f.Den)
 	}
-	panic("judge: no figure " + key)
 }
 
 func resolve(key string, names []string) terms {
@@ -77,26 +77,23 @@ func resolve(key string, names []string) terms {
 		if !ok {
 			panic("judge: figure " + key + " over a count the catalogue lacks: " + n)
 		}
-		ts = append(ts, struct {
-			i    int
-			sign int64
-		}{i, sign})
+		ts = append(ts, term{i, sign})
 	}
 	return ts
 }
 
-// figures are Figures with their counts found, by key.
-var figures = func() map[string]Figure {
-	m := map[string]Figure{}
+// FigureOf returns the figure of key; it panics on a key that is no figure, a
+// programming error.
+func FigureOf(key string) Figure {
 	for _, f := range Figures {
-		m[f.Key] = FigureOf(f.Key)
+		if f.Key == key {
+			return f
+		}
 	}
-	return m
-}()
+	panic("judge: no figure " + key)
+}
 
-// Of is the figure over c: nil when its denominator is 0 or less (JSON null). f comes from
-// FigureOf: a report computes the figures of every group of 100K routes, without looking
-// a count up by name.
+// Of is the figure over c: nil when its denominator is 0 or less (JSON null).
 func (f Figure) Of(c *Counts) *float64 {
 	d := f.den.of(c)
 	if d <= 0 {
@@ -106,26 +103,21 @@ func (f Figure) Of(c *Counts) *float64 {
 	return &x
 }
 
-// Ratio returns the figure of key (Figures) over c: nil without a denominator, or when
-// key is no figure.
-func Ratio(key string, c *Counts) *float64 {
-	f, ok := figures[key]
-	if !ok {
-		return nil
+// Figure returns the figure of key (Figures) over m's counts: nil without a denominator,
+// or when key is no figure.
+func (m Metrics) Figure(key string) *float64 {
+	for _, f := range Figures {
+		if f.Key == key {
+			return f.Of(&m.Counts)
+		}
 	}
-	return f.Of(c)
+	return nil
 }
-
-// Figure returns the figure of key over m's counts (Ratio).
-func (m Metrics) Figure(key string) *float64 { return Ratio(key, &m.Counts) }
 
 // Sums returns the figure's numerator and denominator over c: the figure is num/den when
 // den > 0. Surfaces that serve counts (watch) serve these, so that a ratio computed from
 // them elsewhere (PromQL) is the report's.
-func (f Figure) Sums(c Counts) (num, den int64) {
-	r := figures[f.Key]
-	return r.num.of(&c), r.den.of(&c)
-}
+func (f Figure) Sums(c Counts) (num, den int64) { return f.num.of(&c), f.den.of(&c) }
 
 // FiguresMarkdown is the table of Figures that docs/metrics.md carries (checked by
 // TestFiguresDoc): each figure's key, formula over the count columns, and meaning.

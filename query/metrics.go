@@ -29,55 +29,56 @@ type countColumn struct {
 	place func(*counts) *int64
 }
 
-// countColumns are the catalogue of counts: each column metrics.sql or logical.sql
-// returns, and its place in counts. Rows are scanned by column name (countScan) and
-// added field by field (add). A new count is its SQL line, its field and its line here;
-// a figure over it is one line of Figures.
-var countColumns = []countColumn{
-	{"requests", func(c *counts) *int64 { return &c.requests }},
-	{"untagged", func(c *counts) *int64 { return &c.untagged }},
-	{"inferred", func(c *counts) *int64 { return &c.inferred }},
-	{"tagged", func(c *counts) *int64 { return &c.tagged }},
-	{"first_attempts", func(c *counts) *int64 { return &c.first }},
-	{"retries", func(c *counts) *int64 { return &c.retries }},
-	{"second_attempts", func(c *counts) *int64 { return &c.second }},
-	{"retries_ok", func(c *counts) *int64 { return &c.retriesOK }},
-	{"tagged_ok", func(c *counts) *int64 { return &c.taggedOK }},
-	{"status_5xx_first", func(c *counts) *int64 { return &c.s5xx.First }},
-	{"status_5xx_retry", func(c *counts) *int64 { return &c.s5xx.Retry }},
-	{"status_429_first", func(c *counts) *int64 { return &c.s429.First }},
-	{"status_429_retry", func(c *counts) *int64 { return &c.s429.Retry }},
-	{"status_499_first", func(c *counts) *int64 { return &c.s499.First }},
-	{"status_499_retry", func(c *counts) *int64 { return &c.s499.Retry }},
-	{"abandoned_first", func(c *counts) *int64 { return &c.abandoned.First }},
-	{"abandoned_retry", func(c *counts) *int64 { return &c.abandoned.Retry }},
-	{"cancelled_first", func(c *counts) *int64 { return &c.cancelled.First }},
-	{"cancelled_retry", func(c *counts) *int64 { return &c.cancelled.Retry }},
-	{"proxied", func(c *counts) *int64 { return &c.proxied }},
-	{"upstream_tries", func(c *counts) *int64 { return &c.tries }},
-	{"strong_firsts", func(c *counts) *int64 { return &c.strongFirsts }},
-	{"strong_firsts_ok", func(c *counts) *int64 { return &c.strongFirstsOK }},
-	{"recovered", func(c *counts) *int64 { return &c.recovered }},
-	{"exhausted", func(c *counts) *int64 { return &c.exhausted }},
-	{"logical", func(c *counts) *int64 { return &c.logical }},
-	{"final_ok", func(c *counts) *int64 { return &c.finalOK }},
-	{"multi_firsts", func(c *counts) *int64 { return &c.multiFirsts }},
-	{"multi_firsts_ok", func(c *counts) *int64 { return &c.multiFirstsOK }},
+// countPlaces are where each count of judge.CountNames (the columns metrics.sql and
+// logical.sql return) sits in counts. Rows are scanned by column name (countScan) and
+// added field by field (add). A new count is its SQL line, its judge.CountNames entry, its
+// field and its line here; a figure over it is one line of judge.Figures.
+var countPlaces = map[string]func(*counts) *int64{
+	"requests":         func(c *counts) *int64 { return &c.requests },
+	"untagged":         func(c *counts) *int64 { return &c.untagged },
+	"inferred":         func(c *counts) *int64 { return &c.inferred },
+	"tagged":           func(c *counts) *int64 { return &c.tagged },
+	"first_attempts":   func(c *counts) *int64 { return &c.first },
+	"retries":          func(c *counts) *int64 { return &c.retries },
+	"second_attempts":  func(c *counts) *int64 { return &c.second },
+	"retries_ok":       func(c *counts) *int64 { return &c.retriesOK },
+	"tagged_ok":        func(c *counts) *int64 { return &c.taggedOK },
+	"status_5xx_first": func(c *counts) *int64 { return &c.s5xx.First },
+	"status_5xx_retry": func(c *counts) *int64 { return &c.s5xx.Retry },
+	"status_429_first": func(c *counts) *int64 { return &c.s429.First },
+	"status_429_retry": func(c *counts) *int64 { return &c.s429.Retry },
+	"status_499_first": func(c *counts) *int64 { return &c.s499.First },
+	"status_499_retry": func(c *counts) *int64 { return &c.s499.Retry },
+	"abandoned_first":  func(c *counts) *int64 { return &c.abandoned.First },
+	"abandoned_retry":  func(c *counts) *int64 { return &c.abandoned.Retry },
+	"cancelled_first":  func(c *counts) *int64 { return &c.cancelled.First },
+	"cancelled_retry":  func(c *counts) *int64 { return &c.cancelled.Retry },
+	"proxied":          func(c *counts) *int64 { return &c.proxied },
+	"upstream_tries":   func(c *counts) *int64 { return &c.tries },
+	"strong_firsts":    func(c *counts) *int64 { return &c.strongFirsts },
+	"strong_firsts_ok": func(c *counts) *int64 { return &c.strongFirstsOK },
+	"recovered":        func(c *counts) *int64 { return &c.recovered },
+	"exhausted":        func(c *counts) *int64 { return &c.exhausted },
+	"logical":          func(c *counts) *int64 { return &c.logical },
+	"final_ok":         func(c *counts) *int64 { return &c.finalOK },
+	"multi_firsts":     func(c *counts) *int64 { return &c.multiFirsts },
+	"multi_firsts_ok":  func(c *counts) *int64 { return &c.multiFirstsOK },
 }
 
-// countPlaces finds a column's place in counts.
-var countPlaces = func() map[string]func(*counts) *int64 {
-	m := map[string]func(*counts) *int64{}
-	for i, c := range countColumns {
-		if i >= len(judge.CountNames) || judge.CountNames[i] != c.col {
-			panic("query: countColumns is not in judge.CountNames's order at " + c.col)
+// countColumns are the counts in judge.CountNames's order, the order of Metrics.Counts.
+var countColumns = func() []countColumn {
+	if len(countPlaces) != len(judge.CountNames) {
+		panic("query: countPlaces is not judge.CountNames")
+	}
+	cs := make([]countColumn, len(judge.CountNames))
+	for i, name := range judge.CountNames {
+		place, ok := countPlaces[name]
+		if !ok {
+			panic("query: no place in counts for the count " + name)
 		}
-		m[c.col] = c.place
+		cs[i] = countColumn{name, place}
 	}
-	if len(countColumns) != len(judge.CountNames) {
-		panic("query: countColumns is not judge.CountNames")
-	}
-	return m
+	return cs
 }()
 
 func (c *counts) add(d counts) {
