@@ -157,14 +157,7 @@ func TestWatchEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
 	}
-	var rep struct {
-		Summary   map[string]any   `json:"summary"`
-		Windows   []map[string]any `json:"windows"`
-		Endpoints []map[string]any `json:"endpoints"`
-		Hedging   map[string]any   `json:"hedging"`
-		Loops     map[string]any   `json:"loops_429"`
-		Findings  []map[string]any `json:"findings"`
-	}
+	var rep liveReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
