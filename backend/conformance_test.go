@@ -53,14 +53,13 @@ func conformanceLogs(t *testing.T) map[string]string {
 }
 
 // Every backend's stage one gives the same count tables for the same log, whichever rows
-// it counted where: a DuckDB file (from its report cache, and linked afresh for a range)
-// and a two-shard ClickHouse cluster (counted on the shards, the rest linked here). The
-// tables are compared summed by their keys (query.Set.Counts), for the whole log, a
-// range that cuts requests, and with --infer-attempts.
+// it counted where: a DuckDB file (from its report cache, and linked afresh for a range),
+// a database in memory (as 'report FILE' loads one) and a two-shard ClickHouse cluster
+// (counted on the shards, the rest linked here). The tables are compared summed by their
+// keys (query.Set.Counts), for the whole log, a range that cuts requests, and with
+// --infer-attempts. With -short the cluster sits out and two logs are compared; outside the
+// end-to-end tier the cluster takes those two.
 func TestConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a two-shard ClickHouse cluster")
-	}
 	t.Parallel()
 	ctx := context.Background()
 	stores := []struct {
@@ -68,11 +67,24 @@ func TestConformance(t *testing.T) {
 		location func(t *testing.T) string
 	}{
 		{"duckdb", func(t *testing.T) string { return filepath.Join(t.TempDir(), "rows.duckdb") }},
-		{"clickhouse", func(t *testing.T) string { return testmain.ClusterURL(t) }},
+		{"memory", func(t *testing.T) string { return "" }},
+	}
+	cluster := !testing.Short()
+	if cluster {
+		stores = append(stores, struct {
+			name     string
+			location func(t *testing.T) string
+		}{"clickhouse", func(t *testing.T) string { return testmain.ClusterURL(t) }})
 	}
 	for name, path := range conformanceLogs(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			stores := stores
+			if two := name == "incident-hour" || name == "keys-that-lie"; testing.Short() && !two {
+				t.Skip("-short compares two logs")
+			} else if cluster && !testmain.EndToEnd && !two {
+				stores = stores[:2]
+			}
 			var opened []Store
 			for _, s := range stores {
 				st, err := Open(ctx, s.location(t), Options{Mode: Create})

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package lab
 
 import (
@@ -80,9 +82,6 @@ func runOverload(dir, gateway string, sc Scenario) (r *overloadRun) {
 // notices its end, a few milliseconds from the client, which can move it across a
 // second's bound).
 func TestOverloadRuns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short starts no server")
-	}
 	t.Parallel()
 	for _, sc := range OverloadScenarios() {
 		var runs []*overloadRun

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/internal/testmain"
 	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/lab"
 	"github.com/retrylens/retrylens/parse"
@@ -121,9 +122,7 @@ func readAll(t *testing.T, set *query.Set) everything {
 // generated one loaded as separate files; a load after it makes it stale, and a stale
 // cache is not read.
 func TestCacheSameFigures(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and updates the cache six times; TestContract and TestRangeTablesEqualStored stay")
-	}
+	testmain.EndToEndOnly(t) // builds and updates the cache six times; TestContract and TestRangeTablesEqualStored stay
 	ctx := context.Background()
 	dir := t.TempDir()
 	retry, _ := parse.Preset("retry")

@@ -161,13 +161,18 @@ func reportCommands(s logFacts, all bool) [][]string {
 // TestClusterSameReports runs the sample logs, each split over two gateways, through a
 // DuckDB file and a two-shard ClickHouse cluster: keys whose lines lie (an X-Request-Id
 // that takes another line's Idempotency-Key is on the other shard), untagged first
-// attempts, an incident hour, a quiet one, hedged and cancelled attempts.
+// attempts, an incident hour, a quiet one, hedged and cancelled attempts (the incident
+// hour alone outside the end-to-end tier).
 func TestClusterSameReports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a ClickHouse cluster")
 	}
 	t.Parallel()
-	for _, name := range []string{"incident-hour", "quiet-hour", "keys-that-lie", "untagged-firsts", "overlapping-attempts"} {
+	names := []string{"incident-hour", "quiet-hour", "keys-that-lie", "untagged-firsts", "overlapping-attempts"}
+	if !testmain.EndToEnd {
+		names = names[:1] // the default tier's smoke: one log, every report command
+	}
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			sameOnCluster(t, splitGateways(t, scenario(name)), nil, func(duck string) [][]string {
 				return reportCommands(factsOf(t, duck), name == "incident-hour")
@@ -231,9 +236,7 @@ func factsOf(t *testing.T, db string) logFacts {
 // each step of a chunk, re-runs and a rotated copy: every line once, and the same reports
 // as a DuckDB file.
 func TestClusterGenerated(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a ClickHouse cluster and loads 130,000 lines")
-	}
+	testmain.EndToEndOnly(t)
 	t.Parallel()
 	dir := t.TempDir()
 	size := 130_000 // RETRYLENS_CLUSTER_LINES=1000000 for the million (docs/scale.md)

@@ -78,9 +78,7 @@ func stepHook(spec string, w io.Writer) func(ingest.Step) {
 // TestCrashDuringIngest kills ingest with SIGKILL at random points while it loads a
 // large file, then lets it finish: every line must be in the database exactly once.
 func TestCrashDuringIngest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads 300,000 lines several times")
-	}
+	testmain.EndToEndOnly(t)
 	t.Parallel()
 	dir := t.TempDir()
 	path, lines := genLog(t, dir, "retry", 300_000, 3)
@@ -131,9 +129,7 @@ func TestCrashDuringIngest(t *testing.T) {
 // DuckDB 1.x brought a killed COMMIT's rows back without its registry entry (the rows of
 // that chunk then went in twice).
 func TestCrashAtEachStep(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads 300,000 lines about ten times")
-	}
+	testmain.EndToEndOnly(t)
 	t.Parallel()
 	dir := t.TempDir()
 	path, lines := genLog(t, dir, "retry", 330_000, 11)
@@ -181,9 +177,7 @@ func TestCrashAtEachStep(t *testing.T) {
 // (DuckDB 1.x), and the next full ingest then loaded those lines again. Kills at points
 // in the COMMIT until one leaves such rows, then a full ingest: each line once.
 func TestTornCommitIsRepaired(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads a million lines several times")
-	}
+	testmain.EndToEndOnly(t)
 	t.Parallel()
 	dir := t.TempDir()
 	path, lines := genLog(t, dir, "retry", 400_000, 12)
@@ -258,7 +252,20 @@ func TestKilledThreeTimes(t *testing.T) {
 // with SIGKILL delay after it reports the step; false if the load ended first.
 func killAtStep(t *testing.T, db, path, spec string, delay time.Duration, flags ...string) bool {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append(append([]string{"ingest", "--quiet", "--db", db, "--log-format", "retry"}, flags...), path)...)
+	cmd, reached := ingestToStep(t, db, path, spec, flags...)
+	if reached && delay > 0 {
+		time.Sleep(delay)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	return reached
+}
+
+// ingestToStep starts ingest (with more flags, if given) with the step hook spec and
+// returns once it reports the step (reached) or ends; the caller kills it.
+func ingestToStep(t *testing.T, db, path, spec string, flags ...string) (cmd *exec.Cmd, reached bool) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], append(append([]string{"ingest", "--quiet", "--db", db, "--log-format", "retry"}, flags...), path)...)
 	cmd.Env = append(os.Environ(), "RETRYLENS_TEST_MAIN=1", "RETRYLENS_TEST_STEP="+spec)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -279,18 +286,12 @@ func killAtStep(t *testing.T, db, path, spec string, delay time.Duration, flags 
 		}
 		at <- false
 	}()
-	reached := false
 	select {
 	case reached = <-at:
 	case <-time.After(2 * time.Minute):
 		t.Errorf("%s: no marker within 2 minutes", spec)
 	}
-	if reached && delay > 0 {
-		time.Sleep(delay)
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	return reached
+	return cmd, reached
 }
 
 // checkDB opens db as the next ingest would (replaying its WAL) and compares its rows
@@ -331,26 +332,15 @@ func assertOnce(t *testing.T, db string, n int64) {
 
 // A report while an ingest holds the database gets one clear line naming the holder.
 func TestDatabaseBusy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads 300,000 lines")
-	}
 	t.Parallel()
-	dir := t.TempDir()
-	path, _ := genLog(t, dir, "retry", 300_000, 4)
-	db := filepath.Join(dir, "busy.duckdb")
-	cmd := exec.Command(os.Args[0], "ingest", "--quiet", "--db", db, path)
-	cmd.Env = append(os.Environ(), "RETRYLENS_TEST_MAIN=1")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	db := filepath.Join(t.TempDir(), "busy.duckdb")
+	// The load waits in its transaction, holding the file, until it is killed.
+	cmd, reached := ingestToStep(t, db, scenario("incident-hour"), "begun:1:pause")
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	want := "database is in use by another process (held by process " + strconv.Itoa(cmd.Process.Pid) + ";"
-	for range 50 { // until the ingest has the file open, at most 5 s
-		if _, err := os.Stat(db); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !reached {
+		t.Fatal("the ingest ended before it began its transaction")
 	}
+	want := "database is in use by another process (held by process " + strconv.Itoa(cmd.Process.Pid) + ";"
 	_, stderr, code := retrylens(t, nil, "report", "--wait", "0", "--db", db)
 	if code != exitError || !strings.Contains(stderr, want) || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("report during ingest: exit %d, want %d and one line containing %q:\n%s", code, exitError, want, stderr)

@@ -90,10 +90,7 @@ func TestInterruptedIngest(t *testing.T) {
 // 243/200 = 1.215.
 func TestBudgetLikeReport(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "b.duckdb")
-	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario("quiet-hour"), scenario("incident-hour")); code != 0 {
-		t.Fatal(stderr)
-	}
+	db := ingested(t, "quiet-hour", "incident-hour")
 	out, stderr, code := retrylens(t, nil, "budget", "--db", db, "--window", "1d")
 	if code != 0 || !strings.Contains(out, "finagle\t200\t43\t43\t0\t1.215\t1.215\t") || !strings.Contains(out, "finagle\t2026-11-29T00:00:00Z\t200\t43\t43\t0\n") {
 		t.Errorf("--window 1d in TSV: exit %d\n%s%s", code, out, stderr)

@@ -13,10 +13,7 @@ import (
 // `grep -c '"GET /api/orders/'` over the two sample logs (121 + 122).
 func TestEndpointForms(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "e.duckdb")
-	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario("quiet-hour"), scenario("incident-hour")); code != 0 {
-		t.Fatal(stderr)
-	}
+	db := ingested(t, "quiet-hour", "incident-hour")
 	for _, e := range []string{"GET /api/orders/:id", "get /api/orders/:id", "/api/orders/:id", "/api/orders/1042", "/api/orders/1042?x=1"} {
 		out, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json", "--endpoint", e)
 		if code != 0 || !strings.Contains(out, `"requests": 243,`) {

@@ -21,10 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 func TestGolden(t *testing.T) {
 	t.Parallel()
 	for _, sc := range []string{"incident-hour", "quiet-hour"} {
-		db := filepath.Join(t.TempDir(), sc+".duckdb")
-		if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario(sc)); code != 0 {
-			t.Fatalf("ingest %s: exit %d: %s", sc, code, stderr)
-		}
+		db := ingested(t, sc)
 		for _, tt := range []struct{ name, format string }{
 			{"report.table", "table"}, {"report.tsv", "tsv"}, {"report.md", "markdown"}, {"report.json", "json"},
 			{"windows.csv", "csv"}, {"report.html", "html"},

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,19 +68,67 @@ func generated(t *testing.T, lines int, seed uint64) string {
 	return path
 }
 
-// ingested loads the scenarios' logs into a new database file in a folder of the test's,
-// and returns its path.
+// ingested returns the path of a new database file, in a folder of the test's, holding the
+// scenarios' logs: a copy of one the test binary loaded once (with its report cache and
+// stored answers), so that a test may write to it.
 func ingested(t *testing.T, scenarios ...string) string {
 	t.Helper()
+	key := strings.Join(scenarios, "\x00")
+	fixtures.Lock()
+	fx := fixtures.built[key]
+	if fx == nil {
+		fx = &fixture{}
+		fixtures.built[key] = fx
+	}
+	fixtures.Unlock()
+	fx.once.Do(func() {
+		dir, err := os.MkdirTemp("", "fixture-")
+		if err != nil {
+			fx.err = err
+			return
+		}
+		fx.path = filepath.Join(dir, "retrylens.duckdb")
+		args := []string{"ingest", "--quiet", "--db", fx.path}
+		for _, s := range scenarios {
+			args = append(args, scenario(s))
+		}
+		if _, stderr, code := retrylens(t, nil, args...); code != 0 {
+			fx.err = fmt.Errorf("ingest %v: exit %d: %s", scenarios, code, stderr)
+		} else if _, err := os.Stat(fx.path + ".wal"); err == nil {
+			fx.err = fmt.Errorf("ingest %v left a WAL: a copy of the file alone would miss it", scenarios)
+		}
+	})
+	if fx.err != nil {
+		t.Fatal(fx.err)
+	}
 	db := filepath.Join(t.TempDir(), "retrylens.duckdb")
-	args := []string{"ingest", "--quiet", "--db", db}
-	for _, s := range scenarios {
-		args = append(args, scenario(s))
-	}
-	if _, stderr, code := retrylens(t, nil, args...); code != 0 {
-		t.Fatalf("ingest %v: exit %d: %s", scenarios, code, stderr)
-	}
+	copyFile(t, fx.path, db)
 	return db
+}
+
+// copyFile copies the file from to the file to.
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fixtures are the databases ingested built, by their list of scenarios. They live in
+// the test binary's folder (testmain.Run), which goes with it.
+var fixtures = struct {
+	sync.Mutex
+	built map[string]*fixture
+}{built: map[string]*fixture{}}
+
+type fixture struct {
+	once sync.Once
+	path string
+	err  error
 }
 
 // metrics is the part of the JSON report the scenario tests check.

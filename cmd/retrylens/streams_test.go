@@ -289,11 +289,7 @@ func TestSameTrafficTwiceLarge(t *testing.T) {
 // --write.
 func TestReadOnlyCommands(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "shared.duckdb")
-	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, scenario("incident-hour")); code != 0 {
-		t.Fatal(stderr)
-	}
+	db := ingested(t, "incident-hour")
 	f, err := os.Open(db)
 	if err != nil {
 		t.Fatal(err)
@@ -336,10 +332,7 @@ func TestReadOnlyAsAnotherUser(t *testing.T) {
 		t.Skip("needs root to run a command as nobody")
 	}
 	t.Parallel()
-	src := filepath.Join(t.TempDir(), "src.duckdb")
-	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", src, scenario("incident-hour")); code != 0 {
-		t.Fatal(stderr)
-	}
+	src := ingested(t, "incident-hour")
 	dir, err := os.MkdirTemp("", "retrylens-ro-")
 	if err != nil {
 		t.Fatal(err)

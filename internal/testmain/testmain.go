@@ -66,3 +66,11 @@ func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || !errors.Is(err, syscall.ESRCH)
 }
+
+// EndToEndOnly skips t unless the binary was built with -tags e2e.
+func EndToEndOnly(t testing.TB) {
+	t.Helper()
+	if !EndToEnd {
+		t.Skip("in the end-to-end tier: go test -tags e2e ./...")
+	}
+}
