@@ -266,6 +266,7 @@ func TestCacheSameFigures(t *testing.T) {
 // other rules or other arguments compute theirs; verify names the altered answer and a
 // rebuild puts back the rows' own.
 func TestStoredAnswers(t *testing.T) {
+	testmain.Long(t, "every stored answer against the one computed")
 	ctx := context.Background()
 	db := incidentDB(t)
 	if how, err := query.Refresh(ctx, db); err != nil || how != query.CacheRebuilt {

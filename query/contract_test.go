@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrylens/retrylens/internal/testmain"
 	"github.com/retrylens/retrylens/lab"
 
 	"github.com/retrylens/retrylens/ingest"
@@ -148,6 +149,7 @@ func TestContract(t *testing.T) {
 // is in it, with all their attempts, also when a request has attempts on both sides of a
 // bound (the range reads the context around it). So adjacent ranges add up to the whole.
 func TestRangeTablesEqualStored(t *testing.T) {
+	testmain.Long(t, "every cut of 12,000 lines against the stored tables")
 	t.Parallel()
 	ctx := context.Background()
 	db := loadSamples(t, 12000)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/retrylens/retrylens/internal/testmain"
 )
 
 // slug is n written in letters, which no route rule templates: a path of its own.
@@ -27,6 +28,7 @@ func slug(n int) string {
 // 100,000 distinct endpoints with MaxEndpoints 100: /metrics keeps 100 and "other", the
 // overflow is counted, and the series still add up to every attempt.
 func TestEndpointCap(t *testing.T) {
+	testmain.Long(t, "100,000 lines watched")
 	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")
@@ -95,6 +97,7 @@ func TestEndpointCap(t *testing.T) {
 // is; truncated in place (copytruncate), it is read again from its start. Every line
 // once: what the batches count is what was written.
 func TestFollowByName(t *testing.T) {
+	testmain.Long(t, "a log followed through renames in real time")
 	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "access.log")

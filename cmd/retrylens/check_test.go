@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/retrylens/retrylens/internal/testmain"
 )
 
 type checkAlert struct {
@@ -54,34 +55,36 @@ func TestCheck(t *testing.T) {
 	if diff := cmp.Diff(want, got.Alerts, approx); diff != "" || got.Failing != 1 || got.FailOn != "P1" {
 		t.Errorf("alerts (-want +got):\n%s\nfailing %d", diff, got.Failing)
 	}
-	if _, _, code := retrylens(t, nil, "check", "--fail-on", "P2", scenario("incident-hour")); code != exitAlert {
+	// The same on databases loaded once (the first check above read the file).
+	incident, quiet := ingested(t, "incident-hour"), ingested(t, "quiet-hour")
+	if _, _, code := retrylens(t, nil, "check", "--fail-on", "P2", "--db", incident); code != exitAlert {
 		t.Errorf("--fail-on P2: exit %d, want %d", code, exitAlert)
 	}
 	// The quiet hour's one retry makes a 50 % retry rate for a single minute: not sustained.
-	if stdout, _, code := retrylens(t, nil, "check", "--format", "table", "--fail-on", "P2", scenario("quiet-hour")); code != 0 || stdout != "no alerts\n" {
+	if stdout, _, code := retrylens(t, nil, "check", "--format", "table", "--fail-on", "P2", "--db", quiet); code != 0 || stdout != "no alerts\n" {
 		t.Errorf("quiet hour: exit %d, %q", code, stdout)
 	}
 	// In a pipe: tab-separated, a header and a line per alert (three in the incident hour).
-	if stdout, _, _ := retrylens(t, nil, "check", scenario("quiet-hour")); stdout != "severity\trule\tstart\tend\tpeak\n" {
+	if stdout, _, _ := retrylens(t, nil, "check", "--db", quiet); stdout != "severity\trule\tstart\tend\tpeak\n" {
 		t.Errorf("quiet hour in a pipe: %q", stdout)
 	}
-	stdout, _, _ = retrylens(t, nil, "check", scenario("incident-hour"))
+	stdout, _, _ = retrylens(t, nil, "check", "--db", incident)
 	if lines := strings.Split(strings.TrimSpace(stdout), "\n"); len(lines) != 4 || !strings.Contains(stdout, "P1\tretry_storm\t2026-11-29T14:23:00Z\t2026-11-29T14:28:00Z\t3\n") || strings.Contains(stdout, "│") {
 		t.Errorf("incident hour in a pipe:\n%s", stdout)
 	}
 	// A storm threshold above the peak of 3 leaves only P2 alerts: P1 passes.
 	rules := filepath.Join(t.TempDir(), "rules.json")
 	os.WriteFile(rules, []byte(`[{"rule": "retry_storm", "threshold": 3.5}]`), 0o644)
-	if _, stderr, code := retrylens(t, nil, "check", "--rules", rules, scenario("incident-hour")); code != 0 {
+	if _, stderr, code := retrylens(t, nil, "check", "--rules", rules, "--db", incident); code != 0 {
 		t.Errorf("--rules raising the storm threshold: exit %d: %s", code, stderr)
 	}
-	if _, stderr, code := retrylens(t, nil, "check", "--fail-on", "P3", scenario("incident-hour")); code != exitUsage || !strings.Contains(stderr, "want P1 or P2") {
+	if _, stderr, code := retrylens(t, nil, "check", "--fail-on", "P3", "--db", incident); code != exitUsage || !strings.Contains(stderr, "want P1 or P2") {
 		t.Errorf("--fail-on P3: exit %d: %s", code, stderr)
 	}
 	// p1 is P1; three alerts fired at P2 or above in the incident hour (retry_rate_high,
 	// retries_not_helping, retry_storm), one of them P1
 	for _, tc := range []struct{ failOn, say string }{{"p2", "3 alerts at or above P2"}, {"p1", "1 alert at or above P1"}} {
-		if _, stderr, code := retrylens(t, nil, "check", "--fail-on", tc.failOn, scenario("incident-hour")); code != exitAlert || !strings.Contains(stderr, tc.say) {
+		if _, stderr, code := retrylens(t, nil, "check", "--fail-on", tc.failOn, "--db", incident); code != exitAlert || !strings.Contains(stderr, tc.say) {
 			t.Errorf("--fail-on %s: exit %d: %s", tc.failOn, code, stderr)
 		}
 	}
@@ -108,6 +111,7 @@ func TestVersionAndUnknownCommands(t *testing.T) {
 // there) and a few combined lines made here. So do a range with no rows and an empty
 // database's range.
 func TestNoAttemptData(t *testing.T) {
+	testmain.Long(t, "22 reports and checks of logs without attempt data")
 	t.Parallel()
 	dir := t.TempDir()
 	own := filepath.Join(dir, "combined.log")
@@ -246,14 +250,14 @@ func TestSliceVerdicts(t *testing.T) {
 // under the 3 every rule needs, so nothing fires at 10 s; on minutes, retry_storm does.
 func TestCheckWindow(t *testing.T) {
 	t.Parallel()
-	log := scenario("incident-hour")
-	if _, stderr, code := retrylens(t, nil, "check", "--window", "10s", log); code != 0 {
+	db := ingested(t, "incident-hour")
+	if _, stderr, code := retrylens(t, nil, "check", "--window", "10s", "--db", db); code != 0 {
 		t.Errorf("check --window 10s: exit %d, want 0: %s", code, stderr)
 	}
-	if _, stderr, code := retrylens(t, nil, "check", "--window", "1m", log); code != exitAlert {
+	if _, stderr, code := retrylens(t, nil, "check", "--window", "1m", "--db", db); code != exitAlert {
 		t.Errorf("check --window 1m: exit %d, want %d: %s", code, exitAlert, stderr)
 	}
-	if _, stderr, code := retrylens(t, nil, "check", "--window", "5m", log); code != exitUsage || !strings.Contains(stderr, "minutes") {
+	if _, stderr, code := retrylens(t, nil, "check", "--window", "5m", "--db", db); code != exitUsage || !strings.Contains(stderr, "minutes") {
 		t.Errorf("check --window 5m: exit %d, want %d: %s", code, exitUsage, stderr)
 	}
 }
@@ -267,19 +271,19 @@ func TestCheckFindingsAndMarkdown(t *testing.T) {
 	quiet := filepath.Join(t.TempDir(), "rules.json")
 	os.WriteFile(quiet, []byte(`[{"rule": "retry_storm", "threshold": 100}, {"rule": "retry_rate_high", "threshold": 100},
 		{"rule": "retries_not_helping", "threshold": 0}]`), 0o644)
-	log := scenario("incident-hour")
-	if _, stderr, code := retrylens(t, nil, "check", "--rules", quiet, "--fail-on-finding", "synchronised", log); code != exitAlert ||
+	db := ingested(t, "incident-hour")
+	if _, stderr, code := retrylens(t, nil, "check", "--rules", quiet, "--fail-on-finding", "synchronised", "--db", db); code != exitAlert ||
 		!strings.Contains(stderr, "findings present: synchronised (") {
 		t.Errorf("--fail-on-finding synchronised: exit %d, want %d: %s", code, exitAlert, stderr)
 	}
-	if _, stderr, code := retrylens(t, nil, "check", "--rules", quiet, "--fail-on-finding", "possible_duplicate_write,false_success", log); code != 0 {
+	if _, stderr, code := retrylens(t, nil, "check", "--rules", quiet, "--fail-on-finding", "possible_duplicate_write,false_success", "--db", db); code != 0 {
 		t.Errorf("--fail-on-finding on writes, in a log of GETs: exit %d: %s", code, stderr)
 	}
-	if _, stderr, code := retrylens(t, nil, "check", "--fail-on-finding", "dupes", log); code != exitUsage || !strings.Contains(stderr, "possible_duplicate_write") {
+	if _, stderr, code := retrylens(t, nil, "check", "--fail-on-finding", "dupes", "--db", db); code != exitUsage || !strings.Contains(stderr, "possible_duplicate_write") {
 		t.Errorf("--fail-on-finding dupes: exit %d, want %d: %s", code, exitUsage, stderr)
 	}
 	// JSON names what the check failed on: the P1 alert, then the finding asked for
-	out, _, code := retrylens(t, nil, "check", "--format", "json", "--fail-on-finding", "synchronised", log)
+	out, _, code := retrylens(t, nil, "check", "--format", "json", "--fail-on-finding", "synchronised", "--db", db)
 	var js struct {
 		FailedOn []struct {
 			Kind, Rule string
@@ -290,7 +294,7 @@ func TestCheckFindingsAndMarkdown(t *testing.T) {
 		js.FailedOn[0].Rule != "retry_storm" || js.FailedOn[1].Kind != "synchronised" || js.FailedOn[1].Count == 0 {
 		t.Errorf("--format json: exit %d, failed_on %+v:\n%s", code, js.FailedOn, out)
 	}
-	stdout, _, code := retrylens(t, nil, "check", "--format", "markdown", log)
+	stdout, _, code := retrylens(t, nil, "check", "--format", "markdown", "--db", db)
 	if code != exitAlert || !strings.HasPrefix(stdout, "### retrylens check fails: 1 alert at or above P1\n") ||
 		!strings.Contains(stdout, "| P1 | retry_storm | 2026-11-29 14:23 | 2026-11-29 14:28 | 3.00x |\n") || !strings.Contains(stdout, "- `synchronised`: ") {
 		t.Errorf("--format markdown: exit %d:\n%s", code, stdout)

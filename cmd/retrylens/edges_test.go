@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/retrylens/retrylens/internal/testmain"
 )
 
 // Small conventions a first-day user hits: --version, "--dry-run 3" with a space, NO_COLOR
@@ -114,8 +116,9 @@ func TestBudgetLikeReport(t *testing.T) {
 // In a pipe, the default TSV carries the endpoints and the --by breakdown too.
 func TestTSVCarriesEverything(t *testing.T) {
 	t.Parallel()
-	plain, _, _ := retrylens(t, nil, "report", scenario("incident-hour"))
-	by, _, _ := retrylens(t, nil, "report", "--by", "status", scenario("incident-hour"))
+	db := ingested(t, "incident-hour")
+	plain, _, _ := retrylens(t, nil, "report", "--db", db)
+	by, _, _ := retrylens(t, nil, "report", "--by", "status", "--db", db)
 	if !strings.Contains(plain, "\nendpoint\trequests\t") || !strings.Contains(plain, "\nGET /api/orders/:id\t122\t") {
 		t.Errorf("no endpoints table in the TSV:\n%s", plain)
 	}
@@ -126,6 +129,7 @@ func TestTSVCarriesEverything(t *testing.T) {
 
 // One 100 KB URI: table, Markdown and HTML cut it with an ellipsis; JSON and CSV keep it.
 func TestLongValuesCut(t *testing.T) {
+	testmain.Long(t, "a 100 KB URI in five formats")
 	t.Parallel()
 	long := "/" + strings.Repeat("a", 100_000)
 	var b strings.Builder
@@ -185,10 +189,11 @@ func TestTableFitsWidth(t *testing.T) {
 // rescuing), where the built-in rules say fuelling.
 func TestRulesDriveVerdicts(t *testing.T) {
 	t.Parallel()
+	db := ingested(t, "incident-hour")
 	rules := filepath.Join(t.TempDir(), "rules.json")
 	os.WriteFile(rules, []byte(`[{"rule": "retry_storm", "threshold": 100}, {"rule": "retry_rate_high", "threshold": 100},
 		{"rule": "retries_not_helping", "threshold": 0}]`), 0o644)
-	if _, stderr, code := retrylens(t, nil, "check", "--fail-on", "P2", "--rules", rules, scenario("incident-hour")); code != 0 {
+	if _, stderr, code := retrylens(t, nil, "check", "--fail-on", "P2", "--rules", rules, "--db", db); code != 0 {
 		t.Errorf("check with every alert silenced: exit %d: %s", code, stderr)
 	}
 	for _, tc := range []struct {
@@ -198,7 +203,7 @@ func TestRulesDriveVerdicts(t *testing.T) {
 		{nil, `"verdict": "fuelling"`},
 		{[]string{"--rules", rules}, `"verdict": "rescuing"`},
 	} {
-		out, _, _ := retrylens(t, nil, append([]string{"report", "--format", "json", "--window", "10m", scenario("incident-hour")}, tc.args...)...)
+		out, _, _ := retrylens(t, nil, append([]string{"report", "--format", "json", "--window", "10m", "--db", db}, tc.args...)...)
 		if strings.Contains(out, `"fuelling"`) != (tc.want == `"verdict": "fuelling"`) || !strings.Contains(out, tc.want) {
 			t.Errorf("report %v: want %s everywhere it applies:\n%.600s", tc.args, tc.want, out)
 		}

@@ -69,6 +69,7 @@ func TestTopEndpoints(t *testing.T) {
 // nothing in the chosen format is an error.
 func TestOutputFormatFromFile(t *testing.T) {
 	t.Parallel()
+	db := ingested(t, "incident-hour")
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		file, format, starts string
@@ -80,7 +81,7 @@ func TestOutputFormatFromFile(t *testing.T) {
 		{"p.txt", "", "retrylens report"},
 		{"p2.json", "html", "<!DOCTYPE html>"},
 	} {
-		args := []string{"report", "--log-format", "retry", "-o", filepath.Join(dir, tc.file), scenario("incident-hour")}
+		args := []string{"report", "--db", db, "-o", filepath.Join(dir, tc.file)}
 		if tc.format != "" {
 			args = append(args, "--format", tc.format)
 		}
@@ -98,7 +99,7 @@ func TestOutputFormatFromFile(t *testing.T) {
 		{"--top", "3", "--format", "json"},
 		{"--top", "3", "--format", "csv"},
 	} {
-		_, stderr, code := retrylens(t, nil, append([]string{"report", "--log-format", "retry", scenario("incident-hour")}, args...)...)
+		_, stderr, code := retrylens(t, nil, append([]string{"report", "--db", db}, args...)...)
 		if code != exitUsage {
 			t.Errorf("%v: exit %d, want %d: %s", args, code, exitUsage, stderr)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"golang.org/x/net/html"
 
+	"github.com/retrylens/retrylens/internal/testmain"
 	"github.com/retrylens/retrylens/lab"
 	"github.com/retrylens/retrylens/report"
 )
@@ -299,6 +300,7 @@ func TestHTMLInBrowser(t *testing.T) {
 // hold ESC (nginx writes it \x1B), and a user agent here holds BEL, in every format, every
 // CSV section, and query's CSV.
 func TestNoControlBytesInAnyFormat(t *testing.T) {
+	testmain.Long(t, "every format of a hostile log")
 	t.Parallel()
 	src, err := os.ReadFile(hostileLog(t))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/internal/testmain"
 	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/query"
 )
@@ -88,6 +89,7 @@ func ratio(a, b int) float64 {
 // TestInferenceGenerated measures --infer-attempts on the generator's log, whose clients
 // and URIs rarely repeat: inference should find nearly every retry there.
 func TestInferenceGenerated(t *testing.T) {
+	testmain.Long(t, "a 20,000-line log inferred")
 	t.Parallel()
 	path := generated(t, 20000, 7)
 	p, r, exact, n := inferenceScore(t, "retry", path)

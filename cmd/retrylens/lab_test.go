@@ -710,6 +710,7 @@ func sameCounts(t *testing.T, a, b string) {
 // retried writes with and without idempotency keys, and a logical request cut short at
 // the end.
 func TestGenerated(t *testing.T) {
+	testmain.Long(t, "three generated logs against their truth")
 	t.Parallel()
 	for _, format := range []string{"retry", "nginx-json", "caddy"} {
 		t.Run(format, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/retrylens/retrylens/internal/testmain"
 )
 
 // linkingReport is the part of the JSON report the hand-worked linking logs check.
@@ -54,6 +55,7 @@ func reportJSON(t *testing.T, args ...string) linkingReport {
 // (testdata/untagged-firsts/EXPECTED.md, worked out by hand), whether the retries arrive in
 // the same load or a later one (the cache's update renumbers the old lines).
 func TestUntaggedFirstAttempts(t *testing.T) {
+	testmain.Long(t, "loads a log in parts")
 	t.Parallel()
 	var want linkingReport
 	want.Summary = metrics{
@@ -115,6 +117,7 @@ func twoLoads(t *testing.T, log string, want linkingReport, first func(line stri
 // numbered by place, and an idempotency key sent from the second attempt on keeps the
 // request whole; the report names the first two.
 func TestKeysThatLie(t *testing.T) {
+	testmain.Long(t, "loads three logs in parts")
 	t.Parallel()
 	var want linkingReport
 	want.Summary = metrics{

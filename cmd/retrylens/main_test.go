@@ -20,6 +20,7 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2"
 
+	"github.com/retrylens/retrylens/internal/testmain"
 	"github.com/retrylens/retrylens/lab"
 	"github.com/retrylens/retrylens/parse"
 )
@@ -292,6 +293,7 @@ func openDB(t *testing.T, path string) *sql.DB {
 // Loading the same content again, even renamed and gzipped as logrotate leaves it,
 // adds nothing; stdin works too.
 func TestIngestIsIdempotent(t *testing.T) {
+	testmain.Long(t, "seven loads of the same content")
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "r.duckdb")
@@ -481,12 +483,13 @@ func TestEndpoints(t *testing.T) {
 // The same ten minutes of the incident (73 rows, EXPECTED.md), asked three ways.
 func TestTimeFilters(t *testing.T) {
 	t.Parallel()
+	db := ingested(t, "incident-hour")
 	for _, args := range [][]string{
 		{"--since", "2026-11-29T14:20:00Z", "--until", "2026-11-29T14:30:00Z"},
 		{"--since", "29/Nov/2026:14:20:00 +0000", "--until", "29/Nov/2026:15:30:00 +0100"},
 		{"--tz", "Europe/Paris", "--since", "2026-11-29 15:20", "--until", "2026-11-29 15:30"},
 	} {
-		stdout, stderr, code := retrylens(t, nil, append(append([]string{"report", "--format", "json"}, args...), scenario("incident-hour"))...)
+		stdout, stderr, code := retrylens(t, nil, append(append([]string{"report", "--format", "json"}, args...), "--db", db)...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
 		}
@@ -498,7 +501,7 @@ func TestTimeFilters(t *testing.T) {
 			t.Errorf("%v: %d requests, %d retries; want 73, 42", args, r.Summary.Requests, r.Summary.Retries)
 		}
 	}
-	_, stderr, code := retrylens(t, nil, "report", "--tz", "Mars/Olympus", scenario("incident-hour"))
+	_, stderr, code := retrylens(t, nil, "report", "--tz", "Mars/Olympus", "--db", db)
 	if code != exitUsage || !strings.Contains(stderr, "--tz") {
 		t.Errorf("bad --tz: exit %d: %s", code, stderr)
 	}
@@ -510,6 +513,7 @@ func TestTimeFilters(t *testing.T) {
 // access.log) reports the same
 // recovered and exhausted counts as the whole file (EXPECTED.md: 18 and 9).
 func TestRotationBoundary(t *testing.T) {
+	testmain.Long(t, "a rotated set loaded")
 	t.Parallel()
 	src, err := os.ReadFile(scenario("incident-hour"))
 	if err != nil {
@@ -562,6 +566,7 @@ func TestRouteHotspots(t *testing.T) {
 // database ends up with every line once, and reports exactly what one ingest of the
 // whole log reports.
 func TestIngestGrowingAndRotating(t *testing.T) {
+	testmain.Long(t, "nine loads of a growing, rotated log")
 	t.Parallel()
 	src, err := os.ReadFile(scenario("incident-hour"))
 	if err != nil {
@@ -626,6 +631,7 @@ func TestIngestGrowingAndRotating(t *testing.T) {
 
 // --max-reject-ratio turns a high share of rejected lines into exit 4, after loading.
 func TestMaxRejectRatio(t *testing.T) {
+	testmain.Long(t, "two loads with their reject ratios")
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "r.duckdb")
 	// The incident hour has 1 bad line in 126: 0.79 %.

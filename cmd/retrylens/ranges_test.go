@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/retrylens/retrylens/internal/testmain"
 )
 
 // The times of a retry-format line: nginx's $time_local and $msec.
@@ -202,6 +203,7 @@ func checkHourRanges(t *testing.T, log string, args ...string) (crossing int) {
 // The incident hour's incident (14:20–14:30, EXPECTED.md) moved across 15:00: each hour's
 // range equals its window of the whole report, alerts that cross 15:00 included.
 func TestRangesAcrossAnHour(t *testing.T) {
+	testmain.Long(t, "ranges of a moved log")
 	t.Parallel()
 	for _, shift := range []time.Duration{35*time.Minute + 58*time.Second} { // a request and two alerts cross 15:00
 		t.Run(shift.String(), func(t *testing.T) {

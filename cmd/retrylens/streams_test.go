@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/retrylens/retrylens/internal/testmain"
 )
 
 // incidentLines is `wc -l testdata/incident-hour/access.log`; line 60 is cut short (see
@@ -55,6 +57,7 @@ func asRetrylens(t *testing.T, dir, script string) (int, string) {
 // registered by content like a file: check fails on the incident as it does on the file,
 // and a stream whose content was loaded before is skipped.
 func TestStreams(t *testing.T) {
+	testmain.Long(t, "pipes, FIFOs and process substitution through a shell")
 	t.Parallel()
 	log, err := filepath.Abs(scenario("incident-hour"))
 	if err != nil {
@@ -122,6 +125,7 @@ func TestFIFO(t *testing.T) {
 // A gzip file cut short loads its readable lines, then says where it broke and exits 1.
 // The line count comes from Go's gzip reader, read until it fails.
 func TestTruncatedGzip(t *testing.T) {
+	testmain.Long(t, "a cut gzip file loaded")
 	t.Parallel()
 	var plain bytes.Buffer
 	for i := range 400 { // 400 copies of the quiet hour: a stream long enough to cut
@@ -196,6 +200,7 @@ func TestNothingLoadedNoDatabase(t *testing.T) {
 
 // A database file with a damaged block: verify and ingest say so, and what to do.
 func TestDamagedDatabase(t *testing.T) {
+	testmain.Long(t, "a damaged file verified and loaded")
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "d.duckdb")
@@ -228,6 +233,7 @@ func TestDamagedDatabase(t *testing.T) {
 // nginx's two access_logs of the same 5 requests): ingest and report warn, and with
 // --dedupe ingest leaves the repeats out, so that the report is the one of either log alone.
 func TestSameTrafficTwice(t *testing.T) {
+	testmain.Long(t, "seven loads of the same traffic")
 	t.Parallel()
 	dir := t.TempDir()
 	text, json := "../../parse/testdata/nginx-retry.log", "../../parse/testdata/nginx-retry.jsonl"
@@ -328,6 +334,7 @@ func TestReadOnlyCommands(t *testing.T) {
 // a read-only copy in a read-only folder (skipped when not root: then chmod is enough
 // and the test above stands).
 func TestReadOnlyAsAnotherUser(t *testing.T) {
+	testmain.Long(t, "every command as another user")
 	if os.Getuid() != 0 {
 		t.Skip("needs root to run a command as nobody")
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/retrylens/retrylens/internal/testmain"
 )
 
 // verify passes on a clean database; rows planted under a registered load (doubling part
@@ -14,6 +16,7 @@ import (
 // changed, make it exit 5 naming what is wrong. The next ingest repairs the rows (the file's 123 lines,
 // counted with wc -l, are then each in once); --repair repairs the cache.
 func TestVerify(t *testing.T) {
+	testmain.Long(t, "thirteen verifies and repairs (TestVerifyWritesNothing stays)")
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "v.duckdb")
 	log := scenario("quiet-hour")

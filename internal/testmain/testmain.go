@@ -74,3 +74,12 @@ func EndToEndOnly(t testing.TB) {
 		t.Skip("in the end-to-end tier: go test -tags e2e ./...")
 	}
 }
+
+// Long skips t under -short, naming what it does: it runs in go test ./..., the tier
+// before a commit; -short is the edit loop's.
+func Long(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + ": in go test ./..., not -short")
+	}
+}
