@@ -57,8 +57,8 @@ func conformanceLogs(t *testing.T) map[string]string {
 // a database in memory (as 'report FILE' loads one) and a two-shard ClickHouse cluster
 // (counted on the shards, the rest linked here). The tables are compared summed by their
 // keys (query.Set.Counts), for the whole log, a range that cuts requests, and with
-// --infer-attempts. With -short the cluster sits out and one log is compared; outside the
-// end-to-end tier the cluster takes two.
+// --infer-attempts. The cluster joins in the end-to-end tier (go test ./... compares it with
+// a file through every report command: TestClusterSameReports); -short compares one log.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -69,8 +69,7 @@ func TestConformance(t *testing.T) {
 		{"duckdb", func(t *testing.T) string { return filepath.Join(t.TempDir(), "rows.duckdb") }},
 		{"memory", func(t *testing.T) string { return "" }},
 	}
-	cluster := !testing.Short()
-	if cluster {
+	if testmain.EndToEnd {
 		stores = append(stores, struct {
 			name     string
 			location func(t *testing.T) string
@@ -79,11 +78,8 @@ func TestConformance(t *testing.T) {
 	for name, path := range conformanceLogs(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			stores := stores
-			if two := name == "incident-hour" || name == "keys-that-lie"; testing.Short() && name != "keys-that-lie" {
+			if testing.Short() && name != "keys-that-lie" {
 				t.Skip("-short compares one log")
-			} else if cluster && !testmain.EndToEnd && !two {
-				stores = stores[:2]
 			}
 			var opened []Store
 			for _, s := range stores {
