@@ -7,11 +7,9 @@ package testmain
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,7 +23,6 @@ const prefix = "retrylens-test-"
 // that use the folder) and stops the ClickHouse cluster ClusterURL started, and removes
 // that folder. It returns m.Run's exit code.
 func Run(m *testing.M, cleanups ...func()) int {
-	waitingSlots()
 	base := os.TempDir()
 	sweep(base)
 	dir := filepath.Join(base, prefix+strconv.Itoa(os.Getpid()))
@@ -84,19 +81,5 @@ func Long(t testing.TB, what string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip(what + ": in go test ./..., not -short")
-	}
-}
-
-// waitingSlots raises -test.parallel, unless it was given, to twice the CPUs plus two:
-// tests that mostly wait on real servers and real time (a lab run, a watch under
-// Prometheus) then do not hold the CPUs' slots while the in-process tests queue.
-func waitingSlots() {
-	if !flag.Parsed() {
-		flag.Parse()
-	}
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if f := flag.Lookup("test.parallel"); f != nil && !given {
-		f.Value.Set(strconv.Itoa(2*runtime.GOMAXPROCS(0) + 2))
 	}
 }
