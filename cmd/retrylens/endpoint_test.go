@@ -14,7 +14,11 @@ import (
 func TestEndpointForms(t *testing.T) {
 	t.Parallel()
 	db := ingested(t, "quiet-hour", "incident-hour")
-	for _, e := range []string{"GET /api/orders/:id", "get /api/orders/:id", "/api/orders/:id", "/api/orders/1042", "/api/orders/1042?x=1"} {
+	forms := []string{"GET /api/orders/:id", "/api/orders/1042?x=1", "get /api/orders/:id", "/api/orders/:id", "/api/orders/1042"}
+	if testing.Short() {
+		forms = forms[:2] // the route as the report names it, and a path to template
+	}
+	for _, e := range forms {
 		out, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json", "--endpoint", e)
 		if code != 0 || !strings.Contains(out, `"requests": 243,`) {
 			t.Errorf("--endpoint %q: exit %d, want 243 requests:\n%.300s%s", e, code, out, stderr)

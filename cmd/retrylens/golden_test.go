@@ -20,7 +20,11 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // report cache, which must give the same bytes as linking the rows).
 func TestGolden(t *testing.T) {
 	t.Parallel()
-	for _, sc := range []string{"incident-hour", "quiet-hour"} {
+	scenarios := []string{"incident-hour", "quiet-hour"}
+	if testing.Short() {
+		scenarios = scenarios[:1] // every format of the hour with alerts and findings
+	}
+	for _, sc := range scenarios {
 		db := ingested(t, sc)
 		for _, tt := range []struct{ name, format string }{
 			{"report.table", "table"}, {"report.tsv", "tsv"}, {"report.md", "markdown"}, {"report.json", "json"},

@@ -1,14 +1,20 @@
-package postmortem
+package backend_test
+
+// postmortem's own tests would link DuckDB into one more test binary (about five CPU
+// seconds of linking on every run of the suite), so Build is tested here, over the store
+// a report on FILE arguments reads.
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/retrylens/retrylens/backend"
 	"github.com/retrylens/retrylens/budget"
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/parse"
+	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -20,17 +26,18 @@ import (
 // Alerts and Budget read the same rows.
 func TestBuild(t *testing.T) {
 	ctx := context.Background()
-	db, err := ingest.Open(ctx, "")
+	f, _ := parse.Preset("retry")
+	st, _, err := backend.Temp(ctx, []string{"../testdata/incident-hour/access.log"}, ingest.Options{Format: f})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	f, _ := parse.Preset("retry")
-	if _, err := ingest.Load(ctx, db, []string{"../testdata/incident-hour/access.log"}, ingest.Options{Format: f}); err != nil {
+	defer st.Close()
+	db, err := st.Rows(ctx, &query.Options{}, nil, true)
+	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Width: 10 * time.Minute, By: "route", MaxAttempts: query.DefaultMaxAttempts}
-	r, err := Build(ctx, db, o)
+	o := postmortem.Options{Width: 10 * time.Minute, By: "route", MaxAttempts: query.DefaultMaxAttempts}
+	r, err := postmortem.Build(ctx, db, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +53,10 @@ func TestBuild(t *testing.T) {
 		t.Errorf("%d windows, %d alerts, %d groups for %d endpoints, chart %v", len(r.Windows), len(r.Alerts), len(r.Groups), len(r.Endpoints), r.Chart != nil)
 	}
 	o.Charts = true
-	if r, err = Build(ctx, db, o); err != nil || len(r.Chart) == 0 || len(r.AttemptCounts) == 0 {
+	if r, err = postmortem.Build(ctx, db, o); err != nil || len(r.Chart) == 0 || len(r.AttemptCounts) == 0 {
 		t.Errorf("charts: %v, %d buckets, %d attempt counts", err, len(r.Chart), len(r.AttemptCounts))
 	}
-	c, err := Alerts(ctx, db, Options{MaxAttempts: query.DefaultMaxAttempts}, "P1", []string{"over_cap", "false_success"})
+	c, err := postmortem.Alerts(ctx, db, postmortem.Options{MaxAttempts: query.DefaultMaxAttempts}, "P1", []string{"over_cap", "false_success"})
 	if err != nil || len(c.Alerts) != 3 || c.Failing != 1 || c.Summary.Requests != 125 {
 		t.Errorf("check: %v, %+v", err, c)
 	}
@@ -60,7 +67,7 @@ func TestBuild(t *testing.T) {
 	}
 	// A cap of 2 attempts denies the 15 attempts numbered 2 (grep -c 'ra="2"' in the log)
 	// and allows the 27 numbered 1.
-	rs, err := Budget(ctx, db, query.Options{}, []budget.Model{&budget.Cap{Max: 2}}, 0)
+	rs, err := postmortem.Budget(ctx, db, query.Options{}, []budget.Model{&budget.Cap{Max: 2}}, 0)
 	if err != nil || len(rs) != 1 || rs[0].Retries != 42 || rs[0].Allowed != 27 || rs[0].Denied != 15 {
 		t.Errorf("budget, cap 2: %v, %+v", err, rs)
 	}
