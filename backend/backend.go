@@ -117,13 +117,17 @@ var (
 	ErrUnsupported = errors.New("not supported")
 )
 
-// opener opens a store at a registered scheme's location.
-type opener func(ctx context.Context, location string, o Options) (Store, error)
+// Opener opens a store at a registered scheme's location.
+type Opener func(ctx context.Context, location string, o Options) (Store, error)
 
-// schemes are the registered URL schemes; any other location is a DuckDB file's path.
-var schemes = map[string]opener{
-	"clickhouse": openCluster,
-}
+// schemes are the registered URL schemes (Register); any other location is a DuckDB
+// file's path.
+var schemes = map[string]Opener{}
+
+// Register makes Open open locations of scheme ("clickhouse" for clickhouse://…) with
+// open: a store's package registers itself when it is imported (package cluster), as a
+// database/sql driver does, so that only the commands link its client.
+func Register(scheme string, open Opener) { schemes[strings.ToLower(scheme)] = open }
 
 var urlScheme = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
 
@@ -133,15 +137,15 @@ func Open(ctx context.Context, location string, o Options) (Store, error) {
 	if m := urlScheme.FindStringSubmatch(location); m != nil {
 		open, ok := schemes[strings.ToLower(m[1])]
 		if !ok {
-			return nil, fmt.Errorf("--db %q: %w: want a DuckDB file's path, or %sHOST:PORT/DATABASE?cluster=NAME",
-				location, ingest.ErrNotDuckDB, ingest.ClusterScheme)
+			return nil, fmt.Errorf("--db %q: %w: want a DuckDB file's path, or clickhouse://HOST:PORT/DATABASE?cluster=NAME",
+				location, ingest.ErrNotDuckDB)
 		}
 		return open(ctx, location, o)
 	}
 	deadline := time.Now().Add(o.Wait)
 	for {
 		st, err := openFile(ctx, location, o)
-		if !errors.Is(err, ErrLocked) || !time.Now().Before(deadline) {
+		if !errors.Is(err, ingest.ErrLocked) || !time.Now().Before(deadline) {
 			return st, err
 		}
 		if o.Waiting != nil {
@@ -158,9 +162,6 @@ func Open(ctx context.Context, location string, o Options) (Store, error) {
 
 // IsFile reports whether location is a DuckDB file's path rather than a URL.
 func IsFile(location string) bool { return urlScheme.FindStringSubmatch(location) == nil }
-
-// ErrLocked means another process holds the file (DuckDB allows one writer).
-var ErrLocked = ingest.ErrLocked
 
 // Temp loads files into a private in-memory store, for a report on FILE arguments. Its
 // error says what did not load (the result says what did).

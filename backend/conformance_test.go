@@ -1,4 +1,4 @@
-package backend
+package backend_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/retrylens/retrylens/backend"
+	_ "github.com/retrylens/retrylens/cluster" // the cluster's store, in the end-to-end tier
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/internal/testmain"
 	"github.com/retrylens/retrylens/lab"
@@ -63,12 +65,12 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// into loads path into a store of its own, ready for reports.
-	type into func(t *testing.T, path string) (Store, error)
+	type into func(t *testing.T, path string) (backend.Store, error)
 	ingested := func(location func(t *testing.T) string) into {
-		return func(t *testing.T, path string) (Store, error) {
-			st, err := Open(ctx, location(t), Options{Mode: Create})
+		return func(t *testing.T, path string) (backend.Store, error) {
+			st, err := backend.Open(ctx, location(t), backend.Options{Mode: backend.Create})
 			if err == nil {
-				_, err = st.Ingest(ctx, []string{path}, ingest.Options{}, Events{})
+				_, err = st.Ingest(ctx, []string{path}, ingest.Options{}, backend.Events{})
 			}
 			return st, err
 		}
@@ -79,8 +81,8 @@ func TestConformance(t *testing.T) {
 	}{
 		{"duckdb", ingested(func(t *testing.T) string { return filepath.Join(t.TempDir(), "rows.duckdb") })},
 		// What 'report FILE' reads: no cache, every table linked from the rows.
-		{"memory", func(t *testing.T, path string) (Store, error) {
-			st, _, err := Temp(ctx, []string{path}, ingest.Options{})
+		{"memory", func(t *testing.T, path string) (backend.Store, error) {
+			st, _, err := backend.Temp(ctx, []string{path}, ingest.Options{})
 			return st, err
 		}},
 	}
@@ -96,7 +98,7 @@ func TestConformance(t *testing.T) {
 			if testing.Short() && name != "keys-that-lie" {
 				t.Skip("-short compares one log")
 			}
-			var opened []Store
+			var opened []backend.Store
 			for _, s := range stores {
 				st, err := s.load(t, path)
 				if st != nil {
@@ -128,7 +130,7 @@ func TestConformance(t *testing.T) {
 }
 
 // span is the first and last time of a store's rows.
-func span(t *testing.T, st Store) (first, last time.Time) {
+func span(t *testing.T, st backend.Store) (first, last time.Time) {
 	t.Helper()
 	_, rows, err := st.Run(context.Background(), "SELECT min(ts), max(ts) FROM requests")
 	if err != nil || len(rows) != 1 {
@@ -138,9 +140,9 @@ func span(t *testing.T, st Store) (first, last time.Time) {
 }
 
 // counts are the count tables a report of qo reads from st (Counts).
-func counts(t *testing.T, st Store, qo query.Options) map[string][][]any {
+func counts(t *testing.T, st backend.Store, qo query.Options) map[string][][]any {
 	t.Helper()
-	c, err := Counts(context.Background(), st, qo)
+	c, err := backend.Counts(context.Background(), st, qo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 // not carry DuckDB's header ("DUCK" at byte 8), such as a SQLite database.
 func checkPath(path string) error {
 	if urlScheme.MatchString(path) || strings.Contains(path, "://") {
-		return fmt.Errorf("--db %q: %w: want a DuckDB file's path, or %sHOST:PORT/DATABASE?cluster=NAME", path, ErrNotDuckDB, ClusterScheme)
+		return fmt.Errorf("--db %q: %w: want a DuckDB file's path, or clickhouse://HOST:PORT/DATABASE?cluster=NAME", path, ErrNotDuckDB)
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -264,8 +264,8 @@ func loadAll(ctx context.Context, st store, paths []string, opt Options, res *Re
 	return errs
 }
 
-// store is where loads go: the DuckDB file (duck) or a ClickHouse cluster (Cluster). Its
-// String names it in messages ("database", "cluster").
+// store is where loads go: the DuckDB file (duck) or a Target (target). Its String names
+// it in messages ("database", "cluster").
 type store interface {
 	// check compares the rows with the registry (Check); repair deletes what it found.
 	check(ctx context.Context) (Damage, error)

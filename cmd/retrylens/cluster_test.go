@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrylens/retrylens/cluster"
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/internal/testmain"
 )
@@ -330,12 +331,12 @@ func TestClusterGenerated(t *testing.T) {
 // checkCluster compares the cluster's rows with its registry, as the next ingest does.
 func checkCluster(t *testing.T, url string) ingest.Damage {
 	t.Helper()
-	cl, err := ingest.OpenCluster(t.Context(), url)
+	cl, err := cluster.OpenCluster(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	d, err := ingest.CheckCluster(t.Context(), cl)
+	d, err := cluster.CheckCluster(t.Context(), cl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestClusterVerifyStored(t *testing.T) {
 	if out, stderr, code := retrylens(t, nil, "verify", "--db", url); code != 0 || !strings.Contains(out, ok) || !strings.Contains(out, "as the rows give them: ok") {
 		t.Fatalf("verify: exit %d: %s%s", code, out, stderr)
 	}
-	cl, err := ingest.OpenCluster(t.Context(), url)
+	cl, err := cluster.OpenCluster(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}

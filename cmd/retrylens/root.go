@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylens/retrylens/backend"
+	_ "github.com/retrylens/retrylens/cluster" // clickhouse:// locations
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/postmortem"

@@ -19,7 +19,7 @@
 // figure is what the same rows in a DuckDB file give. The SQL keeps to what ClickHouse
 // 18.16 has.
 
-package backend
+package cluster
 
 import (
 	"context"
@@ -57,7 +57,7 @@ type traffic struct {
 
 // materialize reads what a Set of o needs from the cluster into a new in-memory DuckDB
 // database (see fill). Open the Set on it with o.Counted.
-func materialize(ctx context.Context, cl *ingest.Cluster, o query.Options, every bool) (*sql.DB, traffic, error) {
+func materialize(ctx context.Context, cl *Cluster, o query.Options, every bool) (*sql.DB, traffic, error) {
 	db, err := ingest.Open(ctx, "")
 	if err != nil {
 		return nil, traffic{}, err
@@ -79,10 +79,10 @@ func usOf(t time.Time, open int64) int64 {
 }
 
 // between is the condition that col, microseconds since the epoch, is in [from, to),
-// stated also by its minute, the tables' sort key (ingest.MinuteOf).
+// stated also by its minute, the tables' sort key (MinuteOf).
 func between(col string, from, to int64) string {
 	w := fmt.Sprintf("%[1]s >= %[2]d AND %[1]s < %[3]d", col, from, to)
-	minute := ingest.MinuteOf(col)
+	minute := MinuteOf(col)
 	if from != math.MinInt64 {
 		w += fmt.Sprintf(" AND %s >= %d", minute, from/60e6)
 	}
@@ -112,7 +112,7 @@ func selected(o query.Options, from, to time.Time) (string, []any) {
 // database with an empty requests table: the rows that linking can change, and the
 // counts of the others, and with span the range's first and last time (counted_span).
 // With every, all rows travel (a budget replays each attempt).
-func fill(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, every, span bool) (traffic, error) {
+func fill(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options, every, span bool) (traffic, error) {
 	var tr traffic
 	before, after := o.Context()
 	since, until := usOf(o.Since, math.MinInt64), usOf(o.Until, math.MaxInt64)
@@ -234,7 +234,7 @@ func fill(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, 
 
 // spanJob creates counted_span in db and returns the job that reads the first and last
 // time of o's range into it.
-func spanJob(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options) (copyJob, error) {
+func spanJob(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options) (copyJob, error) {
 	if _, err := db.ExecContext(ctx, query.CountedSpan); err != nil {
 		return copyJob{}, err
 	}
@@ -272,7 +272,7 @@ type copyJob struct {
 
 // copyAll runs the jobs at once, each on a connection of its own: the shards compute one
 // while the rows of another are decoded and appended here.
-func copyAll(ctx context.Context, cl *ingest.Cluster, db *sql.DB, jobs []copyJob) error {
+func copyAll(ctx context.Context, cl *Cluster, db *sql.DB, jobs []copyJob) error {
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
@@ -295,7 +295,7 @@ func copyAll(ctx context.Context, cl *ingest.Cluster, db *sql.DB, jobs []copyJob
 
 // copyRows runs q on the cluster and appends its rows to the DuckDB table, each row's
 // values (NULLs as nil) as fix returns them. It returns how many rows it copied.
-func copyRows(ctx context.Context, cl *ingest.Cluster, conn *sql.Conn, table, q string, args []any, fix func([]any) []any) (int64, error) {
+func copyRows(ctx context.Context, cl *Cluster, conn *sql.Conn, table, q string, args []any, fix func([]any) []any) (int64, error) {
 	// In each server's system.query_log (as current releases do by default): what each
 	// shard sent for a report is measured there (docs/scale.md).
 	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1}))
@@ -413,7 +413,7 @@ func slot[T any](nullable bool, conv func(T) any) (any, func() any) {
 
 // clusterRoutes returns an in-memory DuckDB database whose requests table has one row per
 // method and route of the cluster's rows: what query.ResolveEndpoint reads.
-func clusterRoutes(ctx context.Context, cl *ingest.Cluster) (*sql.DB, error) {
+func clusterRoutes(ctx context.Context, cl *Cluster) (*sql.DB, error) {
 	db, err := ingest.Open(ctx, "")
 	if err != nil {
 		return nil, err
@@ -440,7 +440,7 @@ func clusterRoutes(ctx context.Context, cl *ingest.Cluster) (*sql.DB, error) {
 
 // runCluster runs any SQL statement on the cluster's server (retrylens query), read-only, in the
 // cluster's database, and returns its columns and rows.
-func runCluster(ctx context.Context, cl *ingest.Cluster, q string) (cols []string, out [][]any, err error) {
+func runCluster(ctx context.Context, cl *Cluster, q string) (cols []string, out [][]any, err error) {
 	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"readonly": 2}))
 	rows, err := cl.Conn.Query(ctx, q)
 	if err != nil {

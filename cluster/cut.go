@@ -1,4 +1,4 @@
-package backend
+package cluster
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 // A cluster's stored cache. A report of a range links the range's rows, which on a
 // cluster means reading them from the shards and linking them in the reporting process;
 // a DuckDB file's reads its stored cache cut to the range instead (query.Options.Cut).
-// So ingest, when it stores the answers (cluster_answers.go), also stores the tables of
+// So ingest, when it stores the answers (answers.go), also stores the tables of
 // the Set it asked them of, the cache's tables (query.CutTables), on the URL's server:
 // cache_<name>, with DuckDB's columns (a TIMESTAMP as microseconds), sorted by the minute
 // of what a range cuts them by, and cache_tables (name, program, version, columns: the
@@ -42,7 +42,7 @@ var clickHouseTypes = map[string]string{
 // storeCut returns what stores a table of the cache (query.Answer's cut) on the URL's
 // server, and lists it in cutListTable with version v; reset drops what was stored
 // before and creates the list.
-func (c *cluster) storeCut(ctx context.Context, v string) (reset func() error, store func(query.CutTable, *sql.Rows) error) {
+func (c *store) storeCut(ctx context.Context, v string) (reset func() error, store func(query.CutTable, *sql.Rows) error) {
 	reset = func() error {
 		qs := []string{"DROP TABLE IF EXISTS " + c.cl.Table(cutListTable)}
 		for _, t := range query.CutTables() {
@@ -75,7 +75,7 @@ func (c *cluster) storeCut(ctx context.Context, v string) (reset func() error, s
 		}
 		table := "cache_" + t.Name
 		if err := c.cl.Conn.Exec(ctx, "CREATE TABLE "+c.cl.Table(table)+" ("+strings.Join(ch, ", ")+") ENGINE = MergeTree() ORDER BY "+
-			ingest.MinuteOf("`"+t.By+"`")); err != nil {
+			MinuteOf("`"+t.By+"`")); err != nil {
 			return err
 		}
 		vals := make([]any, len(types))
@@ -125,7 +125,7 @@ func (c *cluster) storeCut(ctx context.Context, v string) (reset func() error, s
 
 // cutTables returns the DuckDB columns of each stored table this program stored for
 // version v, and false unless it stored them all.
-func (c *cluster) cutTables(ctx context.Context, v string) (map[string]string, bool, error) {
+func (c *store) cutTables(ctx context.Context, v string) (map[string]string, bool, error) {
 	rows, err := c.cl.Conn.Query(ctx, "SELECT name, columns FROM "+c.cl.Table(cutListTable)+" WHERE program = ? AND version = ?", query.ProgramID(), v)
 	if err != nil {
 		return nil, false, nil // none, or another retrylens's layout: read the shards
@@ -159,7 +159,7 @@ func cutRange(qo query.Options) bool {
 
 // cutInto reads into db, an in-memory DuckDB database, each stored table (cols: their
 // DuckDB columns) cut to o's range, as cache_<name>, and the range's span from the shards.
-func cutInto(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Options, cols map[string]string) (traffic, error) {
+func cutInto(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options, cols map[string]string) (traffic, error) {
 	var tr traffic
 	before, after := o.Context()
 	span, err := spanJob(ctx, cl, db, o)
@@ -193,7 +193,7 @@ func cutInto(ctx context.Context, cl *ingest.Cluster, db *sql.DB, o query.Option
 // (see cutInto), and false, with no database, when the cache stored is not of the
 // cluster's version by this program, before and after reading it (an ingest in between
 // rewrites it: the state goes first and comes back last).
-func (c *cluster) readCut(ctx context.Context, qo query.Options) (*sql.DB, bool, error) {
+func (c *store) readCut(ctx context.Context, qo query.Options) (*sql.DB, bool, error) {
 	v, err := clusterVersion(ctx, c.cl)
 	if err != nil {
 		return nil, false, err
@@ -230,7 +230,7 @@ func (c *cluster) readCut(ctx context.Context, qo query.Options) (*sql.DB, bool,
 // checkStored compares the answers and the cache this program stored for the cluster's
 // version with what its rows give now (as ingest computes them), and says so, a line
 // each; differ is whether any differs.
-func (c *cluster) checkStored(ctx context.Context) (lines []string, differ bool, err error) {
+func (c *store) checkStored(ctx context.Context) (lines []string, differ bool, err error) {
 	v, err := clusterVersion(ctx, c.cl)
 	if err != nil {
 		return nil, false, err
@@ -324,7 +324,7 @@ func storedColumns(cols string) (sel string, fix func([]any) []any) {
 
 // storedDigest is digestRows of a stored table of the cache (cols: its DuckDB columns),
 // each value read as cutInto reads it.
-func (c *cluster) storedDigest(ctx context.Context, table, cols string) (n int64, sum uint64, err error) {
+func (c *store) storedDigest(ctx context.Context, table, cols string) (n int64, sum uint64, err error) {
 	sel, fix := storedColumns(cols)
 	rows, err := c.cl.Conn.Query(ctx, sel+" FROM "+c.cl.Table(table))
 	if err != nil {

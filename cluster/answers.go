@@ -1,4 +1,4 @@
-package backend
+package cluster
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
-	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -35,7 +34,7 @@ const (
 )
 
 // clusterVersion names what the cluster holds: its registry and the rows on its shards.
-func clusterVersion(ctx context.Context, cl *ingest.Cluster) (string, error) {
+func clusterVersion(ctx context.Context, cl *Cluster) (string, error) {
 	var reg string
 	var rows uint64
 	err := cl.Conn.QueryRow(ctx, "SELECT concat(toString(count()), ':', toString(max(file_id)), ':', toString(sum(rows))) FROM "+cl.Table("files")).Scan(&reg)
@@ -49,7 +48,7 @@ func clusterVersion(ctx context.Context, cl *ingest.Cluster) (string, error) {
 }
 
 // storedVersion is the version the stored answers are of, "" when there are none.
-func storedVersion(ctx context.Context, cl *ingest.Cluster) (string, error) {
+func storedVersion(ctx context.Context, cl *Cluster) (string, error) {
 	var exists uint8
 	if err := cl.Conn.QueryRow(ctx, "EXISTS TABLE "+cl.Table(stateTable)).Scan(&exists); err != nil || exists == 0 {
 		return "", err
@@ -71,10 +70,10 @@ func defaultLinking(qo query.Options) bool {
 	return qo.Route == "" && qo.Method == "" && (qo.MaxGap <= 0 || qo.MaxGap == query.DefaultMaxGap) && !qo.InferAttempts && !qo.NoCache
 }
 
-// storeAnswers stores the answers of every row and the cache (cluster_cut.go), unless
+// storeAnswers stores the answers of every row and the cache (cut.go), unless
 // this program stored those of the cluster's version already and again is false. It
 // returns how long it took, zero when nothing was to do.
-func (c *cluster) storeAnswers(ctx context.Context, again bool) (time.Duration, error) {
+func (c *store) storeAnswers(ctx context.Context, again bool) (time.Duration, error) {
 	start := time.Now()
 	v, err := clusterVersion(ctx, c.cl)
 	if err != nil {
@@ -138,7 +137,7 @@ func (c *cluster) storeAnswers(ctx context.Context, again bool) (time.Duration, 
 
 // storedAnswers reads the answers under limit bytes this program stored for version v,
 // by name.
-func (c *cluster) storedAnswers(ctx context.Context, v string, limit uint64) (map[string][]byte, error) {
+func (c *store) storedAnswers(ctx context.Context, v string, limit uint64) (map[string][]byte, error) {
 	rows, err := c.cl.Conn.Query(ctx, "SELECT name, answer FROM "+c.cl.Table(answersTable)+" PREWHERE bytes < ? WHERE program = ? AND version = ?",
 		limit, query.ProgramID(), v)
 	if err != nil {
@@ -158,7 +157,7 @@ func (c *cluster) storedAnswers(ctx context.Context, v string, limit uint64) (ma
 
 // insert sends the rows rows adds to a table of the URL's server (named with its columns)
 // in one batch: the native protocol's INSERT takes its rows as blocks.
-func (c *cluster) insert(ctx context.Context, table string, rows func(add func(...any) error) error) error {
+func (c *store) insert(ctx context.Context, table string, rows func(add func(...any) error) error) error {
 	batch, err := c.cl.Conn.PrepareBatch(ctx, "INSERT INTO "+c.cl.DB+"."+table)
 	if err != nil {
 		return err
@@ -173,7 +172,7 @@ func (c *cluster) insert(ctx context.Context, table string, rows func(add func(.
 // answers returns a lookup of the answers this program stored for the cluster's
 // version, and false when it stored none. The small ones are read at once; a large one
 // (every endpoint of 100K routes: 11 MB) only when it is asked for.
-func (c *cluster) answers(ctx context.Context) (func(context.Context, string) ([]byte, bool, error), bool, error) {
+func (c *store) answers(ctx context.Context) (func(context.Context, string) ([]byte, bool, error), bool, error) {
 	v, err := clusterVersion(ctx, c.cl)
 	if err != nil {
 		return nil, false, err

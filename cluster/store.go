@@ -1,4 +1,8 @@
-package backend
+// Package cluster is retrylens's database on a ClickHouse cluster (docs/scale.md), all
+// of it: the connection, loading (an ingest.Target), checking and repairing the rows, and
+// the store that reports read (a backend.Store). Importing it registers the
+// clickhouse:// scheme with package backend; nothing else links ClickHouse's driver.
+package cluster
 
 import (
 	"context"
@@ -7,39 +11,42 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/retrylens/retrylens/backend"
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/internal/sanitize"
 	"github.com/retrylens/retrylens/query"
 )
 
-// cluster is a ClickHouse cluster (docs/scale.md): the rows sharded by link key, the
+func init() { backend.Register("clickhouse", openCluster) }
+
+// store is a ClickHouse cluster as a backend.Store: the rows sharded by link key, the
 // registry on the server the URL names, no report cache (reports count on the shards).
-type cluster struct {
-	cl    *ingest.Cluster
+type store struct {
+	cl    *Cluster
 	url   string // redacted
 	trace io.Writer
 	read  []*sql.DB // what Rows handed out, closed with the store
 }
 
-func openCluster(ctx context.Context, location string, o Options) (Store, error) {
-	cl, err := ingest.OpenCluster(ctx, location)
+func openCluster(ctx context.Context, location string, o backend.Options) (backend.Store, error) {
+	cl, err := OpenCluster(ctx, location)
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{cl: cl, url: ingest.RedactURL(location), trace: o.Trace}
-	if o.Mode != Create {
+	c := &store{cl: cl, url: RedactURL(location), trace: o.Trace}
+	if o.Mode != backend.Create {
 		if n, err := cl.Loads(ctx); err != nil || n == 0 {
 			cl.Close()
 			return nil, errors.Join(err, fmt.Errorf("%w: nothing was loaded into %s yet: run 'retrylens ingest --db URL FILE…' first",
-				ErrNoDatabase, sanitize.Text(c.url)))
+				backend.ErrNoDatabase, sanitize.Text(c.url)))
 		}
 	}
 	return c, nil
 }
 
-func (c *cluster) String() string { return c.url }
+func (c *store) String() string { return c.url }
 
-func (c *cluster) Close() error {
+func (c *store) Close() error {
 	for _, db := range c.read {
 		db.Close()
 	}
@@ -52,23 +59,23 @@ func (c *cluster) Close() error {
 	return err
 }
 
-func (c *cluster) Ingest(ctx context.Context, files []string, opt ingest.Options, ev Events) (Ingested, error) {
+func (c *store) Ingest(ctx context.Context, files []string, opt ingest.Options, ev backend.Events) (backend.Ingested, error) {
 	if opt.Dedupe {
-		return Ingested{}, fmt.Errorf("--dedupe works on a DuckDB database, %w yet on a ClickHouse cluster", ErrUnsupported)
+		return backend.Ingested{}, fmt.Errorf("--dedupe works on a DuckDB database, %w yet on a ClickHouse cluster", backend.ErrUnsupported)
 	}
 	opt.Spool = "" // streams are copied into $TMPDIR
-	res, err := ingest.LoadCluster(ctx, c.cl, files, opt)
+	res, err := LoadCluster(ctx, c.cl, files, opt)
 	if ev.Loaded != nil {
 		ev.Loaded(res)
 	}
 	if err != nil && ctx.Err() == nil {
 		err = fmt.Errorf("some input was not loaded:\n%w", err)
 	}
-	out := Ingested{Load: res}
+	out := backend.Ingested{Load: res}
 	if ctx.Err() != nil || opt.NoAnswers {
 		return out, err
 	}
-	// The answers of whole reports (cluster_answers.go), for what did load even when some
+	// The answers of whole reports (answers.go), for what did load even when some
 	// input failed; without them reports read the shards, as slow as before, not wrong.
 	if ev.Caching != nil && res.Totals().Rows > 0 {
 		ev.Caching()
@@ -85,16 +92,16 @@ func (c *cluster) Ingest(ctx context.Context, files []string, opt ingest.Options
 	return out, err
 }
 
-func (c *cluster) Health(ctx context.Context) Health {
-	var h Health
-	if d, err := ingest.CheckCluster(ctx, c.cl); err == nil && !d.OK() {
+func (c *store) Health(ctx context.Context) backend.Health {
+	var h backend.Health
+	if d, err := CheckCluster(ctx, c.cl); err == nil && !d.OK() {
 		h.Mismatch = d.Found()
 	}
 	c.cl.Conn.QueryRow(ctx, "SELECT toInt64(sum(rejected)), toInt64(sum(lines)) FROM "+c.cl.Table("files")).Scan(&h.Rejected, &h.Lines)
 	return h
 }
 
-func (c *cluster) Rows(ctx context.Context, qo *query.Options, route func(string) string, every bool) (*sql.DB, error) {
+func (c *store) Rows(ctx context.Context, qo *query.Options, route func(string) string, every bool) (*sql.DB, error) {
 	if qo.Route != "" {
 		routes, err := clusterRoutes(ctx, c.cl)
 		if err != nil {
@@ -117,7 +124,7 @@ func (c *cluster) Rows(ctx context.Context, qo *query.Options, route func(string
 		return err
 	}
 	if !every && cutRange(*qo) {
-		// The stored cache cut to the range (cluster_cut.go), and the shards for questions
+		// The stored cache cut to the range (cut.go), and the shards for questions
 		// that read rows.
 		db, ok, err := c.readCut(ctx, *qo)
 		if err != nil {
@@ -131,7 +138,7 @@ func (c *cluster) Rows(ctx context.Context, qo *query.Options, route func(string
 		}
 	}
 	if !every && wholeDefault(*qo) {
-		// The answers ingest stored (cluster_answers.go), and the shards for any other.
+		// The answers ingest stored (answers.go), and the shards for any other.
 		answers, ok, err := c.answers(ctx)
 		if err != nil {
 			return nil, err
@@ -160,13 +167,13 @@ func (c *cluster) Rows(ctx context.Context, qo *query.Options, route func(string
 	return db, nil
 }
 
-func (c *cluster) Run(ctx context.Context, q string) ([]string, [][]any, error) {
+func (c *store) Run(ctx context.Context, q string) ([]string, [][]any, error) {
 	return runCluster(ctx, c.cl, q)
 }
 
-func (c *cluster) Verify(ctx context.Context, repair bool) (Verified, error) {
-	var v Verified
-	damage, err := ingest.CheckCluster(ctx, c.cl)
+func (c *store) Verify(ctx context.Context, repair bool) (backend.Verified, error) {
+	var v backend.Verified
+	damage, err := CheckCluster(ctx, c.cl)
 	if err != nil {
 		return v, err
 	}
@@ -177,7 +184,7 @@ func (c *cluster) Verify(ctx context.Context, repair bool) (Verified, error) {
 	case damage.OK():
 		v.Lines = append(v.Lines, "registry: every load's rows on the shards as registered: ok")
 	case repair:
-		n, err := ingest.RepairCluster(ctx, c.cl, damage)
+		n, err := RepairCluster(ctx, c.cl, damage)
 		if err != nil {
 			return v, err
 		}

@@ -1,8 +1,7 @@
-package ingest
+package cluster
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -16,6 +15,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/parse"
 )
 
@@ -176,31 +176,6 @@ const clusterColumns = `file_id Int32, line Int64, ts_us Nullable(Int64),
 	retry_reason Nullable(String), request_id Nullable(String), idempotency_key Nullable(String),
 	invocation_id Nullable(String), retry_after Nullable(String), route Nullable(String), link_hash UInt64`
 
-// clusterRows are the columns a load sends the cluster: rowColumns, with the time as
-// ts_us and the keys as their text (a shard's queries link by it; the reporter hashes
-// the keys of the rows it copies into DuckDB) instead of their hashes and key_text.
-var clusterRows = func() []rowColumn {
-	keys := map[string]rowColumn{
-		"request_id_hash":      {name: "request_id", access: text(func(r *parse.Record) string { return r.RequestID })},
-		"idempotency_key_hash": {name: "idempotency_key", access: text(func(r *parse.Record) string { return r.IdempotencyKey })},
-		"invocation_id_hash":   {name: "invocation_id", access: text(func(r *parse.Record) string { return r.InvocationID })},
-	}
-	var out []rowColumn
-	for _, rc := range rowColumns {
-		switch k, ok := keys[rc.name]; {
-		case ok:
-			out = append(out, k)
-		case rc.name == "key_text":
-		case rc.name == "ts":
-			rc.name = "ts_us"
-			out = append(out, rc)
-		default:
-			out = append(out, rc)
-		}
-	}
-	return out
-}()
-
 // MinuteOf is the minute (since the epoch; 0 without a time) of col, a time in
 // microseconds: what a cluster's tables are sorted by first, so that a range reads its
 // own granules. 18.16 uses the sort key only for conditions on the key's expression
@@ -259,25 +234,25 @@ func LinkHash(r *parse.Record) uint64 {
 	return h.Sum64()
 }
 
-// LoadCluster is Load into a cluster: the same files, chunks, registry and reject
-// accounting; --dedupe is the DuckDB file's alone.
-func LoadCluster(ctx context.Context, c *Cluster, paths []string, opt Options) (Result, error) {
-	if opt.Dedupe {
-		return Result{}, errors.New("--dedupe works on a DuckDB database, not yet on a cluster")
-	}
-	return load(ctx, c, paths, opt)
+// LoadCluster is ingest.Load into a cluster: the same files, chunks, registry and
+// reject accounting; --dedupe is the DuckDB file's alone.
+func LoadCluster(ctx context.Context, c *Cluster, paths []string, opt ingest.Options) (ingest.Result, error) {
+	return ingest.LoadTarget(ctx, c, paths, opt)
 }
 
 func (c *Cluster) String() string { return "cluster" }
 
-func (c *Cluster) check(ctx context.Context) (Damage, error) { return CheckCluster(ctx, c) }
+// Check is CheckCluster, for ingest.Target.
+func (c *Cluster) Check(ctx context.Context) (ingest.Damage, error) { return CheckCluster(ctx, c) }
 
-func (c *Cluster) repair(ctx context.Context, d Damage) (int64, error) {
+// Repair is RepairCluster, for ingest.Target.
+func (c *Cluster) Repair(ctx context.Context, d ingest.Damage) (int64, error) {
 	return RepairCluster(ctx, c, d)
 }
 
-// routeCheck is the cluster's routeCheck.
-func (c *Cluster) routeCheck(ctx context.Context, res *Result, max int64) error {
+// RouteCheck counts the distinct routes into res and, past max, names the path prefixes
+// behind them.
+func (c *Cluster) RouteCheck(ctx context.Context, res *ingest.Result, max int64) error {
 	if max <= 0 {
 		max = 500
 	}
@@ -298,7 +273,7 @@ func (c *Cluster) routeCheck(ctx context.Context, res *Result, max int64) error 
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var h Hotspot
+		var h ingest.Hotspot
 		var n uint64
 		if err := rows.Scan(&h.Prefix, &n, &h.Example); err != nil {
 			return err
@@ -309,56 +284,46 @@ func (c *Cluster) routeCheck(ctx context.Context, res *Result, max int64) error 
 	return rows.Err()
 }
 
-func (c *Cluster) registered(ctx context.Context) ([]prefix, error) {
-	rows, err := c.Conn.Query(ctx, registeredQuery) // the connection's database is the cluster's
+// Registered returns every loaded prefix.
+func (c *Cluster) Registered(ctx context.Context) ([]ingest.Prefix, error) {
+	rows, err := c.Conn.Query(ctx, ingest.RegistryQuery) // the connection's database is the cluster's
 	if err != nil {
 		return nil, fmt.Errorf("read the registry: %w", err)
 	}
 	defer rows.Close()
-	return prefixes(rows)
+	return ingest.ScanPrefixes(rows)
 }
 
 // clusterBatch is how many rows go to the shards in one insert.
 const clusterBatch = 1 << 16
 
-// loadChunk is loadChunk for the cluster: rows, then rejects, then the registry entry.
-func (c *Cluster) loadChunk(ctx context.Context, r io.Reader, h *countingHash, format *parse.Format, path string, offset, line int64, opt Options) (*chunk, error) {
-	ch := &chunk{out: File{Path: path, Reasons: map[string]int64{}}, offset: offset, line: line}
-	out := &ch.out
-	opt.step(StepBegun)
+// LoadChunk loads a chunk: its rows into the Distributed table (on the shards when each
+// insert returns), then its rejects, then its registry entry, the commit point.
+func (c *Cluster) LoadChunk(ctx context.Context, ch *ingest.Chunk) error {
+	ch.Step(ingest.StepBegun)
 	// A new id is above every id in the rows too, registered or not.
 	var fromFiles, fromRows int32
 	if err := c.Conn.QueryRow(ctx, "SELECT toInt32(max(file_id)) FROM "+c.Table("files")).Scan(&fromFiles); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.Conn.QueryRow(ctx, "SELECT toInt32(max(file_id)) FROM "+c.Table("requests")).Scan(&fromRows); err != nil {
-		return nil, err
+		return err
 	}
 	id := int32(max(fromFiles, fromRows) + 1)
 
-	pctx, stop := context.WithCancel(ctx)
-	defer stop()
-	batches := make(chan *batch, 4)
-	free := make(chan *batch, 8)
-	parsed := make(chan error, 1)
-	go func() {
-		defer close(batches)
-		parsed <- readAll(pctx, r, h, format, line, out, &ch.lineSum, opt, batches, free)
-	}()
 	ictx := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_distributed_sync": 1}))
-	cols := make([]string, 0, len(clusterRows)+2)
-	cols = append(cols, "file_id")
-	for _, rc := range clusterRows {
-		cols = append(cols, rc.name)
-	}
-	cols = append(cols, "link_hash")
+	cols := append(append([]string{"file_id"}, ingest.KeyTextColumns()...), "link_hash")
 	insert := "INSERT INTO " + c.Table("requests") + " (" + strings.Join(cols, ", ") + ")"
 	var (
 		ins      driver.Batch
 		pending  int
 		inserted int64
-		err      error
 	)
+	defer func() {
+		if ins != nil {
+			ins.Abort()
+		}
+	}()
 	send := func() error {
 		if ins == nil || pending == 0 {
 			return nil
@@ -368,67 +333,39 @@ func (c *Cluster) loadChunk(ctx context.Context, r io.Reader, h *countingHash, f
 		}
 		inserted += int64(pending)
 		ins, pending = nil, 0
-		opt.step(StepRows) // these rows are on the shards, unregistered
+		ch.Step(ingest.StepRows) // these rows are on the shards, unregistered
 		return nil
 	}
-	vals := make([]any, len(cols))
-	for b := range batches {
-		for i := range b.recs {
-			if ins == nil {
-				if ins, err = c.Conn.PrepareBatch(ictx, insert); err != nil {
-					break
-				}
-			}
-			vals[0] = id
-			for j, rc := range clusterRows {
-				vals[j+1] = rc.value(b, i)
-			}
-			vals[len(vals)-1] = LinkHash(&b.recs[i])
-			if err = ins.Append(vals...); err != nil {
-				err = fmt.Errorf("line %d: %w", b.lines[i], err)
-				break
-			}
-			if pending++; pending == clusterBatch {
-				if err = send(); err != nil {
-					break
-				}
+	row := make([]any, len(cols))
+	err := ch.Rows(ctx, func(rec *parse.Record, vals []any) error {
+		if ins == nil {
+			var err error
+			if ins, err = c.Conn.PrepareBatch(ictx, insert); err != nil {
+				return err
 			}
 		}
-		select {
-		case free <- b:
-		default:
+		row[0] = id
+		copy(row[1:], vals)
+		row[len(row)-1] = LinkHash(rec)
+		if err := ins.Append(row...); err != nil {
+			return err
 		}
-		if err != nil {
-			break
+		if pending++; pending == clusterBatch {
+			return send()
 		}
-	}
+		return nil
+	})
 	if err == nil {
 		err = send()
 	}
 	if err != nil {
-		stop()
-		for range batches {
-		}
+		return err
 	}
-	if ins != nil {
-		ins.Abort()
-	}
-	perr := <-parsed
-	switch {
-	case perr != nil && !errors.Is(perr, context.Canceled):
-		return nil, perr
-	case err != nil:
-		return nil, err
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	}
+	out := ch.Out()
 	if inserted != out.Rows {
-		return nil, fmt.Errorf("load the rows: the cluster took %d of the %d rows parsed", inserted, out.Rows)
+		return fmt.Errorf("load the rows: the cluster took %d of the %d rows parsed", inserted, out.Rows)
 	}
-	ch.end = h.n
-	out.Bytes = h.n - offset
-	ch.sum = hex.EncodeToString(h.Sum(nil))
-	opt.step(StepInserted)
+	ch.Step(ingest.StepInserted)
 
 	reasons := make([]string, 0, len(out.Reasons))
 	for r := range out.Reasons {
@@ -438,65 +375,58 @@ func (c *Cluster) loadChunk(ctx context.Context, r io.Reader, h *countingHash, f
 	if len(reasons) > 0 {
 		rc, err := c.Conn.PrepareBatch(ctx, "INSERT INTO "+c.Table("reject_counts")+" (file_id, reason, n)")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, r := range reasons {
 			if err := rc.Append(id, r, out.Reasons[r]); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if err := rc.Send(); err != nil {
-			return nil, fmt.Errorf("register the rejects: %w", err)
+			return fmt.Errorf("register the rejects: %w", err)
 		}
 	}
 	if len(out.Samples) > 0 {
 		rs, err := c.Conn.PrepareBatch(ctx, "INSERT INTO "+c.Table("rejects")+" (file_id, line, reason, message, excerpt)")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, s := range out.Samples {
 			if err := rs.Append(id, int64(s.Line), s.Reason, s.Message, s.Excerpt); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if err := rs.Send(); err != nil {
-			return nil, fmt.Errorf("register the rejects: %w", err)
+			return fmt.Errorf("register the rejects: %w", err)
 		}
 	}
-	opt.step(StepRegistered)
+	ch.Step(ingest.StepRegistered)
 	// The registry entry commits the chunk.
 	reg, err := c.Conn.PrepareBatch(ctx, "INSERT INTO "+c.Table("files")+` (file_id, path, sha256, offset_bytes, bytes,
 		first_line, lines_end, format, lines, rows, rejected, first_ts, last_ts, loaded_at, line_sum, duplicates)`)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var first, last *time.Time
-	if !out.First.IsZero() {
-		t := out.First.UTC()
-		first = &t
-	}
-	if !out.Last.IsZero() {
-		t := out.Last.UTC()
-		last = &t
-	}
-	if err := reg.Append(id, path, ch.sum, ch.offset, ch.end, ch.line+1, ch.line+out.Lines, format.Name, out.Lines, out.Rows,
-		out.Rejected, first, last, opt.Now().UTC(), ch.lineSum, int64(0)); err != nil {
-		return nil, err
+	e := ch.Entry()
+	if err := reg.Append(id, e.Path, e.SHA256, e.Offset, e.End, e.FirstLine, e.LastLine, e.Format, e.Lines, e.Rows,
+		e.Rejected, e.First, e.Last, e.LoadedAt, e.LineSum, int64(0)); err != nil {
+		return err
 	}
 	if err := reg.Send(); err != nil {
-		return nil, fmt.Errorf("register the load: %w", err)
+		return fmt.Errorf("register the load: %w", err)
 	}
-	opt.step(StepCommitted)
-	return ch, nil
+	ch.Step(ingest.StepCommitted)
+	return nil
 }
 
 // CheckCluster is Check on a cluster: per load id, the rows on the shards (count, line
 // range, line sum) and the rejects against the registry.
-func CheckCluster(ctx context.Context, c *Cluster) (Damage, error) {
-	var d Damage
+func CheckCluster(ctx context.Context, c *Cluster) (ingest.Damage, error) {
+	var d ingest.Damage
 	// per load id: what the registry says (registered) and what is there
 	type load struct {
-		registryLoad
+		id, offset, bytes         int64
+		first, last               int64
 		registered                bool
 		path                      string
 		rows, lineSum, rejected   int64
@@ -517,7 +447,7 @@ func CheckCluster(ctx context.Context, c *Cluster) (Damage, error) {
 	if err != nil {
 		return d, fmt.Errorf("read the registry: %w", err)
 	}
-	var all []registryLoad
+	var all []ingest.RegistryLoad
 	for rows.Next() { // the registry first: loads is empty
 		l := &load{registered: true}
 		if err := rows.Scan(&l.id, &l.path, &l.offset, &l.bytes, &l.first, &l.last, &l.rows, &l.rejected, &l.lineSum); err != nil {
@@ -525,7 +455,7 @@ func CheckCluster(ctx context.Context, c *Cluster) (Damage, error) {
 			return d, err
 		}
 		loads[l.id] = l
-		all = append(all, l.registryLoad)
+		all = append(all, ingest.NewRegistryLoad(l.id, l.offset, l.bytes, l.first, l.last))
 	}
 	rows.Close()
 	rows, err = c.Conn.Query(ctx, "SELECT toInt64(file_id), toInt64(count()), toInt64(sum(line)), min(line), max(line) FROM "+c.Table("requests")+" GROUP BY file_id")
@@ -571,17 +501,17 @@ func CheckCluster(ctx context.Context, c *Cluster) (Damage, error) {
 	for _, id := range ids {
 		l := loads[id]
 		if !l.registered {
-			d.Orphans = append(d.Orphans, Orphan{ID: id, Rows: l.haveRows, Rejects: l.rejectRecords})
+			d.Orphans = append(d.Orphans, ingest.Orphan{ID: id, Rows: l.haveRows, Rejects: l.rejectRecords})
 			continue
 		}
 		outside := l.haveRows > 0 && (l.minL < l.first || l.maxL > l.last)
 		if l.haveRows != l.rows || l.sum != l.lineSum || outside || l.rejects != l.rejected {
-			d.Bad = append(d.Bad, BadLoad{ID: id, Path: l.path, FirstLine: l.first, LastLine: l.last, Registered: l.rows,
+			d.Bad = append(d.Bad, ingest.BadLoad{ID: id, Path: l.path, FirstLine: l.first, LastLine: l.last, Registered: l.rows,
 				Rows: l.haveRows, Lines: l.haveRows, Outside: outside, SumDiffers: l.sum != l.lineSum,
 				RejectsRegistered: l.rejected, Rejects: l.rejects})
 		}
 	}
-	markLater(all, d.Bad)
+	ingest.MarkLater(all, d.Bad)
 	return d, nil
 }
 
@@ -589,12 +519,16 @@ func CheckCluster(ctx context.Context, c *Cluster) (Damage, error) {
 // load ids, then their rejects and registry entries. ClickHouse deletes by mutation; it
 // waits for each to finish (at most 5 minutes), registry last, so that a repair killed
 // half way is found again by the next check. It returns how many rows it deleted.
-func RepairCluster(ctx context.Context, c *Cluster, d Damage) (int64, error) {
-	ids := d.ids()
+func RepairCluster(ctx context.Context, c *Cluster, d ingest.Damage) (int64, error) {
+	ids := d.IDs()
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	in := idList(ids)
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = fmt.Sprint(id)
+	}
+	in := "(" + strings.Join(list, ", ") + ")"
 	var deleted uint64
 	if err := c.Conn.QueryRow(ctx, "SELECT count() FROM "+c.Table("requests")+" WHERE file_id IN "+in).Scan(&deleted); err != nil {
 		return 0, err
