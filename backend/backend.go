@@ -103,6 +103,25 @@ type Health struct {
 	Mismatch string
 }
 
+// Warnings are what a report on the store says beside its figures, a line each: rows
+// that do not match the registry (a killed load, until the next ingest repairs it),
+// rejected lines (in no figure), rows loaded twice (counted twice).
+func (h Health) Warnings() []string {
+	var w []string
+	if h.Mismatch != "" {
+		w = append(w, fmt.Sprintf("warning: the database's rows do not match its registry (%s): figures may be off; run 'retrylens verify --repair' (or any ingest)", h.Mismatch))
+	}
+	if h.Rejected > 0 && h.Lines > 0 {
+		w = append(w, fmt.Sprintf("note: ingest rejected %d of the %d lines loaded (%.1f%%): they are in no figure (retrylens query 'SELECT * FROM rejects')",
+			h.Rejected, h.Lines, 100*float64(h.Rejected)/float64(h.Lines)))
+	}
+	if h.Repeats > 0 {
+		w = append(w, fmt.Sprintf("warning: %d rows repeat rows of another load (the same traffic logged twice?): every figure counts them twice; "+
+			"load the logs into a new --db with 'retrylens ingest --dedupe'", h.Repeats))
+	}
+	return w
+}
+
 // Verified is what Verify found and did, a line each, for a person.
 type Verified struct {
 	Lines []string

@@ -9,6 +9,7 @@ package budget
 
 import (
 	"container/heap"
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -324,6 +325,72 @@ func Defaults(maxAttempts int) []Model {
 		&Envoy{Percent: 0.2, MinConcurrent: 3},
 		&AWS{Quota: 500, Cost: 5, TimeoutCost: 10},
 		&Cap{Max: maxAttempts},
+		RetryAfter{},
+	}
+}
+
+// Names are the models Params.Models gives, in its order: what --model takes.
+var Names = []string{"finagle", "linkerd2", "grpc", "envoy", "aws-standard", "cap", "retry-after"}
+
+// Params are every model's parameters; DefaultParams are the published defaults.
+type Params struct {
+	Ratio      float64       // finagle, linkerd2: retries per request
+	MinPerSec  float64       // finagle, linkerd2: retries per second allowed beyond the ratio
+	TTL        time.Duration // finagle, linkerd2: the window
+	MaxTokens  float64       // grpc: maxTokens
+	TokenRatio float64       // grpc: tokenRatio
+	EnvoyPct   float64       // envoy: budget_percent, as a fraction
+	EnvoyMin   int           // envoy: min_retry_concurrency
+	AWSQuota   float64       // aws-standard: the token quota
+	AWSCost    float64       // aws-standard: a retry's cost
+	AWSTimeout float64       // aws-standard: a retry's cost after a timeout
+	Attempts   int           // cap: attempts per request, the first included
+}
+
+// DefaultParams are the models' published defaults (docs/reference.md, budget).
+var DefaultParams = Params{Ratio: 0.2, MinPerSec: 10, TTL: 10 * time.Second, MaxTokens: 10, TokenRatio: 0.1,
+	EnvoyPct: 0.2, EnvoyMin: 3, AWSQuota: 500, AWSCost: 5, AWSTimeout: 10, Attempts: 3}
+
+// ParamError is a parameter Validate refuses, named as the field's flag is (Flag: "ttl").
+type ParamError struct{ Flag, Want string }
+
+func (e *ParamError) Error() string { return e.Flag + ": want " + e.Want }
+
+// Validate refuses parameters no model can run with.
+func (p Params) Validate() error {
+	for _, c := range []struct {
+		flag string
+		v    float64
+		ok   bool
+		want string
+	}{
+		{"ttl", p.TTL.Seconds(), p.TTL > 0, "a positive duration"},
+		{"max-tokens", p.MaxTokens, p.MaxTokens > 0, "a positive number"},
+		{"max-attempts", float64(p.Attempts), p.Attempts >= 1, "1 or more"},
+		{"envoy-percent", p.EnvoyPct, p.EnvoyPct <= 1, "a fraction, 0 to 1"},
+		{"ratio", p.Ratio, true, ""}, {"min-per-sec", p.MinPerSec, true, ""}, {"token-ratio", p.TokenRatio, true, ""},
+		{"envoy-min", float64(p.EnvoyMin), true, ""}, {"aws-quota", p.AWSQuota, true, ""},
+		{"aws-cost", p.AWSCost, true, ""}, {"aws-timeout-cost", p.AWSTimeout, true, ""},
+	} {
+		if c.v < 0 || math.IsNaN(c.v) || math.IsInf(c.v, 0) {
+			return &ParamError{c.flag, "a number, 0 or more"}
+		}
+		if !c.ok {
+			return &ParamError{c.flag, c.want}
+		}
+	}
+	return nil
+}
+
+// Models are the models Names names, with these parameters.
+func (p Params) Models() []Model {
+	return []Model{
+		&Ratio{Label: "finagle", Ratio: p.Ratio, MinPerSec: p.MinPerSec, TTL: p.TTL},
+		&Ratio{Label: "linkerd2", Ratio: p.Ratio, MinPerSec: p.MinPerSec, TTL: p.TTL},
+		&GRPC{MaxTokens: p.MaxTokens, TokenRatio: p.TokenRatio},
+		&Envoy{Percent: p.EnvoyPct, MinConcurrent: p.EnvoyMin},
+		&AWS{Quota: p.AWSQuota, Cost: p.AWSCost, TimeoutCost: p.AWSTimeout},
+		&Cap{Max: p.Attempts},
 		RetryAfter{},
 	}
 }

@@ -1,6 +1,8 @@
 package budget
 
 import (
+	"errors"
+	"math"
 	"sort"
 	"testing"
 	"time"
@@ -120,6 +122,37 @@ func TestWindows(t *testing.T) {
 	for i := range want {
 		if r.Windows[i] != want[i] {
 			t.Errorf("window %d: %+v, want %+v", i, r.Windows[i], want[i])
+		}
+	}
+}
+
+// The defaults are the published ones and pass; each parameter out of its range is named
+// by its flag.
+func TestParamsValidate(t *testing.T) {
+	if err := DefaultParams.Validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	if n := len(DefaultParams.Models()); n != len(Names) {
+		t.Fatalf("%d models for %d names", n, len(Names))
+	}
+	for _, tc := range []struct {
+		flag string
+		set  func(p *Params)
+	}{
+		{"ttl", func(p *Params) { p.TTL = 0 }},
+		{"max-tokens", func(p *Params) { p.MaxTokens = 0 }},
+		{"max-attempts", func(p *Params) { p.Attempts = 0 }},
+		{"envoy-percent", func(p *Params) { p.EnvoyPct = 1.5 }},
+		{"ratio", func(p *Params) { p.Ratio = math.NaN() }},
+		{"min-per-sec", func(p *Params) { p.MinPerSec = math.Inf(1) }},
+		{"aws-cost", func(p *Params) { p.AWSCost = -1 }},
+		{"envoy-min", func(p *Params) { p.EnvoyMin = -3 }},
+	} {
+		p := DefaultParams
+		tc.set(&p)
+		var pe *ParamError
+		if err := p.Validate(); !errors.As(err, &pe) || pe.Flag != tc.flag {
+			t.Errorf("%s out of range: %v, want a ParamError naming it", tc.flag, err)
 		}
 	}
 }

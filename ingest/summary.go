@@ -1,13 +1,16 @@
 package ingest
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/retrylens/retrylens/internal/sanitize"
+	"github.com/schollz/progressbar/v3"
 )
 
 // WriteSummary writes the summary of a load for a person: one line per file, then totals and
@@ -95,3 +98,44 @@ func WriteSummary(w io.Writer, res *Result) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// ProgressBar is an Options.Progress for a terminal: per file a bar on w (bytes,
+// bytes/s, ETA) whose description adds lines/s.
+func ProgressBar(w io.Writer) func(path string, size int64) io.WriteCloser {
+	return func(path string, size int64) io.WriteCloser {
+		name := sanitize.Text(filepath.Base(path))
+		return &lineRate{name: name, start: time.Now(), bar: progressbar.NewOptions64(size,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription(name),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)}
+	}
+}
+
+// lineRate feeds a progress bar (bytes, bytes/s, ETA) and adds lines/s to its
+// description, counting the newlines of what it is given.
+type lineRate struct {
+	bar   *progressbar.ProgressBar
+	name  string
+	lines int64
+	start time.Time
+	shown time.Time
+}
+
+func (l *lineRate) Write(p []byte) (int, error) {
+	l.lines += int64(bytes.Count(p, []byte{'\n'}))
+	if now := time.Now(); now.Sub(l.shown) >= 250*time.Millisecond {
+		l.shown = now
+		// Not in the first second: the readers ahead of the parser fill their buffers
+		// then, which would show a rate several times the real one.
+		if secs := now.Sub(l.start).Seconds(); secs >= 1 {
+			l.bar.Describe(fmt.Sprintf("%s %.0fk lines/s", l.name, float64(l.lines)/secs/1000))
+		}
+	}
+	return l.bar.Write(p)
+}
+
+func (l *lineRate) Close() error { return l.bar.Close() }

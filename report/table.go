@@ -585,6 +585,41 @@ func Check(w io.Writer, format Format, c postmortem.Check, loc *time.Location) e
 	return alerts(w, c.Alerts, loc)
 }
 
+// CheckSays is what check says after its output, a line each: why it fails (failed), or
+// why it had nothing to judge (noData: no rows, or none tagged; a CI job pointed at the
+// wrong file must not pass); nothing when it passes.
+func CheckSays(c postmortem.Check, loc *time.Location) (lines []string, failed, noData bool) {
+	var found []string
+	for _, f := range c.FailedOn {
+		switch {
+		case f.Kind == judge.SustainedFinding:
+			found = append(found, fmt.Sprintf("%s (%s to %s)", f.Kind, f.Start.In(loc).Format("15:04:05"), f.End.In(loc).Format("15:04:05")))
+		case f.Count > 0:
+			found = append(found, fmt.Sprintf("%s (%d requests)", f.Kind, f.Count))
+		}
+	}
+	if c.Failing > 0 {
+		alerts := "alerts"
+		if c.Failing == 1 {
+			alerts = "alert"
+		}
+		lines = append(lines, fmt.Sprintf("%d %s at or above %s", c.Failing, alerts, c.FailOn))
+	}
+	if len(found) > 0 {
+		lines = append(lines, "findings present: "+strings.Join(found, ", "))
+	}
+	if len(lines) > 0 {
+		return lines, true, false
+	}
+	switch m := c.Summary; {
+	case m.Requests == 0:
+		return []string{"no rows in the range: nothing to judge"}, false, true
+	case m.FirstAttempts+m.Retries == 0:
+		return []string{fmt.Sprintf("none of the %d lines carries an attempt number: nothing to judge (log the attempt header, see the README, or try --infer-attempts)", m.Requests)}, false, true
+	}
+	return nil, false, false
+}
+
 // jsonFailure is one reason a check failed (postmortem.Failure).
 type jsonFailure struct {
 	Kind     string  `json:"kind"`

@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,28 +20,16 @@ import (
 type budgetOptions struct {
 	rowFlags
 	linkFlags
-	model       string
-	output      string
-	compare     bool
-	format      string
-	ratio       float64
-	minPerSec   float64
-	ttl         time.Duration
-	maxTokens   float64
-	tokenRatio  float64
-	envoyPct    float64
-	envoyMin    int
-	awsQuota    float64
-	awsCost     float64
-	awsTimeout  float64
-	maxAttempts int
-	window      string
+	budget.Params
+	model   string
+	output  string
+	compare bool
+	format  string
+	window  string
 }
 
-var budgetModels = []string{"finagle", "linkerd2", "grpc", "envoy", "aws-standard", "cap", "retry-after"}
-
 func (e *env) budgetCmd() *cobra.Command {
-	var o budgetOptions
+	o := budgetOptions{Params: budget.DefaultParams}
 	c := &cobra.Command{
 		Use:     "budget [flags] [FILE...]",
 		Short:   "Replay the recorded retries through a retry budget: what would it have denied?",
@@ -51,35 +40,45 @@ func (e *env) budgetCmd() *cobra.Command {
 	f := c.Flags()
 	o.rowFlags.register(c, "")
 	o.linkFlags.register(c)
-	f.StringVar(&o.model, "model", "finagle", "the budget: "+strings.Join(budgetModels, ", "))
+	f.StringVar(&o.model, "model", "finagle", "the budget: "+strings.Join(budget.Names, ", "))
 	f.BoolVar(&o.compare, "compare", false, "run every model")
 	f.StringVarP(&o.output, "output", "o", "", outputHelp)
 	f.StringVarP(&o.format, "format", "f", "", "table, tsv or json (default: table on a terminal, tsv in a pipe)")
-	f.Float64Var(&o.ratio, "ratio", 0.2, "finagle/linkerd2: retries per request")
-	f.Float64Var(&o.minPerSec, "min-per-sec", 10, "finagle/linkerd2: retries per second allowed beyond the ratio")
-	f.DurationVar(&o.ttl, "ttl", 10*time.Second, "finagle/linkerd2: the window")
-	f.Float64Var(&o.maxTokens, "max-tokens", 10, "grpc: maxTokens")
-	f.Float64Var(&o.tokenRatio, "token-ratio", 0.1, "grpc: tokenRatio")
-	f.Float64Var(&o.envoyPct, "envoy-percent", 0.2, "envoy: budget_percent, as a fraction")
-	f.IntVar(&o.envoyMin, "envoy-min", 3, "envoy: min_retry_concurrency")
-	f.Float64Var(&o.awsQuota, "aws-quota", 500, "aws-standard: the token quota")
-	f.Float64Var(&o.awsCost, "aws-cost", 5, "aws-standard: a retry's cost")
-	f.Float64Var(&o.awsTimeout, "aws-timeout-cost", 10, "aws-standard: a retry's cost after a timeout")
-	f.IntVar(&o.maxAttempts, "max-attempts", 3, "cap: attempts per request, the first included")
+	p := &o.Params
+	f.Float64Var(&p.Ratio, "ratio", p.Ratio, "finagle/linkerd2: retries per request")
+	f.Float64Var(&p.MinPerSec, "min-per-sec", p.MinPerSec, "finagle/linkerd2: retries per second allowed beyond the ratio")
+	f.DurationVar(&p.TTL, "ttl", p.TTL, "finagle/linkerd2: the window")
+	f.Float64Var(&p.MaxTokens, "max-tokens", p.MaxTokens, "grpc: maxTokens")
+	f.Float64Var(&p.TokenRatio, "token-ratio", p.TokenRatio, "grpc: tokenRatio")
+	f.Float64Var(&p.EnvoyPct, "envoy-percent", p.EnvoyPct, "envoy: budget_percent, as a fraction")
+	f.IntVar(&p.EnvoyMin, "envoy-min", p.EnvoyMin, "envoy: min_retry_concurrency")
+	f.Float64Var(&p.AWSQuota, "aws-quota", p.AWSQuota, "aws-standard: the token quota")
+	f.Float64Var(&p.AWSCost, "aws-cost", p.AWSCost, "aws-standard: a retry's cost")
+	f.Float64Var(&p.AWSTimeout, "aws-timeout-cost", p.AWSTimeout, "aws-standard: a retry's cost after a timeout")
+	f.IntVar(&p.Attempts, "max-attempts", p.Attempts, "cap: attempts per request, the first included")
 	f.StringVarP(&o.window, "window", "w", "", "also give the figures per window of this width (1m, 5m, 1h, 1d or any Go duration), by attempt start")
 	return c
 }
 
-func (o *budgetOptions) models() []budget.Model {
-	return []budget.Model{
-		&budget.Ratio{Label: "finagle", Ratio: o.ratio, MinPerSec: o.minPerSec, TTL: o.ttl},
-		&budget.Ratio{Label: "linkerd2", Ratio: o.ratio, MinPerSec: o.minPerSec, TTL: o.ttl},
-		&budget.GRPC{MaxTokens: o.maxTokens, TokenRatio: o.tokenRatio},
-		&budget.Envoy{Percent: o.envoyPct, MinConcurrent: o.envoyMin},
-		&budget.AWS{Quota: o.awsQuota, Cost: o.awsCost, TimeoutCost: o.awsTimeout},
-		&budget.Cap{Max: o.maxAttempts},
-		budget.RetryAfter{},
+// Validate checks the flags before anything is read: the models' parameters, the model,
+// the window and the linking.
+func (o *budgetOptions) Validate() error {
+	if err := o.Params.Validate(); err != nil {
+		var pe *budget.ParamError
+		if errors.As(err, &pe) {
+			return usagef("--%s: want %s", pe.Flag, pe.Want)
+		}
+		return usageError{err}
 	}
+	if !o.compare && !slices.Contains(budget.Names, o.model) {
+		return usagef("--model %q: want one of %s", o.model, strings.Join(budget.Names, ", "))
+	}
+	if o.window != "" {
+		if _, err := query.ParseWindow(o.window); err != nil {
+			return usagef("--window: %v", err)
+		}
+	}
+	return o.linkFlags.check()
 }
 
 func (e *env) runBudget(ctx context.Context, o *budgetOptions, files []string) error {
@@ -87,41 +86,17 @@ func (e *env) runBudget(ctx context.Context, o *budgetOptions, files []string) e
 	if err != nil {
 		return usagef("--format: %v", err)
 	}
-	models := o.models()
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	models := o.Models()
 	if !o.compare {
-		i := -1
-		for k, name := range budgetModels {
-			if name == o.model {
-				i = k
-			}
-		}
-		if i < 0 {
-			return usagef("--model %q: want one of %s", o.model, strings.Join(budgetModels, ", "))
-		}
+		i := slices.Index(budget.Names, o.model)
 		models = models[i : i+1]
-	}
-	if o.ttl <= 0 || o.maxAttempts < 1 || o.maxTokens <= 0 {
-		return usagef("--ttl, --max-tokens and --max-attempts must be positive")
-	}
-	for name, v := range map[string]float64{"--ratio": o.ratio, "--min-per-sec": o.minPerSec, "--token-ratio": o.tokenRatio,
-		"--envoy-percent": o.envoyPct, "--envoy-min": float64(o.envoyMin), "--aws-quota": o.awsQuota, "--aws-cost": o.awsCost,
-		"--aws-timeout-cost": o.awsTimeout} {
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return usagef("%s %v: want a number, 0 or more", name, v)
-		}
-	}
-	if o.envoyPct > 1 {
-		return usagef("--envoy-percent is a fraction: 0 to 1")
 	}
 	var width time.Duration
 	if o.window != "" {
-		var err error
-		if width, err = query.ParseWindow(o.window); err != nil {
-			return usagef("--window: %v", err)
-		}
-	}
-	if err := o.linkFlags.check(); err != nil {
-		return err
+		width, _ = query.ParseWindow(o.window) // Validate parsed it
 	}
 	qo, _, err := o.rows()
 	if err != nil {

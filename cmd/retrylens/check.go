@@ -59,22 +59,15 @@ func checkFindings() []string {
 	return append(slices.Clone(query.FindingKinds), judge.SustainedFinding)
 }
 
-func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) error {
+// Validate checks the flags before anything is read (and writes --fail-on in capitals).
+func (o *checkOptions) Validate() error {
 	o.failOn = strings.ToUpper(o.failOn) // p1 as P1
 	if o.failOn != "P1" && o.failOn != "P2" {
 		return usagef("--fail-on %q: want P1 or P2", o.failOn)
 	}
-	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, o.output == "" && terminal(e.stdout)), report.FormatTable, report.FormatTSV, report.FormatJSON, report.FormatMarkdown)
-	if err != nil {
-		return usagef("--format: %v", err)
-	}
-	var failKinds []string
-	if o.findings != "" {
-		for _, k := range strings.Split(o.findings, ",") {
-			if k = strings.TrimSpace(k); !slices.Contains(checkFindings(), k) {
-				return usagef("--fail-on-finding %q: want one or more of %s, joined by commas", k, strings.Join(checkFindings(), ", "))
-			}
-			failKinds = append(failKinds, k)
+	for _, k := range o.failKinds() {
+		if !slices.Contains(checkFindings(), k) {
+			return usagef("--fail-on-finding %q: want one or more of %s, joined by commas", k, strings.Join(checkFindings(), ", "))
 		}
 	}
 	width, err := query.ParseWindow(o.window)
@@ -84,6 +77,29 @@ func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) err
 	if width > time.Minute || time.Minute%width != 0 {
 		return usagef("--window %s: check judges minutes, or windows that divide one (10s, 30s)", o.window)
 	}
+	return o.figureFlags.Validate()
+}
+
+// failKinds are the findings --fail-on-finding names.
+func (o *checkOptions) failKinds() []string {
+	var kinds []string
+	if o.findings != "" {
+		for _, k := range strings.Split(o.findings, ",") {
+			kinds = append(kinds, strings.TrimSpace(k))
+		}
+	}
+	return kinds
+}
+
+func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) error {
+	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, o.output == "" && terminal(e.stdout)), report.FormatTable, report.FormatTSV, report.FormatJSON, report.FormatMarkdown)
+	if err != nil {
+		return usagef("--format: %v", err)
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	width, _ := query.ParseWindow(o.window) // Validate parsed it
 	qo, loc, err := o.rows()
 	if err != nil {
 		return err
@@ -97,41 +113,21 @@ func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) err
 		return err
 	}
 	defer done()
-	check, err := postmortem.Alerts(ctx, db, po, o.failOn, failKinds)
+	check, err := postmortem.Alerts(ctx, db, po, o.failOn, o.failKinds())
 	if err != nil {
 		return err
 	}
 	if err := e.writeOutput(o.output, func(w io.Writer) error { return report.Check(w, format, check, loc) }); err != nil {
 		return err
 	}
-	var found []string
-	for _, f := range check.FailedOn {
-		switch {
-		case f.Kind == judge.SustainedFinding:
-			found = append(found, fmt.Sprintf("%s (%s to %s)", f.Kind, f.Start.In(loc).Format("15:04:05"), f.End.In(loc).Format("15:04:05")))
-		case f.Count > 0:
-			found = append(found, fmt.Sprintf("%s (%d requests)", f.Kind, f.Count))
-		}
+	says, failed, noData := report.CheckSays(check, loc)
+	for _, l := range says {
+		fmt.Fprintf(e.stderr, "retrylens: %s\n", l)
 	}
-	if check.Failing > 0 || len(found) > 0 {
-		if check.Failing > 0 {
-			alerts := "alerts"
-			if check.Failing == 1 {
-				alerts = "alert"
-			}
-			fmt.Fprintf(e.stderr, "retrylens: %d %s at or above %s\n", check.Failing, alerts, o.failOn)
-		}
-		if len(found) > 0 {
-			fmt.Fprintf(e.stderr, "retrylens: findings present: %s\n", strings.Join(found, ", "))
-		}
+	switch {
+	case failed:
 		return exitCode(exitAlert)
-	}
-	switch m := check.Summary; {
-	case m.Requests == 0:
-		fmt.Fprintln(e.stderr, "retrylens: no rows in the range: nothing to judge")
-		return exitCode(exitNoData)
-	case m.FirstAttempts+m.Retries == 0:
-		fmt.Fprintf(e.stderr, "retrylens: none of the %d lines carries an attempt number: nothing to judge (log the attempt header, see the README, or try --infer-attempts)\n", m.Requests)
+	case noData:
 		return exitCode(exitNoData)
 	}
 	return nil

@@ -1,18 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
-	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/spf13/cobra"
 
@@ -63,6 +57,19 @@ func (e *env) ingestCmd() *cobra.Command {
 	return c
 }
 
+// Validate checks the flags before anything is read.
+func (o *ingestOptions) Validate() error {
+	switch {
+	case o.samples < 0:
+		return usagef("--samples must be 0 or more")
+	case o.maxReject < 0 || o.maxReject > 1:
+		return usagef("--max-reject-ratio must be between 0 and 1")
+	case o.chunkMiB < 1:
+		return usagef("--chunk-mib must be at least 1")
+	}
+	return nil
+}
+
 func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) error {
 	// "--dry-run 3": the flag's value is optional, so the parser left 3 as a FILE. A
 	// number that names no file is the count.
@@ -73,6 +80,9 @@ func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) er
 			}
 		}
 	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
 	format, err := o.formats.format()
 	if err != nil {
 		return err
@@ -80,12 +90,6 @@ func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) er
 	files, err := ingest.Inputs(args)
 	if err != nil {
 		return err
-	}
-	if o.samples < 0 {
-		return usagef("--samples must be 0 or more")
-	}
-	if o.maxReject < 0 || o.maxReject > 1 {
-		return usagef("--max-reject-ratio must be between 0 and 1")
 	}
 	router, err := o.formats.router()
 	if err != nil {
@@ -103,24 +107,11 @@ func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) er
 		}
 		return nil
 	}
-	if o.chunkMiB < 1 {
-		return usagef("--chunk-mib must be at least 1")
-	}
 	opts := ingest.Options{Format: format, Samples: o.samples, Stdin: e.stdin, Now: e.now, Router: router,
 		MaxRoutes: o.maxRoutes, ChunkBytes: o.chunkMiB << 20, Step: ingestStep, Dedupe: o.dedupe}
 	show := !o.quiet && terminal(e.stderr)
 	if show {
-		opts.Progress = func(path string, size int64) io.WriteCloser {
-			name := report.Clean(filepath.Base(path))
-			return &lineRate{name: name, start: time.Now(), bar: progressbar.NewOptions64(size,
-				progressbar.OptionSetWriter(e.stderr),
-				progressbar.OptionSetDescription(name),
-				progressbar.OptionShowBytes(true),
-				progressbar.OptionSetPredictTime(true),
-				progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionClearOnFinish(),
-			)}
-		}
+		opts.Progress = ingest.ProgressBar(e.stderr)
 	}
 	st, err := e.store(ctx, e.dbPath(o.db), backend.Options{Mode: backend.Create})
 	if err != nil {
@@ -188,28 +179,3 @@ var ingestStep func(ingest.Step)
 
 // exitRejects is ingest's exit code when the rejected share passed --max-reject-ratio.
 const exitRejects = 4
-
-// lineRate feeds a progress bar (bytes, bytes/s, ETA) and adds lines/s to its
-// description, counting the newlines of what it is given.
-type lineRate struct {
-	bar   *progressbar.ProgressBar
-	name  string
-	lines int64
-	start time.Time
-	shown time.Time
-}
-
-func (l *lineRate) Write(p []byte) (int, error) {
-	l.lines += int64(bytes.Count(p, []byte{'\n'}))
-	if now := time.Now(); now.Sub(l.shown) >= 250*time.Millisecond {
-		l.shown = now
-		// Not in the first second: the readers ahead of the parser fill their buffers
-		// then, which would show a rate several times the real one.
-		if secs := now.Sub(l.start).Seconds(); secs >= 1 {
-			l.bar.Describe(fmt.Sprintf("%s %.0fk lines/s", l.name, float64(l.lines)/secs/1000))
-		}
-	}
-	return l.bar.Write(p)
-}
-
-func (l *lineRate) Close() error { return l.bar.Close() }

@@ -78,12 +78,8 @@ func loadRules(path string) ([]judge.Rule, error) {
 	return rules, nil
 }
 
-func (e *env) runReport(ctx context.Context, o *reportOptions, files []string) error {
-	toTerminal := o.output == "" && terminal(e.stdout)
-	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, toTerminal))
-	if err != nil {
-		return usagef("--format: %v", err)
-	}
+// Validate checks the flags before anything is read; format is the one -f and -o chose.
+func (o *reportOptions) Validate(format report.Format) error {
 	if err := report.CheckSection(o.section); err != nil {
 		return usagef("--section: %v", err)
 	}
@@ -109,10 +105,22 @@ func (e *env) runReport(ctx context.Context, o *reportOptions, files []string) e
 	if _, err := query.GroupingKey(o.by); o.by != "" && err != nil {
 		return usagef("--by %q: want one or more of %s, joined by commas", o.by, strings.Join(groupings(), ", "))
 	}
-	width, err := query.ParseWindow(o.window)
-	if err != nil {
+	if _, err := query.ParseWindow(o.window); err != nil {
 		return usagef("--window: %v", err)
 	}
+	return o.figureFlags.Validate()
+}
+
+func (e *env) runReport(ctx context.Context, o *reportOptions, files []string) error {
+	toTerminal := o.output == "" && terminal(e.stdout)
+	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, toTerminal))
+	if err != nil {
+		return usagef("--format: %v", err)
+	}
+	if err := o.Validate(format); err != nil {
+		return err
+	}
+	width, _ := query.ParseWindow(o.window) // Validate parsed it
 	qo, loc, err := o.rows()
 	if err != nil {
 		return err
@@ -207,32 +215,15 @@ func (e *env) openRows(ctx context.Context, o *rowFlags, files []string, qo *que
 	}
 	db, err := st.Rows(ctx, qo, router.Route, every)
 	if health != nil {
-		e.sayHealth(<-health)
+		for _, w := range (<-health).Warnings() {
+			fmt.Fprintf(e.stderr, "retrylens: %s\n", w)
+		}
 	}
 	if err != nil {
 		st.Close()
 		return nil, nil, err
 	}
 	return db, func() { st.Close() }, nil
-}
-
-// sayHealth says, on stderr, what a report on the store should say beside its figures.
-func (e *env) sayHealth(h backend.Health) {
-	if h.Mismatch != "" {
-		// a killed ingest's rows, until the next ingest repairs them
-		fmt.Fprintf(e.stderr, "retrylens: warning: the database's rows do not match its registry (%s): figures may be off; run 'retrylens verify --repair' (or any ingest)\n",
-			h.Mismatch)
-	}
-	// Rejected lines are in no figure: a report on a half-rejected log must say so.
-	if h.Rejected > 0 && h.Lines > 0 {
-		fmt.Fprintf(e.stderr, "retrylens: note: ingest rejected %d of the %d lines loaded (%.1f%%): they are in no figure (retrylens query 'SELECT * FROM rejects')\n",
-			h.Rejected, h.Lines, 100*float64(h.Rejected)/float64(h.Lines))
-	}
-	// Ingest warned of traffic loaded twice; the report that counts it twice says so too.
-	if h.Repeats > 0 {
-		fmt.Fprintf(e.stderr, "retrylens: warning: %d rows repeat rows of another load (the same traffic logged twice?): every figure counts them twice; "+
-			"load the logs into a new --db with 'retrylens ingest --dedupe'\n", h.Repeats)
-	}
 }
 
 // loadTemp loads FILEs into a temporary store, for a report on them.

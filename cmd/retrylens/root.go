@@ -296,19 +296,24 @@ func (o *figureFlags) register(c *cobra.Command) {
 	f.IntSliceVar(&o.throttle, "throttle-status", []int{http.StatusTooManyRequests}, "the statuses that throttle, for 429 loops and blind retries (nginx's limit_req answers 503: 429,503)")
 }
 
-// apply checks the flags and sets what they change in o: the rules, linking and
-// throttle statuses of its Query, and MaxAttempts.
-func (o *figureFlags) apply(po *postmortem.Options) error {
+// Validate checks the flags before anything is read.
+func (o *figureFlags) Validate() error {
 	if o.maxAtt < 1 {
 		return usagef("--max-attempts must be at least 1")
-	}
-	if err := o.linkFlags.check(); err != nil {
-		return err
 	}
 	for _, c := range o.throttle {
 		if c < 100 || c > 599 {
 			return usagef("--throttle-status %d: want HTTP statuses such as 429,503", c)
 		}
+	}
+	return o.linkFlags.check()
+}
+
+// apply sets what the flags change in po: the rules (read from --rules), linking and
+// throttle statuses of its Query, and MaxAttempts.
+func (o *figureFlags) apply(po *postmortem.Options) error {
+	if err := o.Validate(); err != nil {
+		return err
 	}
 	rules, err := loadRules(o.rules)
 	if err != nil {

@@ -59,7 +59,8 @@ func (e *env) watchCmd() *cobra.Command {
 	return c
 }
 
-func (e *env) runWatch(ctx context.Context, o *watchOptions, args []string) error {
+// Validate checks the flags before anything is read.
+func (o *watchOptions) Validate() error {
 	if o.interval <= 0 || o.settle < 0 || o.htmlWindow < 0 {
 		return usagef("--interval must be positive, --settle and --html-window not negative")
 	}
@@ -73,6 +74,14 @@ func (e *env) runWatch(ctx context.Context, o *watchOptions, args []string) erro
 	if time.Minute%width != 0 && width%time.Minute != 0 {
 		return usagef("--window %s: want a width that divides a minute or whole minutes", o.window)
 	}
+	return o.figureFlags.Validate()
+}
+
+func (e *env) runWatch(ctx context.Context, o *watchOptions, args []string) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	width, _ := query.ParseWindow(o.window) // Validate parsed it
 	format, err := o.formats.format()
 	if err != nil {
 		return err
