@@ -174,7 +174,12 @@ const clusterColumns = `file_id Int32, line Int64, ts_us Nullable(Int64),
 	upstream_status Nullable(String), upstream_response_time Nullable(String), upstream_tries Nullable(Int16),
 	attempt Nullable(Int32), attempt_source Nullable(String), max_attempts Nullable(Int16),
 	retry_reason Nullable(String), request_id Nullable(String), idempotency_key Nullable(String),
-	invocation_id Nullable(String), retry_after Nullable(String), route Nullable(String), link_hash UInt64`
+	invocation_id Nullable(String), retry_after Nullable(String), route Nullable(String), link_hash UInt64,
+	error_code Nullable(String)`
+
+// addedColumns are the columns of clusterColumns that clusters made before them lack:
+// ensure adds them (ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS).
+var addedColumns = [][2]string{{"error_code", "Nullable(String)"}}
 
 // MinuteOf is the minute (since the epoch; 0 without a time) of col, a time in
 // microseconds: what a cluster's tables are sorted by first, so that a range reads its
@@ -194,6 +199,9 @@ func (c *Cluster) ensure(ctx context.Context) error {
 				return fmt.Errorf("shard %d: %w", i+1, err)
 			}
 		}
+		if err := addColumns(ctx, s, c.DB, "requests_local"); err != nil {
+			return fmt.Errorf("shard %d: %w", i+1, err)
+		}
 	}
 	for _, q := range []string{
 		"CREATE DATABASE IF NOT EXISTS " + c.DB,
@@ -208,6 +216,22 @@ func (c *Cluster) ensure(ctx context.Context) error {
 	} {
 		if err := c.Conn.Exec(ctx, q); err != nil {
 			return err
+		}
+	}
+	return addColumns(ctx, c.Conn, c.DB, "requests")
+}
+
+// addColumns adds to db.table the addedColumns it lacks.
+func addColumns(ctx context.Context, conn driver.Conn, db, table string) error {
+	for _, col := range addedColumns {
+		var n uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?", db, table, col[0]).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := conn.Exec(ctx, "ALTER TABLE "+db+"."+table+" ADD COLUMN "+col[0]+" "+col[1]); err != nil {
+				return fmt.Errorf("add %s to %s: %w", col[0], table, err)
+			}
 		}
 	}
 	return nil

@@ -175,6 +175,10 @@ func OpenReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 // open does without them.
 var addedLater = map[string]bool{"files.line_sum": true, "files.duplicates": true, "files.repeats": true}
 
+// addedInPlace are the columns every open for writing adds to older databases (schema.sql)
+// and the reports read: a read-only open of a database without them says what to run.
+var addedInPlace = map[string]bool{"requests.error_code": true}
+
 // ErrOldSchema means the database was written by a retrylens whose tables differ.
 var ErrOldSchema = errors.New("written by another version of retrylens")
 
@@ -263,9 +267,13 @@ func checkSchema(ctx context.Context, db *sql.DB, upgrade bool) error {
 	if err != nil {
 		return err
 	}
-	var missing []string
+	var missing, inPlace []string
 	for c := range schemaColumns() {
-		if !have[c] && !addedLater[c] {
+		switch {
+		case have[c] || addedLater[c]:
+		case addedInPlace[c]:
+			inPlace = append(inPlace, c)
+		default:
 			missing = append(missing, c)
 		}
 	}
@@ -275,6 +283,10 @@ func checkSchema(ctx context.Context, db *sql.DB, upgrade bool) error {
 	if len(missing) > 0 {
 		sort.Strings(missing)
 		return fmt.Errorf("%w: it lacks %s; load the logs into a new --db file", ErrOldSchema, strings.Join(missing, ", "))
+	}
+	if len(inPlace) > 0 {
+		sort.Strings(inPlace)
+		return fmt.Errorf("%w: it lacks %s, which 'retrylens verify --repair --db' (or any ingest) adds in place, keeping its rows", ErrOldSchema, strings.Join(inPlace, ", "))
 	}
 	return nil
 }

@@ -75,5 +75,6 @@ func fields(r *parse.Record) [][2]string {
 	add("request_id", r.RequestID)
 	add("idempotency_key", r.IdempotencyKey)
 	add("retry_after", r.RetryAfter)
+	add("error_code", r.ErrorCode)
 	return out
 }

@@ -247,6 +247,38 @@ func TestOldSchema(t *testing.T) {
 	}
 }
 
+// A database from before error_code: a read-only open says what adds it, any open for
+// writing adds it (its rows kept), and then a read-only open works.
+func TestErrorCodeAddedInPlace(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "before.duckdb")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`ALTER TABLE requests DROP COLUMN error_code; INSERT INTO requests (file_id, line, status) VALUES (1, 1, 400)`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReadOnly(ctx, path); !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), "requests.error_code, which 'retrylens verify --repair --db' (or any ingest) adds in place") {
+		t.Errorf("OpenReadOnly(database without error_code) = %v; want ErrOldSchema saying what adds it", err)
+	}
+	if db, err = Open(ctx, path); err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	db.Close()
+	ro, err := OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatalf("OpenReadOnly after the upgrade: %v", err)
+	}
+	defer ro.Close()
+	var n int
+	if err := ro.QueryRow("SELECT count(*) FROM requests WHERE status = 400 AND error_code IS NULL").Scan(&n); err != nil || n != 1 {
+		t.Errorf("the row before the upgrade: %d, %v; want it kept, without a code", n, err)
+	}
+}
+
 // A database written while the request keys were stored as text is upgraded in place by a
 // read-write open and refused, with what to run, by a read-only one. Its rows stay, their
 // keys hashed (xxhash computed here) and their text kept on every line but first attempts.

@@ -73,6 +73,7 @@ var rowColumns = []rowColumn{
 	{"key_text", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string {
 		return KeyText(r.Attempt, r.IdempotencyKey, r.InvocationID, r.RequestID)
 	})},
+	{"error_code", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.ErrorCode })},
 }
 
 // keyHash fills a column with the KeyHash of a record's key: "" is NULL.

@@ -58,8 +58,11 @@ CREATE TABLE IF NOT EXISTS requests (
     invocation_id_hash     BIGINT,      -- amz-sdk-invocation-id
     retry_after            VARCHAR,
     route                  VARCHAR,     -- the URI path with ids replaced (ingest.Router)
-    key_text               VARCHAR      -- the strong key as logged (Idempotency-Key, else invocation id, else X-Request-Id); NULL when attempt = 0
+    key_text               VARCHAR,     -- the strong key as logged (Idempotency-Key, else invocation id, else X-Request-Id); NULL when attempt = 0
+    error_code             VARCHAR      -- the upstream's error code where logged (x-amzn-ErrorType, grpc-status): tells throttles that are not 429
 );
+-- Databases from before it: added in place by any open for writing (ingest, verify --repair).
+ALTER TABLE requests ADD COLUMN IF NOT EXISTS error_code VARCHAR;
 
 -- Malformed lines: every one counted by reason, the first few of each file kept.
 CREATE TABLE IF NOT EXISTS reject_counts (

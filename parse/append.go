@@ -26,7 +26,7 @@ var canonical = [numFields]string{
 	fieldInvocationID: "http_amz_sdk_invocation_id", fieldRetryAfter: "upstream_http_retry_after",
 	fieldAttemptRetry: "http_x_retry_attempt", fieldAttemptStainless: "http_x_stainless_retry_count",
 	fieldAttemptEnvoy: "http_x_envoy_attempt_count", fieldAttemptAmz: "http_amz_sdk_request",
-	fieldAttemptGRPC: "http_grpc_previous_rpc_attempts",
+	fieldAttemptGRPC: "http_grpc_previous_rpc_attempts", fieldErrorCode: "upstream_http_x_amzn_errortype",
 }
 
 func appendJSON(dst []byte, r *Record) []byte {
@@ -130,6 +130,8 @@ func value(r *Record, f field) string {
 		return r.IdempotencyKey
 	case fieldInvocationID:
 		return r.InvocationID
+	case fieldErrorCode:
+		return r.ErrorCode
 	case fieldRetryAfter:
 		return r.RetryAfter
 	}

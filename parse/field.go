@@ -36,6 +36,7 @@ const (
 	fieldIdempotencyKey
 	fieldInvocationID
 	fieldRetryAfter
+	fieldErrorCode // x-amzn-ErrorType or grpc-status: the upstream's error code (ErrorCode)
 	// Fields of other gateways' logs.
 	fieldTimeAny        // RFC 3339, or a number since the epoch (s, ms, µs or ns by size): when the request ended
 	fieldTimeStart      // the same, when the request started: the end is start + request time
@@ -100,6 +101,12 @@ var variables = map[string]field{
 	"http_x_envoy_attempt_count":      fieldAttemptEnvoy,
 	"http_amz_sdk_request":            fieldAttemptAmz,
 	"http_grpc_previous_rpc_attempts": fieldAttemptGRPC,
+	"upstream_http_x_amzn_errortype":  fieldErrorCode,
+	"sent_http_x_amzn_errortype":      fieldErrorCode,
+	"upstream_http_grpc_status":       fieldErrorCode,
+	"sent_http_grpc_status":           fieldErrorCode,
+	"upstream_trailer_grpc_status":    fieldErrorCode,
+	"sent_trailer_grpc_status":        fieldErrorCode,
 }
 
 // stringFields maps the fields set stores as is to their string in Record: the text
@@ -228,6 +235,8 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 		r.RetryAfter = v
 	case fieldRetryAfterMs:
 		st.retryAfterMs = v
+	case fieldErrorCode:
+		r.ErrorCode = errorCode(v)
 	case fieldTimeAny:
 		if st.haveMsec {
 			return nil

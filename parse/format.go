@@ -78,23 +78,30 @@ const (
 	// attempt (with their cap) and invocation id, the Stainless clients' retry count.
 	SDKTail  = ` amz="$http_amz_sdk_request" inv="$http_amz_sdk_invocation_id" sc="$http_x_stainless_retry_count"`
 	RetrySDK = Retry + SDKTail
+	// ErrorTail logs the error code DynamoDB and the other AWS JSON protocols answer in
+	// x-amzn-ErrorType: how a 400 ThrottlingException is told from a 400 that is the
+	// client's fault.
+	ErrorTail      = ` ec="$upstream_http_x_amzn_errortype"`
+	RetrySDKErrors = RetrySDK + ErrorTail
 )
 
 // caddyKeys maps the paths of Caddy's default JSON access log (http.log.access) to fields.
 // Header names are matched case-insensitively; Caddy writes them canonically.
 var caddyKeys = map[string]field{
-	"ts":                          fieldMsec, // float seconds since the epoch, when the request ended
-	"duration":                    fieldRequestTime,
-	"status":                      fieldStatus,
-	"size":                        fieldBytes,
-	"request.remote_ip":           fieldRemoteAddr,
-	"request.client_ip":           fieldRemoteAddr,
-	"request.proto":               fieldProtocol,
-	"request.method":              fieldMethod,
-	"request.host":                fieldHost,
-	"request.uri":                 fieldURI,
-	"resp_headers.retry-after":    fieldRetryAfter,
-	"resp_headers.retry-after-ms": fieldRetryAfterMs,
+	"ts":                            fieldMsec, // float seconds since the epoch, when the request ended
+	"duration":                      fieldRequestTime,
+	"status":                        fieldStatus,
+	"size":                          fieldBytes,
+	"request.remote_ip":             fieldRemoteAddr,
+	"request.client_ip":             fieldRemoteAddr,
+	"request.proto":                 fieldProtocol,
+	"request.method":                fieldMethod,
+	"request.host":                  fieldHost,
+	"request.uri":                   fieldURI,
+	"resp_headers.retry-after":      fieldRetryAfter,
+	"resp_headers.retry-after-ms":   fieldRetryAfterMs,
+	"resp_headers.x-amzn-errortype": fieldErrorCode,
+	"resp_headers.grpc-status":      fieldErrorCode,
 }
 
 // JSON reports whether the format reads JSON objects (its fields are keys), not text.

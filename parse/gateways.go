@@ -38,43 +38,48 @@ var envoyKeys = map[string]field{
 	"x_retry_reason":                 fieldRetryReason,
 	"retry_after":                    fieldRetryAfter,
 	"retry_after_ms":                 fieldRetryAfterMs,
+	"x_amzn_errortype":               fieldErrorCode,
+	"grpc_status":                    fieldErrorCode,
 }
 
 // traefikKeys reads Traefik's JSON access log (accessLog.format=json): StartUTC and
 // Duration in ns, RetryAttempts (the retry middleware's own retries), and request headers
 // kept with accessLog.fields.headers, which Traefik writes as request_<Header-Name>.
 var traefikKeys = map[string]field{
-	"startutc":               fieldTimeStart,
-	"duration":               fieldDurationNS,
-	"clienthost":             fieldRemoteAddr,
-	"requestmethod":          fieldMethod,
-	"requestpath":            fieldURI,
-	"requestprotocol":        fieldProtocol,
-	"requesthost":            fieldHost,
-	"downstreamstatus":       fieldStatus,
-	"downstreamcontentsize":  fieldBytes,
-	"originstatus":           fieldUpstreamStatus,
-	"serviceaddr":            fieldUpstreamAddr,
-	"retryattempts":          fieldProxyRetries,
-	"downstream_retry-after": fieldRetryAfter,
-	"origin_retry-after":     fieldRetryAfter,
+	"startutc":                    fieldTimeStart,
+	"duration":                    fieldDurationNS,
+	"clienthost":                  fieldRemoteAddr,
+	"requestmethod":               fieldMethod,
+	"requestpath":                 fieldURI,
+	"requestprotocol":             fieldProtocol,
+	"requesthost":                 fieldHost,
+	"downstreamstatus":            fieldStatus,
+	"downstreamcontentsize":       fieldBytes,
+	"originstatus":                fieldUpstreamStatus,
+	"serviceaddr":                 fieldUpstreamAddr,
+	"retryattempts":               fieldProxyRetries,
+	"downstream_retry-after":      fieldRetryAfter,
+	"origin_retry-after":          fieldRetryAfter,
+	"origin_x-amzn-errortype":     fieldErrorCode,
+	"downstream_x-amzn-errortype": fieldErrorCode,
 }
 
 // kongKeys reads the JSON that Kong's logging plugins (file-log, http-log, tcp-log)
 // write: started_at in ms, latencies.request in ms, request.headers lower-cased, and tries
 // (one element per balancer try: Kong's own retries).
 var kongKeys = map[string]field{
-	"started_at":                   fieldTimeStart,
-	"latencies.request":            fieldDurationMS,
-	"client_ip":                    fieldRemoteAddr,
-	"request.method":               fieldMethod,
-	"request.uri":                  fieldURI,
-	"request.headers.host":         fieldHost,
-	"response.status":              fieldStatus,
-	"response.size":                fieldBytes,
-	"response.headers.retry-after": fieldRetryAfter,
-	"upstream_status":              fieldUpstreamStatus,
-	"tries":                        fieldProxyTryList,
+	"started_at":                        fieldTimeStart,
+	"latencies.request":                 fieldDurationMS,
+	"client_ip":                         fieldRemoteAddr,
+	"request.method":                    fieldMethod,
+	"request.uri":                       fieldURI,
+	"request.headers.host":              fieldHost,
+	"response.status":                   fieldStatus,
+	"response.size":                     fieldBytes,
+	"response.headers.retry-after":      fieldRetryAfter,
+	"response.headers.x-amzn-errortype": fieldErrorCode,
+	"upstream_status":                   fieldUpstreamStatus,
+	"tries":                             fieldProxyTryList,
 }
 
 // requestHeaders are the request headers retrylens reads, with their fields.
@@ -120,6 +125,7 @@ var mappable = map[string]field{
 	"invocation_id":              fieldInvocationID,
 	"retry_after":                fieldRetryAfter,
 	"retry_reason":               fieldRetryReason,
+	"error_code":                 fieldErrorCode,
 	"attempt":                    fieldAttemptRetry,
 	"x-retry-attempt":            fieldAttemptRetry,
 	"x-stainless-retry-count":    fieldAttemptStainless,

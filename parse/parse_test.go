@@ -475,6 +475,7 @@ func TestDetect(t *testing.T) {
 		{"retry", retry, "retry", ""},
 		{"combined", combined, "combined", ""},
 		{"retry-sdk", retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-"`, "retry-sdk", ""},
+		{"retry-sdk-errors", retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-" ec="ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/"`, "retry-sdk-errors", ""},
 		{"retry with fields of its own", retry + ` tenant="acme" zone="b"`, "", "go on after the user agent"},
 		{"combined with fields of its own", combined + ` rt=0.012 ra="1"`, "", "--nginx-format"},
 	} {
@@ -495,6 +496,31 @@ func TestDetect(t *testing.T) {
 	r, err := sdk.ParseLine([]byte(strings.Replace(retry, ` ra="0"`, ` ra="-"`, 1) + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-"`))
 	if err != nil || r.Attempt != 1 || r.MaxAttempts != 10 || r.InvocationID != "7c1e-44" {
 		t.Errorf("retry-sdk: %+v, %v; want attempt 1 of max 10, invocation id 7c1e-44", r, err)
+	}
+	// and retry-sdk-errors the code of the error DynamoDB answered
+	ec, _ := Preset("retry-sdk-errors")
+	r, err = ec.ParseLine([]byte(retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-" ec="ThrottlingException:http://internal.amazon.com/coral/"`))
+	if err != nil || r.ErrorCode != "ThrottlingException" {
+		t.Errorf("retry-sdk-errors: %+v, %v; want the error code ThrottlingException", r, err)
+	}
+}
+
+// Error codes as the gateways log them, named as the SDKs' lists name them.
+func TestErrorCode(t *testing.T) {
+	for in, want := range map[string]string{
+		"ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/": "ThrottlingException",
+		"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException":             "ProvisionedThroughputExceededException",
+		"SlowDown":          "SlowDown",
+		"8":                 "RESOURCE_EXHAUSTED", // grpc-status
+		"ResourceExhausted": "RESOURCE_EXHAUSTED", // Envoy's %GRPC_STATUS%
+		"14":                "UNAVAILABLE",
+		"0":                 "", // gRPC's OK is no error
+		"Ok":                "",
+		"42":                "42",
+	} {
+		if got := errorCode(in); got != want {
+			t.Errorf("errorCode(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -36,6 +36,10 @@ type Record struct {
 	IdempotencyKey string
 	InvocationID   string // amz-sdk-invocation-id
 	RetryAfter     string // the upstream's Retry-After header, as written
+	// ErrorCode is the error the upstream answered with, where the gateway logs it
+	// (x-amzn-ErrorType, grpc-status): "ThrottlingException", "RESOURCE_EXHAUSTED". Throttles
+	// that are not 429 are told by it (query.ThrottleCodes).
+	ErrorCode string
 }
 
 // Tagged reports whether the record carries an attempt number.

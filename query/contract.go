@@ -107,6 +107,7 @@ type AttemptRow struct {
 	RetryAfter          *string    `col:"retry_after"`
 	KeyText             *string    `col:"key_text"`     // the line's key as logged; NULL on first attempts
 	MaxAttempts         *int16     `col:"max_attempts"` // the client's own cap when its header states it (amz-sdk-request max=)
+	ErrorCode           *string    `col:"error_code"`   // the upstream's error code where logged (ThrottleCodes)
 	Attempt             int32      `col:"attempt"`
 	Inferred            bool       `col:"inferred"`
 	Strong              bool       `col:"strong"`
@@ -122,6 +123,7 @@ type AttemptRow struct {
 	PrevEnd             *time.Time `col:"prev_end"`
 	PrevStarted         *time.Time `col:"prev_started"`
 	PrevRetryAfter      *string    `col:"prev_retry_after"`
+	PrevErrorCode       *string    `col:"prev_error_code"`
 	PrevRetrySecs       *float64   `col:"prev_retry_secs"` // its Retry-After in seconds
 	FirstStatus         *int16     `col:"first_status"`
 	FirstUpstreamStatus *string    `col:"first_upstream_status"`

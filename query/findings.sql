@@ -18,13 +18,13 @@ gn AS (
 -- write, whether an earlier attempt of its request may have written without the client
 -- knowing (abandoned: 499, 0; or a 504, the gateway's timeout while the upstream may still
 -- work), and whether this one may have reached the handler (any answer but a throttling
--- one: a 429 is refused before it). A request is protected only when every attempt that
+-- one: a 429, or a throttling error code, is refused before it). A request is protected only when every attempt that
 -- may have reached the handler carried one and the same idempotency key.
 w AS (
     SELECT lkey, example, attempt, status,
         coalesce(bool_or(status IN (0, 499, 504)) OVER (PARTITION BY lkey ORDER BY attempt, ts
                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS unknown_before,
-        coalesce(status NOT IN ({{.Throttle}}), true) AS reached,
+        NOT (coalesce(status IN ({{.Throttle}}), false) OR {{throttleCode "error_code"}}) AS reached,
         idempotency_key
     FROM {{.Table}}_attempts
     WHERE upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE')
@@ -59,9 +59,10 @@ f AS (
     SELECT 'possible_duplicate_write', lkey, example FROM w
     WHERE attempt >= 1 AND unknown_before AND reached AND lkey IN (SELECT lkey FROM unprotected)
     UNION ALL
-    -- (a hedge sent before the 404 came back decided nothing on it)
+    -- (a hedge sent before the 404 came back decided nothing on it; a 400 whose error code
+    -- the SDKs retry, a ThrottlingException or a RequestTimeout, is retryable)
     SELECT 'non_retryable_retry', lkey, example FROM {{.Table}}_attempts
-    WHERE attempt >= 1 AND NOT hedge AND prev_status IN (400, 401, 403, 404, 422)
+    WHERE attempt >= 1 AND NOT hedge AND prev_status IN (400, 401, 403, 404, 422) AND NOT {{retryableCode "prev_error_code"}}
     UNION ALL
     -- beyond the cap the client states (amz-sdk-request max=), else the policy's ($1)
     SELECT 'over_cap', lkey, example FROM {{.Table}}_attempts

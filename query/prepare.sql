@@ -52,6 +52,7 @@ CREATE TEMP TABLE {{.Table}}_p AS SELECT $1::VARCHAR AS route, $2::VARCHAR AS me
 CREATE TEMP VIEW {{.Table}}_lines AS
 SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.route, r.host, r.upstream_addr,
        r.status, r.upstream_status, r.upstream_tries, r.retry_after, r.key_text,
+       r.error_code, -- the upstream's error code where logged (x-amzn-ErrorType): throttles that are not 429
        r.max_attempts, -- the client's own cap, when its header states it (amz-sdk-request max=)
        -- the keys are their hashes (ingest/keys.go), here under the names of what they hash
        r.idempotency_key_hash AS idempotency_key, r.invocation_id_hash AS invocation_id, r.request_id_hash AS request_id,
@@ -395,14 +396,14 @@ or inference), over the whole context, with the columns the logical metrics, loo
 findings and backoff read. */}}
 {{define "multi_rows"}}
     SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
-        idempotency_key, invocation_id, request_id, retry_after, key_text, max_attempts,
+        idempotency_key, invocation_id, request_id, retry_after, key_text, max_attempts, error_code,
         logged_attempt AS attempt, keyed_first AS inferred, true AS strong, CAST(skey AS VARCHAR) AS lkey, skind AS linked_by,
         reused_key, renumbered, false AS after_2xx
     FROM {{.Table}}_rows
     WHERE logged_attempt IS NOT NULL AND has_skey AND skey IN (SELECT h FROM {{.Table}}_retried)
     UNION ALL BY NAME
     SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
-        idempotency_key, invocation_id, request_id, retry_after, key_text, max_attempts,
+        idempotency_key, invocation_id, request_id, retry_after, key_text, max_attempts, error_code,
         attempt, inferred, strong, lkey, linked_by, reused_key, renumbered, after_2xx
     FROM {{.Table}}_chain
 {{end}}
@@ -423,12 +424,12 @@ CREATE TEMP TABLE {{.Table}}_multi AS
 WITH m AS (
     -- only the columns the windows read: the attempts table joins the rest back (a wide
     -- copy of every retried request's rows cost a fifth of the cache's build)
-    SELECT file_id, line, lkey, attempt, ts, started, status, retry_after, upstream_status, in_range
+    SELECT file_id, line, lkey, attempt, ts, started, status, retry_after, error_code, upstream_status, in_range
     FROM ({{template "multi_rows" .}})
 ),
 nw AS (
     SELECT file_id, line, lkey, attempt, ts, started, status,
-        lag({'status': status, 'ts': ts, 'started': started, 'retry_after': retry_after}) OVER w AS prev,
+        lag({'status': status, 'ts': ts, 'started': started, 'retry_after': retry_after, 'error_code': error_code}) OVER w AS prev,
         first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt, 'ts': ts, 'in_range': in_range}) OVER w AS first,
         -- when the attempts before this one that were answered had all ended, and those
         -- the client abandoned (the gateway logs an abandoned attempt when it notices, which
@@ -493,6 +494,7 @@ SELECT * EXCLUDE (prev, first, in_range),
     prev.ts          AS prev_end,
     prev.started     AS prev_started,
     prev.retry_after AS prev_retry_after,
+    prev.error_code  AS prev_error_code,
     -- Retry-After is seconds or an HTTP-date in any of the three forms HTTP allows (RFC 9110
     -- 5.6.7: IMF-fixdate, RFC 850, asctime with its space-padded day); NULL when unparsable.
     coalesce(TRY_CAST(prev.retry_after AS DOUBLE),

@@ -375,3 +375,75 @@ func TestStatedCap(t *testing.T) {
 		}
 	}
 }
+
+// Throttles that are not 429, told by the error code the gateway logs (retry-sdk-errors:
+// x-amzn-ErrorType). Four AWS SDK calls, each its own invocation id, worked by hand:
+//
+//	a  POST / (DynamoDB): 400 ThrottlingException, 400 ThrottlingException, 200
+//	b  POST / (DynamoDB): 400 ValidationException, 400 ValidationException (a client bug)
+//	c  PUT /bucket/k (S3): 503 SlowDown, 200
+//	d  GET /bucket/k (S3): 400 RequestTimeout, 200
+//
+// Throttled attempts: a's two and c's one. Loops (two or more throttled in a row): a
+// alone. Blind retries (after a throttle, with no Retry-After to go by): a's 2 and 3, c's
+// 2: 3. Retries of non-retryable answers: b's second attempt alone (a's follow throttles,
+// d's a transient RequestTimeout). The same lines read without the codes (retry-sdk) give
+// no loop, no blind retry, and a, b and d as non-retryable retries (4 attempts).
+func TestThrottleCodes(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	sec := 0
+	for _, call := range []struct {
+		id, method, uri string
+		answers         []string // status and error code
+	}{
+		{"a", "POST", "/", []string{"400 ThrottlingException", "400 ThrottlingException", "200 -"}},
+		{"b", "POST", "/", []string{"400 ValidationException", "400 ValidationException"}},
+		{"c", "PUT", "/bucket/k", []string{"503 SlowDown", "200 -"}},
+		{"d", "GET", "/bucket/k", []string{"400 RequestTimeout", "200 -"}},
+	} {
+		for n, a := range call.answers {
+			status, code, _ := strings.Cut(a, " ")
+			fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:00:%02d +0000] "%s %s HTTP/1.1" %s 2 "-" "Boto3/1.34" rt=0.010 urt="0.010" us="%s" ra="-" rr="-" rid="-" ik="-" retry_after="-" msec=%d.000 amz="attempt=%d; max=10" inv="call-%s" sc="-" ec="%s"`+"\n",
+				sec, call.method, call.uri, status, status, 1795960800+sec, n+1, call.id, code)
+			sec++
+		}
+	}
+	log := filepath.Join(t.TempDir(), "aws.log")
+	os.WriteFile(log, []byte(b.String()), 0o644)
+	type figures struct {
+		Loops struct {
+			Loops float64 `json:"loops"`
+			Max   float64 `json:"max_length"`
+			Blind float64 `json:"blind_retries"`
+		} `json:"loops_429"`
+		Findings []struct {
+			Kind            string
+			Count, Attempts float64
+		}
+	}
+	for _, c := range []struct {
+		format                    string
+		loops, blind, nonRetryReq float64
+		nonRetryAttempts          float64
+	}{
+		{"retry-sdk-errors", 1, 3, 1, 1},
+		{"retry-sdk", 0, 0, 3, 4},
+	} {
+		stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--log-format", c.format, log)
+		var r figures
+		if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+			t.Fatalf("%s: exit %d: %s", c.format, code, stderr)
+		}
+		var req, att float64
+		for _, f := range r.Findings {
+			if f.Kind == "non_retryable_retry" {
+				req, att = f.Count, f.Attempts
+			}
+		}
+		if r.Loops.Loops != c.loops || r.Loops.Blind != c.blind || req != c.nonRetryReq || att != c.nonRetryAttempts {
+			t.Errorf("%s: %v loops, %v blind retries, non_retryable_retry %v requests (%v attempts); want %v, %v, %v (%v)",
+				c.format, r.Loops.Loops, r.Loops.Blind, req, att, c.loops, c.blind, c.nonRetryReq, c.nonRetryAttempts)
+		}
+	}
+}

@@ -1,0 +1,38 @@
+package query
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ThrottleCodes are the error codes (the requests table's error_code: x-amzn-ErrorType,
+// grpc-status) that say the client was throttled whatever the status: DynamoDB's 400
+// ThrottlingException, S3's 503 SlowDown. They are the AWS SDKs' own list (smithy's
+// THROTTLING_ERROR_CODES, which botocore and aws-sdk-go-v2 share) and gRPC's
+// RESOURCE_EXHAUSTED. An attempt answered one is throttled as one answered a status of
+// --throttle-status is: loops, blind retries, and writes the server refused.
+var ThrottleCodes = []string{"BandwidthLimitExceeded", "EC2ThrottledException", "LimitExceededException",
+	"PriorRequestNotComplete", "ProvisionedThroughputExceededException", "RequestLimitExceeded", "RequestThrottled",
+	"RequestThrottledException", "SlowDown", "ThrottledException", "Throttling", "ThrottlingException",
+	"TooManyRequestsException", "TransactionInProgressException", "RESOURCE_EXHAUSTED"}
+
+// TransientCodes are the error codes the AWS SDKs retry as transient whatever the status
+// (smithy's TRANSIENT_ERROR_CODES: S3's 400 RequestTimeout), and gRPC's UNAVAILABLE, which
+// gRPC's retry policies retry: a retry after one is no retry of a non-retryable answer.
+var TransientCodes = []string{"RequestTimeout", "RequestTimeoutException", "TimeoutError", "UNAVAILABLE"}
+
+// codeIn is the SQL of "col is one of codes" (false when col is NULL).
+func codeIn(col string, codes []string) string {
+	quoted := make([]string, len(codes))
+	for i, c := range codes {
+		quoted[i] = "'" + strings.ReplaceAll(c, "'", "''") + "'"
+	}
+	return fmt.Sprintf("coalesce(%s IN (%s), false)", col, strings.Join(quoted, ", "))
+}
+
+func throttleCodeSQL(col string) string { return codeIn(col, ThrottleCodes) }
+
+// retryableCodeSQL is whether col is a code the SDKs retry: a throttle or a transient one.
+func retryableCodeSQL(col string) string {
+	return codeIn(col, append(append([]string{}, ThrottleCodes...), TransientCodes...))
+}
