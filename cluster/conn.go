@@ -175,11 +175,11 @@ const clusterColumns = `file_id Int32, line Int64, ts_us Nullable(Int64),
 	attempt Nullable(Int32), attempt_source Nullable(String), max_attempts Nullable(Int16),
 	retry_reason Nullable(String), request_id Nullable(String), idempotency_key Nullable(String),
 	invocation_id Nullable(String), retry_after Nullable(String), route Nullable(String), link_hash UInt64,
-	error_code Nullable(String)`
+	error_code Nullable(String), operation Nullable(String)`
 
 // addedColumns are the columns of clusterColumns that clusters made before them lack:
 // ensure adds them (ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS).
-var addedColumns = [][2]string{{"error_code", "Nullable(String)"}}
+var addedColumns = [][2]string{{"error_code", "Nullable(String)"}, {"operation", "Nullable(String)"}}
 
 // MinuteOf is the minute (since the epoch; 0 without a time) of col, a time in
 // microseconds: what a cluster's tables are sorted by first, so that a range reads its

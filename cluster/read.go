@@ -159,9 +159,9 @@ func fill(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options, every, 
 		}
 	}
 	// DuckDB's requests stores the keys as hashes, and the strong key's text (key_text)
-	// after route, then error_code, read last.
-	cols = append(cols, "error_code")
-	row := make([]any, len(all)+2)
+	// after route, then error_code and operation, read last.
+	cols = append(cols, "error_code", "operation")
+	row := make([]any, len(all)+3)
 	keyAt := map[string]int{}
 	for i, c := range all {
 		keyAt[c] = i
@@ -198,7 +198,7 @@ func fill(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options, every, 
 				}
 			}
 			text := func(c string) string { s, _ := row[keyAt[c]].(string); return s }
-			row[len(all)+1] = v[len(v)-1] // error_code
+			row[len(all)+1], row[len(all)+2] = v[len(v)-2], v[len(v)-1] // error_code, operation
 			row[len(all)] = nullText(ingest.KeyTextOf(row[keyAt["attempt"]], row[keyAt["idempotency_key"]], row[keyAt["invocation_id"]], row[keyAt["request_id"]]))
 			for _, c := range []string{"request_id", "idempotency_key", "invocation_id"} {
 				if k := text(c); k != "" {

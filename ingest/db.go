@@ -177,7 +177,7 @@ var addedLater = map[string]bool{"files.line_sum": true, "files.duplicates": tru
 
 // addedInPlace are the columns every open for writing adds to older databases (schema.sql)
 // and the reports read: a read-only open of a database without them says what to run.
-var addedInPlace = map[string]bool{"requests.error_code": true}
+var addedInPlace = map[string]bool{"requests.error_code": true, "requests.operation": true}
 
 // ErrOldSchema means the database was written by a retrylens whose tables differ.
 var ErrOldSchema = errors.New("written by another version of retrylens")

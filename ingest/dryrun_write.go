@@ -76,5 +76,6 @@ func fields(r *parse.Record) [][2]string {
 	add("idempotency_key", r.IdempotencyKey)
 	add("retry_after", r.RetryAfter)
 	add("error_code", r.ErrorCode)
+	add("operation", r.Operation)
 	return out
 }

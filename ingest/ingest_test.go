@@ -247,21 +247,21 @@ func TestOldSchema(t *testing.T) {
 	}
 }
 
-// A database from before error_code: a read-only open says what adds it, any open for
+// A database from before error_code and operation: a read-only open says what adds them, any open for
 // writing adds it (its rows kept), and then a read-only open works.
-func TestErrorCodeAddedInPlace(t *testing.T) {
+func TestColumnsAddedInPlace(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "before.duckdb")
 	db, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.Exec(`ALTER TABLE requests DROP COLUMN error_code; INSERT INTO requests (file_id, line, status) VALUES (1, 1, 400)`)
+	_, err = db.Exec(`ALTER TABLE requests DROP COLUMN error_code; ALTER TABLE requests DROP COLUMN operation; INSERT INTO requests (file_id, line, status) VALUES (1, 1, 400)`)
 	db.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenReadOnly(ctx, path); !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), "requests.error_code, which 'retrylens verify --repair --db' (or any ingest) adds in place") {
+	if _, err := OpenReadOnly(ctx, path); !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), "requests.error_code, requests.operation, which 'retrylens verify --repair --db' (or any ingest) adds in place") {
 		t.Errorf("OpenReadOnly(database without error_code) = %v; want ErrOldSchema saying what adds it", err)
 	}
 	if db, err = Open(ctx, path); err != nil {

@@ -74,6 +74,7 @@ var rowColumns = []rowColumn{
 		return KeyText(r.Attempt, r.IdempotencyKey, r.InvocationID, r.RequestID)
 	})},
 	{"error_code", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.ErrorCode })},
+	{"operation", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.Operation })},
 }
 
 // keyHash fills a column with the KeyHash of a record's key: "" is NULL.

@@ -59,10 +59,12 @@ CREATE TABLE IF NOT EXISTS requests (
     retry_after            VARCHAR,
     route                  VARCHAR,     -- the URI path with ids replaced (ingest.Router)
     key_text               VARCHAR,     -- the strong key as logged (Idempotency-Key, else invocation id, else X-Request-Id); NULL when attempt = 0
-    error_code             VARCHAR      -- the upstream's error code where logged (x-amzn-ErrorType, grpc-status): tells throttles that are not 429
+    error_code             VARCHAR,     -- the upstream's error code where logged (x-amzn-ErrorType, grpc-status): tells throttles that are not 429
+    operation              VARCHAR      -- the operation a request names beside its method where logged (X-Amz-Target): tells reads that are POSTs
 );
--- Databases from before it: added in place by any open for writing (ingest, verify --repair).
+-- Databases from before them: added in place by any open for writing (ingest, verify --repair).
 ALTER TABLE requests ADD COLUMN IF NOT EXISTS error_code VARCHAR;
+ALTER TABLE requests ADD COLUMN IF NOT EXISTS operation VARCHAR;
 
 -- Malformed lines: every one counted by reason, the first few of each file kept.
 CREATE TABLE IF NOT EXISTS reject_counts (

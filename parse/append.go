@@ -27,6 +27,7 @@ var canonical = [numFields]string{
 	fieldAttemptRetry: "http_x_retry_attempt", fieldAttemptStainless: "http_x_stainless_retry_count",
 	fieldAttemptEnvoy: "http_x_envoy_attempt_count", fieldAttemptAmz: "http_amz_sdk_request",
 	fieldAttemptGRPC: "http_grpc_previous_rpc_attempts", fieldErrorCode: "upstream_http_x_amzn_errortype",
+	fieldOperation: "http_x_amz_target",
 }
 
 func appendJSON(dst []byte, r *Record) []byte {
@@ -132,6 +133,8 @@ func value(r *Record, f field) string {
 		return r.InvocationID
 	case fieldErrorCode:
 		return r.ErrorCode
+	case fieldOperation:
+		return r.Operation
 	case fieldRetryAfter:
 		return r.RetryAfter
 	}

@@ -37,6 +37,7 @@ const (
 	fieldInvocationID
 	fieldRetryAfter
 	fieldErrorCode // x-amzn-ErrorType or grpc-status: the upstream's error code (ErrorCode)
+	fieldOperation // X-Amz-Target: the operation a POST names (Operation)
 	// Fields of other gateways' logs.
 	fieldTimeAny        // RFC 3339, or a number since the epoch (s, ms, µs or ns by size): when the request ended
 	fieldTimeStart      // the same, when the request started: the end is start + request time
@@ -107,6 +108,7 @@ var variables = map[string]field{
 	"sent_http_grpc_status":           fieldErrorCode,
 	"upstream_trailer_grpc_status":    fieldErrorCode,
 	"sent_trailer_grpc_status":        fieldErrorCode,
+	"http_x_amz_target":               fieldOperation,
 }
 
 // stringFields maps the fields set stores as is to their string in Record: the text
@@ -125,6 +127,7 @@ var stringFields = map[field]uintptr{
 	fieldRequestID:            unsafe.Offsetof(Record{}.RequestID),
 	fieldIdempotencyKey:       unsafe.Offsetof(Record{}.IdempotencyKey),
 	fieldInvocationID:         unsafe.Offsetof(Record{}.InvocationID),
+	fieldOperation:            unsafe.Offsetof(Record{}.Operation),
 	fieldRetryAfter:           unsafe.Offsetof(Record{}.RetryAfter),
 }
 
@@ -237,6 +240,8 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 		st.retryAfterMs = v
 	case fieldErrorCode:
 		r.ErrorCode = errorCode(v)
+	case fieldOperation:
+		r.Operation = v
 	case fieldTimeAny:
 		if st.haveMsec {
 			return nil

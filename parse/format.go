@@ -78,11 +78,12 @@ const (
 	// attempt (with their cap) and invocation id, the Stainless clients' retry count.
 	SDKTail  = ` amz="$http_amz_sdk_request" inv="$http_amz_sdk_invocation_id" sc="$http_x_stainless_retry_count"`
 	RetrySDK = Retry + SDKTail
-	// ErrorTail logs the error code DynamoDB and the other AWS JSON protocols answer in
-	// x-amzn-ErrorType: how a 400 ThrottlingException is told from a 400 that is the
-	// client's fault.
-	ErrorTail      = ` ec="$upstream_http_x_amzn_errortype"`
-	RetrySDKErrors = RetrySDK + ErrorTail
+	// AWSTail logs what the AWS JSON protocols (DynamoDB, …) say in headers: the error
+	// code answered (x-amzn-ErrorType), which tells a 400 ThrottlingException from a 400
+	// that is the client's fault, and the operation (X-Amz-Target), which tells a GetItem
+	// (a read, though a POST) from a PutItem.
+	AWSTail  = ` ec="$upstream_http_x_amzn_errortype" op="$http_x_amz_target"`
+	RetryAWS = RetrySDK + AWSTail
 )
 
 // caddyKeys maps the paths of Caddy's default JSON access log (http.log.access) to fields.

@@ -40,6 +40,7 @@ var envoyKeys = map[string]field{
 	"retry_after_ms":                 fieldRetryAfterMs,
 	"x_amzn_errortype":               fieldErrorCode,
 	"grpc_status":                    fieldErrorCode,
+	"x_amz_target":                   fieldOperation,
 }
 
 // traefikKeys reads Traefik's JSON access log (accessLog.format=json): StartUTC and
@@ -89,6 +90,7 @@ var requestHeaders = map[string]field{
 	"amz-sdk-invocation-id": fieldInvocationID, "x-retry-attempt": fieldAttemptRetry,
 	"x-stainless-retry-count": fieldAttemptStainless, "x-envoy-attempt-count": fieldAttemptEnvoy,
 	"amz-sdk-request": fieldAttemptAmz, "grpc-previous-rpc-attempts": fieldAttemptGRPC,
+	"x-amz-target": fieldOperation,
 }
 
 func init() {
@@ -126,6 +128,7 @@ var mappable = map[string]field{
 	"retry_after":                fieldRetryAfter,
 	"retry_reason":               fieldRetryReason,
 	"error_code":                 fieldErrorCode,
+	"operation":                  fieldOperation,
 	"attempt":                    fieldAttemptRetry,
 	"x-retry-attempt":            fieldAttemptRetry,
 	"x-stainless-retry-count":    fieldAttemptStainless,

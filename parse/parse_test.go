@@ -475,7 +475,7 @@ func TestDetect(t *testing.T) {
 		{"retry", retry, "retry", ""},
 		{"combined", combined, "combined", ""},
 		{"retry-sdk", retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-"`, "retry-sdk", ""},
-		{"retry-sdk-errors", retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-" ec="ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/"`, "retry-sdk-errors", ""},
+		{"retry-aws", retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-" ec="ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/" op="DynamoDB_20120810.GetItem"`, "retry-aws", ""},
 		{"retry with fields of its own", retry + ` tenant="acme" zone="b"`, "", "go on after the user agent"},
 		{"combined with fields of its own", combined + ` rt=0.012 ra="1"`, "", "--nginx-format"},
 	} {
@@ -497,11 +497,11 @@ func TestDetect(t *testing.T) {
 	if err != nil || r.Attempt != 1 || r.MaxAttempts != 10 || r.InvocationID != "7c1e-44" {
 		t.Errorf("retry-sdk: %+v, %v; want attempt 1 of max 10, invocation id 7c1e-44", r, err)
 	}
-	// and retry-sdk-errors the code of the error DynamoDB answered
-	ec, _ := Preset("retry-sdk-errors")
-	r, err = ec.ParseLine([]byte(retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-" ec="ThrottlingException:http://internal.amazon.com/coral/"`))
-	if err != nil || r.ErrorCode != "ThrottlingException" {
-		t.Errorf("retry-sdk-errors: %+v, %v; want the error code ThrottlingException", r, err)
+	// and retry-aws the code of the error DynamoDB answered, and the operation
+	ec, _ := Preset("retry-aws")
+	r, err = ec.ParseLine([]byte(retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-" ec="ThrottlingException:http://internal.amazon.com/coral/" op="DynamoDB_20120810.GetItem"`))
+	if err != nil || r.ErrorCode != "ThrottlingException" || r.Operation != "DynamoDB_20120810.GetItem" {
+		t.Errorf("retry-aws: %+v, %v; want the error code ThrottlingException and the operation GetItem", r, err)
 	}
 }
 

@@ -40,6 +40,9 @@ type Record struct {
 	// (x-amzn-ErrorType, grpc-status): "ThrottlingException", "RESOURCE_EXHAUSTED". Throttles
 	// that are not 429 are told by it (query.ThrottleCodes).
 	ErrorCode string
+	// Operation is the operation a request names beside its method where the gateway logs
+	// it (X-Amz-Target: "DynamoDB_20120810.GetItem"): a POST that reads (query's reads).
+	Operation string
 }
 
 // Tagged reports whether the record carries an attempt number.

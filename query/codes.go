@@ -36,3 +36,14 @@ func throttleCodeSQL(col string) string { return codeIn(col, ThrottleCodes) }
 func retryableCodeSQL(col string) string {
 	return codeIn(col, append(append([]string{}, ThrottleCodes...), TransientCodes...))
 }
+
+// readOperations match the operations (X-Amz-Target, after the service's prefix:
+// "DynamoDB_20120810.GetItem") that read, as the AWS APIs name them: Get…, BatchGet…,
+// TransactGet…, Query, Scan, Describe…, List…. A POST naming one is a read, in no write
+// finding; any other operation, and a POST that names none, is a write.
+const readOperations = `^(Get|BatchGet|TransactGet|Query|Scan|Describe|List)`
+
+// readOperationSQL is whether col names a read operation (false when NULL).
+func readOperationSQL(col string) string {
+	return fmt.Sprintf(`coalesce(regexp_matches(regexp_replace(%s, '^.*\.', ''), '%s'), false)`, col, readOperations)
+}

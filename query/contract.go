@@ -108,6 +108,7 @@ type AttemptRow struct {
 	KeyText             *string    `col:"key_text"`     // the line's key as logged; NULL on first attempts
 	MaxAttempts         *int16     `col:"max_attempts"` // the client's own cap when its header states it (amz-sdk-request max=)
 	ErrorCode           *string    `col:"error_code"`   // the upstream's error code where logged (ThrottleCodes)
+	Operation           *string    `col:"operation"`    // the operation named beside the method where logged (X-Amz-Target)
 	Attempt             int32      `col:"attempt"`
 	Inferred            bool       `col:"inferred"`
 	Strong              bool       `col:"strong"`

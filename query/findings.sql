@@ -15,7 +15,7 @@ gn AS (
     SELECT attempt, count(*) AS near FROM g JOIN gs USING (attempt) WHERE abs(gap_ms - med) <= 3 GROUP BY attempt
 ),
 -- Writes (docs/metrics.md, "Writes that may have gone through twice"): per attempt of a
--- write, whether an earlier attempt of its request may have written without the client
+-- write (a POST that names a read operation, X-Amz-Target's GetItem, is none), whether an earlier attempt of its request may have written without the client
 -- knowing (abandoned: 499, 0; or a 504, the gateway's timeout while the upstream may still
 -- work), and whether this one may have reached the handler (any answer but a throttling
 -- one: a 429, or a throttling error code, is refused before it). A request is protected only when every attempt that
@@ -27,7 +27,7 @@ w AS (
         NOT (coalesce(status IN ({{.Throttle}}), false) OR {{throttleCode "error_code"}}) AS reached,
         idempotency_key
     FROM {{.Table}}_attempts
-    WHERE upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE')
+    WHERE upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE') AND NOT {{readOperation "operation"}}
 ),
 unprotected AS (
     SELECT lkey FROM w WHERE reached
@@ -37,7 +37,7 @@ unprotected AS (
 f AS (
     -- retried POST/PATCH without an idempotency key
     SELECT 'duplicate_write_risk' AS kind, lkey, example FROM {{.Table}}_attempts
-    WHERE attempt >= 1 AND upper(method) IN ('POST', 'PATCH') AND idempotency_key IS NULL
+    WHERE attempt >= 1 AND upper(method) IN ('POST', 'PATCH') AND NOT {{readOperation "operation"}} AND idempotency_key IS NULL
     UNION ALL
     -- a write whose first attempt the client abandoned (499, Caddy's 0, or a 504 the
     -- upstream answered 2xx), then a retry that succeeded: the write may have happened
@@ -45,13 +45,13 @@ f AS (
     -- are left out.
     SELECT 'false_success', lkey, example FROM {{.Table}}_attempts
     WHERE attempt >= 1 AND status BETWEEN 200 AND 299 AND first_n = 0 AND lkey IN (SELECT lkey FROM unprotected)
-      AND upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE')
+      AND upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE') AND NOT {{readOperation "operation"}}
       AND (first_status IN (0, 499) OR (first_status = 504 AND first_upstream_status LIKE '2%'))
     UNION ALL
     -- retried PUT/DELETE without an idempotency key: idempotent by contract, yet a server
     -- that does not honour it performs the side effect twice all the same
     SELECT 'retried_idempotent_write', lkey, example FROM {{.Table}}_attempts
-    WHERE attempt >= 1 AND upper(method) IN ('PUT', 'DELETE') AND idempotency_key IS NULL
+    WHERE attempt >= 1 AND upper(method) IN ('PUT', 'DELETE') AND NOT {{readOperation "operation"}} AND idempotency_key IS NULL
     UNION ALL
     -- a write not protected by one key, with an attempt that may have written without the
     -- client knowing, followed by one that may have reached the handler: both may have

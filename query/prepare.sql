@@ -53,6 +53,7 @@ CREATE TEMP VIEW {{.Table}}_lines AS
 SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.route, r.host, r.upstream_addr,
        r.status, r.upstream_status, r.upstream_tries, r.retry_after, r.key_text,
        r.error_code, -- the upstream's error code where logged (x-amzn-ErrorType): throttles that are not 429
+       r.operation,  -- the operation a POST names where logged (X-Amz-Target): reads that are POSTs
        r.max_attempts, -- the client's own cap, when its header states it (amz-sdk-request max=)
        -- the keys are their hashes (ingest/keys.go), here under the names of what they hash
        r.idempotency_key_hash AS idempotency_key, r.invocation_id_hash AS invocation_id, r.request_id_hash AS request_id,
@@ -396,14 +397,14 @@ or inference), over the whole context, with the columns the logical metrics, loo
 findings and backoff read. */}}
 {{define "multi_rows"}}
     SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
-        idempotency_key, invocation_id, request_id, retry_after, key_text, max_attempts, error_code,
+        idempotency_key, invocation_id, request_id, retry_after, key_text, max_attempts, error_code, operation,
         logged_attempt AS attempt, keyed_first AS inferred, true AS strong, CAST(skey AS VARCHAR) AS lkey, skind AS linked_by,
         reused_key, renumbered, false AS after_2xx
     FROM {{.Table}}_rows
     WHERE logged_attempt IS NOT NULL AND has_skey AND skey IN (SELECT h FROM {{.Table}}_retried)
     UNION ALL BY NAME
     SELECT file_id, line, ts, started, in_range, method, uri, route, host, upstream_addr, status, upstream_status,
-        idempotency_key, invocation_id, request_id, retry_after, key_text, max_attempts, error_code,
+        idempotency_key, invocation_id, request_id, retry_after, key_text, max_attempts, error_code, operation,
         attempt, inferred, strong, lkey, linked_by, reused_key, renumbered, after_2xx
     FROM {{.Table}}_chain
 {{end}}

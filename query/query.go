@@ -32,7 +32,7 @@ var sqlFiles embed.FS
 // sqlTmpl holds every statement. Template fields are chosen by the program, never by the
 // user: {{.Key}} a grouping expression, {{.Table}} the Set's table.
 var sqlTmpl = template.Must(template.New("").Funcs(template.FuncMap{"retryableFailure": retryableFailureSQL,
-	"throttleCode": throttleCodeSQL, "retryableCode": retryableCodeSQL}).ParseFS(sqlFiles, "*.sql"))
+	"throttleCode": throttleCodeSQL, "retryableCode": retryableCodeSQL, "readOperation": readOperationSQL}).ParseFS(sqlFiles, "*.sql"))
 
 // retryableStatuses are the answers, besides every 5xx, that a client retries: the
 // request timed out (408), was throttled (429) or got no answer it waited for (499, 0:

@@ -376,36 +376,39 @@ func TestStatedCap(t *testing.T) {
 	}
 }
 
-// Throttles that are not 429, told by the error code the gateway logs (retry-sdk-errors:
-// x-amzn-ErrorType). Four AWS SDK calls, each its own invocation id, worked by hand:
+// Throttles that are not 429, told by the error code the gateway logs, and reads that
+// are POSTs, told by the operation (retry-aws: x-amzn-ErrorType, X-Amz-Target). Four AWS
+// SDK calls, each its own invocation id, worked by hand:
 //
-//	a  POST / (DynamoDB): 400 ThrottlingException, 400 ThrottlingException, 200
-//	b  POST / (DynamoDB): 400 ValidationException, 400 ValidationException (a client bug)
-//	c  PUT /bucket/k (S3): 503 SlowDown, 200
+//	a  POST / GetItem: 400 ThrottlingException, 400 ThrottlingException, 200
+//	b  POST / PutItem: 400 ValidationException, 400 ValidationException (a client bug)
+//	c  PUT /bucket/k (S3, no operation header): 503 SlowDown, 200
 //	d  GET /bucket/k (S3): 400 RequestTimeout, 200
 //
 // Throttled attempts: a's two and c's one. Loops (two or more throttled in a row): a
 // alone. Blind retries (after a throttle, with no Retry-After to go by): a's 2 and 3, c's
 // 2: 3. Retries of non-retryable answers: b's second attempt alone (a's follow throttles,
-// d's a transient RequestTimeout). The same lines read without the codes (retry-sdk) give
-// no loop, no blind retry, and a, b and d as non-retryable retries (4 attempts).
+// d's a transient RequestTimeout). Retried POSTs without an idempotency key
+// (duplicate_write_risk): b alone, a being a read. The same lines read without the codes
+// and operations (retry-sdk) give no loop, no blind retry, a, b and d as non-retryable
+// retries (4 attempts), and a and b as retried writes.
 func TestThrottleCodes(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
 	sec := 0
 	for _, call := range []struct {
-		id, method, uri string
-		answers         []string // status and error code
+		id, method, uri, op string
+		answers             []string // status and error code
 	}{
-		{"a", "POST", "/", []string{"400 ThrottlingException", "400 ThrottlingException", "200 -"}},
-		{"b", "POST", "/", []string{"400 ValidationException", "400 ValidationException"}},
-		{"c", "PUT", "/bucket/k", []string{"503 SlowDown", "200 -"}},
-		{"d", "GET", "/bucket/k", []string{"400 RequestTimeout", "200 -"}},
+		{"a", "POST", "/", "DynamoDB_20120810.GetItem", []string{"400 ThrottlingException", "400 ThrottlingException", "200 -"}},
+		{"b", "POST", "/", "DynamoDB_20120810.PutItem", []string{"400 ValidationException", "400 ValidationException"}},
+		{"c", "PUT", "/bucket/k", "-", []string{"503 SlowDown", "200 -"}},
+		{"d", "GET", "/bucket/k", "-", []string{"400 RequestTimeout", "200 -"}},
 	} {
 		for n, a := range call.answers {
 			status, code, _ := strings.Cut(a, " ")
-			fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:00:%02d +0000] "%s %s HTTP/1.1" %s 2 "-" "Boto3/1.34" rt=0.010 urt="0.010" us="%s" ra="-" rr="-" rid="-" ik="-" retry_after="-" msec=%d.000 amz="attempt=%d; max=10" inv="call-%s" sc="-" ec="%s"`+"\n",
-				sec, call.method, call.uri, status, status, 1795960800+sec, n+1, call.id, code)
+			fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:00:%02d +0000] "%s %s HTTP/1.1" %s 2 "-" "Boto3/1.34" rt=0.010 urt="0.010" us="%s" ra="-" rr="-" rid="-" ik="-" retry_after="-" msec=%d.000 amz="attempt=%d; max=10" inv="call-%s" sc="-" ec="%s" op="%s"`+"\n",
+				sec, call.method, call.uri, status, status, 1795960800+sec, n+1, call.id, code, call.op)
 			sec++
 		}
 	}
@@ -414,7 +417,6 @@ func TestThrottleCodes(t *testing.T) {
 	type figures struct {
 		Loops struct {
 			Loops float64 `json:"loops"`
-			Max   float64 `json:"max_length"`
 			Blind float64 `json:"blind_retries"`
 		} `json:"loops_429"`
 		Findings []struct {
@@ -425,25 +427,28 @@ func TestThrottleCodes(t *testing.T) {
 	for _, c := range []struct {
 		format                    string
 		loops, blind, nonRetryReq float64
-		nonRetryAttempts          float64
+		nonRetryAttempts, writes  float64
 	}{
-		{"retry-sdk-errors", 1, 3, 1, 1},
-		{"retry-sdk", 0, 0, 3, 4},
+		{"retry-aws", 1, 3, 1, 1, 1},
+		{"retry-sdk", 0, 0, 3, 4, 2},
 	} {
 		stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--log-format", c.format, log)
 		var r figures
 		if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
 			t.Fatalf("%s: exit %d: %s", c.format, code, stderr)
 		}
-		var req, att float64
+		var req, att, writes float64
 		for _, f := range r.Findings {
-			if f.Kind == "non_retryable_retry" {
+			switch f.Kind {
+			case "non_retryable_retry":
 				req, att = f.Count, f.Attempts
+			case "duplicate_write_risk":
+				writes = f.Count
 			}
 		}
-		if r.Loops.Loops != c.loops || r.Loops.Blind != c.blind || req != c.nonRetryReq || att != c.nonRetryAttempts {
-			t.Errorf("%s: %v loops, %v blind retries, non_retryable_retry %v requests (%v attempts); want %v, %v, %v (%v)",
-				c.format, r.Loops.Loops, r.Loops.Blind, req, att, c.loops, c.blind, c.nonRetryReq, c.nonRetryAttempts)
+		if r.Loops.Loops != c.loops || r.Loops.Blind != c.blind || req != c.nonRetryReq || att != c.nonRetryAttempts || writes != c.writes {
+			t.Errorf("%s: %v loops, %v blind retries, non_retryable_retry %v requests (%v attempts), %v retried writes; want %v, %v, %v (%v), %v",
+				c.format, r.Loops.Loops, r.Loops.Blind, req, att, writes, c.loops, c.blind, c.nonRetryReq, c.nonRetryAttempts, c.writes)
 		}
 	}
 }
