@@ -15,7 +15,9 @@ type Router struct {
 	templates [][]string // split templates; a "{name}" segment matches any one segment
 }
 
-// NewRouter compiles route templates such as "/api/users/{id}/orders".
+// NewRouter compiles route templates such as "/api/users/{id}/orders". A last
+// placeholder with a + ("/{bucket}/{key+}", as API Gateway writes it) matches the rest of
+// the path, however many segments: an S3 object's key.
 func NewRouter(templates []string) (*Router, error) {
 	r := &Router{}
 	for _, t := range templates {
@@ -28,7 +30,10 @@ func NewRouter(templates []string) (*Router, error) {
 		}
 		segs := strings.Split(t, "/")
 		for i, s := range segs {
-			if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") && len(s) > 2 {
+			if greedy := strings.HasSuffix(s, "+}"); greedy && i < len(segs)-1 {
+				return nil, fmt.Errorf("route template %q: segment %q: only the last placeholder may take the rest of the path", t, s)
+			}
+			if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") && len(s) > 2 && s != "{+}" {
 				segs[i] = ":" + s[1:len(s)-1]
 			} else if strings.ContainsAny(s, "{}") {
 				return nil, fmt.Errorf("route template %q: segment %q: a placeholder is a whole segment, like {id}", t, s)
@@ -120,11 +125,15 @@ func replaceIDs(path string) string {
 
 func match(t []string, uri string) (string, bool) {
 	n := strings.Count(uri, "/") + 1
-	if n != len(t) {
+	greedy := strings.HasSuffix(t[len(t)-1], "+")
+	if n != len(t) && !(greedy && n > len(t)) {
 		return "", false
 	}
 	i := 0
 	for seg := range strings.SplitSeq(uri, "/") {
+		if i == len(t)-1 && greedy {
+			break // the rest of the path, at least one segment
+		}
 		if !strings.HasPrefix(t[i], ":") && t[i] != seg {
 			return "", false
 		}

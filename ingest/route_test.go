@@ -31,7 +31,23 @@ func TestRoute(t *testing.T) {
 			t.Errorf("Route(%q) = %q, want %q", tt.uri, got, tt.want)
 		}
 	}
-	for _, bad := range []string{"api/x", "/api/{id}x"} {
+	// A last placeholder with a + takes the rest of the path: every key of a bucket is
+	// one route, however many segments it has; a bucket alone is not one.
+	s3, err := NewRouter([]string{"/{bucket}/{key+}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uri, want := range map[string]string{
+		"/photos/2026/11/cat.jpg?versionId=3": "/:bucket/:key+",
+		"/photos/obj-0042":                    "/:bucket/:key+",
+		"/photos":                             "/photos",
+		"/:bucket/:key+":                      "/:bucket/:key+",
+	} {
+		if got := s3.Route(uri); got != want {
+			t.Errorf("/{bucket}/{key+}: Route(%q) = %q, want %q", uri, got, want)
+		}
+	}
+	for _, bad := range []string{"api/x", "/api/{id}x", "/{key+}/x"} {
 		if _, err := NewRouter([]string{bad}); err == nil {
 			t.Errorf("NewRouter(%q) accepted", bad)
 		}

@@ -220,7 +220,7 @@ func (f *formatFlags) register(c *cobra.Command) {
 	c.Flags().StringArrayVar(&f.fields, "field", nil, "read a JSON key path as a field, NAME=KEY.PATH, e.g. attempt=request.headers.X-Retry-Attempt (repeatable; on top of a JSON preset, or alone); NAME is one of "+strings.Join(parse.FieldNames(), ", "))
 	c.Flags().StringVar(&f.captures, "haproxy-captures", strings.Join(parse.DefaultHAProxyCaptures, ","), "with --log-format haproxy: the request headers the frontend captures, in order ('-' for one to skip)")
 	c.Flags().StringVar(&f.attemptHdr, "attempt-header", "", "take attempt numbers from this header only: "+strings.Join(parse.AttemptSources(), ", "))
-	c.Flags().StringArrayVar(&f.routes, "route", nil, "a route template such as '/api/users/{id}/orders'; wins over the built-in id rules (repeatable)")
+	c.Flags().StringArrayVar(&f.routes, "route", nil, "a route template such as '/api/users/{id}/orders' ('/{bucket}/{key+}': a last {name+} takes the rest of the path, an S3 object's key); wins over the built-in id rules (repeatable)")
 	c.Flags().StringVar(&f.routesFile, "routes", "", "a file of route templates, one per line (# comments)")
 }
 
