@@ -106,6 +106,8 @@ type NginxOptions struct {
 	// $msec writes it.
 	TZ          string
 	SecondsOnly bool
+	// Format is the text log's log_format; "" is the retry preset's.
+	Format string
 }
 
 // StartNginxWith starts nginx in dir as o says, and waits until it accepts connections.
@@ -133,6 +135,9 @@ func StartNginxWith(dir string, o NginxOptions) (*Nginx, error) {
 	}
 	var conf bytes.Buffer
 	format := parse.Retry
+	if o.Format != "" {
+		format = o.Format
+	}
 	if o.SecondsOnly {
 		format = strings.Replace(format, "msec=$msec", "msec=-", 1)
 	}

@@ -172,7 +172,8 @@ WHERE attempt = 0
 -- that no other retry {{.Level}} took; and it must have ended at most max_gap before this
 -- one started. "Before" within the log's clock resolution (slack): a line timed to the
 -- second may show its retry starting up to a second before the attempt it follows ended.
--- That is a stack per client, method and URI (hstack). A retry with no such chain then
+-- That is a stack per client, method and URI (hstack), which decides which chains are
+-- taken; the retries then take them in order (hstack's pairing). A retry with no such chain then
 -- joins, the same way, a chain whose attempt {{.Level}} - 1 was answered 2xx (after_2xx): a
 -- timeout race, the gateway logging an answer the client had already given up on. One with
 -- neither is an orphan: it starts a chain of its own (so does every attempt past the last
@@ -227,11 +228,22 @@ SELECT *, CASE WHEN kind = 0 THEN depth
                ELSE coalesce(lag(depth) OVER (PARTITION BY hk ORDER BY moment, kind, chain, file_id, line), 0) END AS level
 FROM d;
 CREATE OR REPLACE TEMP TABLE {{.Table}}_hmatch AS
-SELECT r.file_id, r.line, c.chain
-FROM (SELECT * FROM {{.Table}}_hevents WHERE kind = 1) r
-ASOF JOIN (SELECT hk, level, moment, ts, chain FROM {{.Table}}_hevents WHERE kind = 0) c
-    ON r.hk = c.hk AND r.level = c.level AND r.moment >= c.moment
-WHERE r.level > 0 AND epoch(r.started) - epoch(c.ts) <= {{.MaxGap}};
+WITH m AS (
+    SELECT r.file_id, r.line, r.hk, r.moment, c.chain, c.ts AS ended
+    FROM (SELECT * FROM {{.Table}}_hevents WHERE kind = 1) r
+    ASOF JOIN (SELECT hk, level, moment, ts, chain FROM {{.Table}}_hevents WHERE kind = 0) c
+        ON r.hk = c.hk AND r.level = c.level AND r.moment >= c.moment
+    WHERE r.level > 0 AND epoch(r.started) - epoch(c.ts) <= {{.MaxGap}}
+),
+-- The stack decides which chains are taken: a failure nobody retried (a 404, a call that
+-- gave up) stays at its bottom. Who takes which is first in, first out: the k-th retry to
+-- start takes the k-th taken chain to end, so that concurrent calls that failed one after
+-- the other and waited alike are not swapped (the stack alone gave a retry the chain that
+-- failed last). Still valid: the k-th chain ended before the k-th retry started and at
+-- most max_gap before, since the stack's pairs were.
+rk AS (SELECT file_id, line, hk, row_number() OVER (PARTITION BY hk ORDER BY moment, file_id, line) AS k FROM m),
+ck AS (SELECT hk, chain, row_number() OVER (PARTITION BY hk ORDER BY ended, chain) AS k FROM m)
+SELECT rk.file_id, rk.line, ck.chain FROM rk JOIN ck USING (hk, k);
 DROP TABLE {{.Table}}_hevents;
 {{end}}
 

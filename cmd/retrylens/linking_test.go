@@ -172,3 +172,53 @@ func TestKeyReusedTwice(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// Concurrent calls of one keyless client to one URI (openai-go's chat completions): the
+// heuristic leaves a failure nobody retried alone and gives each retry the chain of the
+// call that failed first, as the client did. Worked by hand, one client, POST
+// /v1/chat/completions, no key:
+//
+//	s  404 ending at :00.000, never retried
+//	a  429 (Retry-After: 1) ending at :10.000, retried at :11.050 (200)
+//	b  429 (Retry-After: 1) ending at :10.500, retried at :11.550 (200)
+//
+// Three logical requests; no premature retry (each waited its second); no retry of a
+// non-retryable answer. The latest open chain would have given a's retry b's chain
+// (premature: 11.05 < 10.5 + 1); the oldest, s's 404 (non_retryable_retry).
+func TestConcurrentKeylessCalls(t *testing.T) {
+	t.Parallel()
+	const line = `10.4.0.1 - - [30/Nov/2026:12:00:%02d +0000] "POST /v1/chat/completions HTTP/1.1" %d 2 "-" "OpenAI/Go 3.0" rt=0.010 urt="0.010" us="%[2]d" ra="%d" rr="-" rid="-" ik="-" retry_after="%s" msec=%.3f` + "\n"
+	at := func(sec float64) (int, float64) { return int(sec), 1796040000 + sec }
+	var b strings.Builder
+	for _, l := range []struct {
+		end     float64
+		status  int
+		attempt int
+		ra      string
+	}{{0, 404, 0, "-"}, {10, 429, 0, "1"}, {10.5, 429, 0, "1"}, {11.06, 200, 1, "-"}, {11.56, 200, 1, "-"}} {
+		s, msec := at(l.end)
+		fmt.Fprintf(&b, line, s, l.status, l.attempt, l.ra, msec)
+	}
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", log)
+	var r struct {
+		labReport
+		Linking struct{ Heuristic int64 } `json:"linking"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	nonRetryable := int64(0)
+	for _, f := range r.Findings {
+		if f.Kind == "non_retryable_retry" {
+			nonRetryable = f.Count
+		}
+	}
+	if r.Linking.Heuristic != 3 || r.Loops429.PrematureRetries != 0 || nonRetryable != 0 || r.Summary.Recovered != 2 {
+		t.Errorf("%d logical requests, %d premature, %d non-retryable retries, %d recovered; want 3, 0, 0, 2",
+			r.Linking.Heuristic, r.Loops429.PrematureRetries, nonRetryable, r.Summary.Recovered)
+	}
+}

@@ -1,0 +1,225 @@
+//go:build e2e
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrylens/retrylens/lab"
+	"github.com/retrylens/retrylens/parse"
+)
+
+// sdkAttempt is one HTTP attempt in a real SDK's own record (lab/sdk: sdkclient).
+type sdkAttempt struct {
+	SDK, Call, Op string
+	N             int
+	Sent, End     int64
+	Status        int
+	RetryAfterMs  int `json:"retry_after_ms"`
+	Invocation    string // amz-sdk-invocation-id as sent
+}
+
+// TestRealSDKs runs real SDKs nobody here wrote, aws-sdk-go-v2 (DynamoDB and S3) and
+// openai-go (a Stainless client), through real nginx (the retry-aws format) and Caddy to an
+// upstream that answers as those services do, failing (500), throttling (DynamoDB's 400
+// ThrottlingException, S3's 503 SlowDown, OpenAI's 429 with retry-after-ms) and slow (a
+// write answered after the clients' timeout). Each gateway's report is compared with the
+// clients' own record of every attempt and the upstream's count of writes: attempts and
+// retries, every AWS call linked by its invocation id, 429 loops (S3 throttling with 503:
+// --throttle-status 429,503, as docs/formats.md says), no non-retryable retry and nothing
+// over the cap the SDK states (the SDKs retry only what their own lists allow, within
+// their caps), premature retries as the record has them, and duplicate writes within 10 %
+// of the upstream's.
+func TestRealSDKs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	client := filepath.Join(dir, "sdkclient")
+	build := exec.Command("go", "-C", filepath.Join("..", "..", "lab", "sdk"), "build", "-o", client, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the SDK client (lab/sdk, its own module): %v\n%s", err, out)
+	}
+	const run = 14 * time.Second
+	up, err := lab.StartSDKUpstream(lab.SDKPhases{
+		FailFrom: 2 * time.Second, FailTo: 5 * time.Second, Fail: 0.3,
+		ThrottleFrom: 5 * time.Second, ThrottleTo: 9 * time.Second, Throttle: 0.5,
+		SlowFrom: 9 * time.Second, SlowTo: 12 * time.Second, Slow: 0.4, SlowFor: 1500 * time.Millisecond,
+		RetryAfterMs: 250,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	n, err := lab.StartNginxWith(filepath.Join(dir, "nginx"), lab.NginxOptions{Upstreams: []string{up.Addr}, Format: parse.RetryAWS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	if err := os.MkdirAll(filepath.Join(dir, "caddy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := lab.StartCaddy(filepath.Join(dir, "caddy"), up.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	gateways := []struct {
+		name, url, log, format string
+		stop                   func() error
+	}{
+		{"nginx", n.URL(), n.TextLog, "retry-aws", n.Stop},
+		{"caddy", c.URL(), c.Log, "caddy", c.Stop},
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for _, g := range gateways {
+		for _, sdk := range []string{"aws", "openai"} {
+			wg.Go(func() {
+				cmd := exec.Command(client, "-base", g.url, "-sdk", sdk, "-name", g.name+"-"+sdk, "-for", run.String(),
+					"-workers", "3", "-timeout", "1s", "-out", filepath.Join(dir, g.name+"-"+sdk+".jsonl"))
+				if out, err := cmd.CombinedOutput(); err != nil {
+					errs <- fmt.Errorf("%s through %s: %v\n%s", sdk, g.name, err, out)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the slow writes the clients gave up on finish upstream
+	writes := up.Writes()
+	for _, g := range gateways {
+		t.Run(g.name, func(t *testing.T) {
+			if err := g.stop(); err != nil { // flushes the log
+				t.Fatal(err)
+			}
+			var record []sdkAttempt
+			for _, sdk := range []string{"aws", "openai"} {
+				record = append(record, readSDKRecord(t, filepath.Join(dir, g.name+"-"+sdk+".jsonl"))...)
+			}
+			want := sdkTruth(record, writes)
+			stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--log-format", g.format,
+				"--throttle-status", "429,503", g.log)
+			var r labReport
+			var link struct {
+				Linking struct {
+					InvocationID int64 `json:"invocation_id"`
+				} `json:"linking"`
+			}
+			if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || json.Unmarshal([]byte(stdout), &link) != nil {
+				t.Fatalf("report: exit %d: %s", code, stderr)
+			}
+			nonRetryable, _ := r.finding("non_retryable_retry")
+			overCap, _ := r.finding("over_cap")
+			dup, _ := r.finding("possible_duplicate_write")
+			got := sdkFigures{
+				Attempts: r.Summary.FirstAttempts + r.Summary.Retries, Retries: r.Summary.Retries,
+				AWSCalls: link.Linking.InvocationID, Loops: r.Loops429.Loops, Premature: r.Loops429.PrematureRetries,
+				NonRetryable: nonRetryable, OverCap: overCap,
+			}
+			if os.Getenv("RL_KEEP") != "" {
+				exec.Command("cp", "-r", dir, "/tmp/sdklab-kept").Run()
+			}
+			if got != want.sdkFigures {
+				t.Errorf("report against the SDKs' own record:\n got  %+v\n want %+v", got, want.sdkFigures)
+			}
+			if d := dup - want.DoubleWrites; d > max(1, want.DoubleWrites/10) || -d > max(1, want.DoubleWrites/10) {
+				t.Errorf("possible_duplicate_write %d, the upstream performed %d calls' writes twice or more", dup, want.DoubleWrites)
+			}
+			if want.Retries == 0 || want.Loops == 0 || want.DoubleWrites == 0 {
+				t.Errorf("the run tests too little: %+v", want)
+			}
+			t.Logf("%s: %+v, %d double writes (retrylens %d)", g.name, got, want.DoubleWrites, dup)
+		})
+	}
+}
+
+// sdkFigures are what TestRealSDKs compares.
+type sdkFigures struct {
+	Attempts, Retries, AWSCalls, Loops, Premature, NonRetryable, OverCap int64
+}
+
+type sdkWant struct {
+	sdkFigures
+	DoubleWrites int64
+}
+
+// sdkTruth is what the SDKs' record and the upstream's writes say: every attempt, the
+// retries (n ≥ 1), the AWS calls (each has an invocation id), the calls with two or more
+// throttled attempts in a row (400 from DynamoDB, which answers 400 only to throttle here;
+// 503 from S3; 429 from OpenAI), the retries sent before the previous answer's
+// retry-after-ms had passed, and the calls whose write the upstream performed twice or
+// more. Nothing is non-retryable or over a cap: the SDKs
+// decide those by their own rules.
+func sdkTruth(record []sdkAttempt, writes map[string]int) sdkWant {
+	var w sdkWant
+	calls := map[string][]sdkAttempt{}
+	for _, a := range record {
+		calls[a.Call] = append(calls[a.Call], a)
+	}
+	for id, as := range calls {
+		sort.Slice(as, func(i, j int) bool { return as[i].N < as[j].N })
+		if as[0].SDK == "aws-sdk-go-v2" {
+			w.AWSCalls++
+		}
+		run, loop := 0, false
+		for i, a := range as {
+			w.Attempts++
+			if a.N > 0 {
+				w.Retries++
+			}
+			if a.Status == 400 || a.Status == 503 || a.Status == 429 {
+				if run++; run >= 2 {
+					loop = true
+				}
+			} else {
+				run = 0
+			}
+			if i > 0 && as[i-1].RetryAfterMs > 0 && a.Sent < as[i-1].End+int64(as[i-1].RetryAfterMs)*int64(time.Millisecond) {
+				w.Premature++
+			}
+		}
+		if loop {
+			w.Loops++
+		}
+		// the upstream counts an AWS call's writes by its invocation id, the others' by the
+		// call's name
+		key := id
+		if as[0].Invocation != "" {
+			key = as[0].Invocation
+		}
+		if writes[key] >= 2 {
+			w.DoubleWrites++
+		}
+	}
+	return w
+}
+
+func readSDKRecord(t *testing.T, path string) []sdkAttempt {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []sdkAttempt
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var a sdkAttempt
+		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, a)
+	}
+	return out
+}

@@ -1,0 +1,218 @@
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// SDKPhases is the SDK upstream's schedule, since it started: each phase answers a share of
+// attempts as the services do when they fail (Fail: 500), throttle (Throttle: DynamoDB's 400
+// ThrottlingException, S3's 503 SlowDown, OpenAI's 429 with retry-after-ms) or are slow
+// (Slow: a write that takes SlowFor, longer than the clients' timeout: performed, answered
+// late).
+type SDKPhases struct {
+	FailFrom, FailTo         time.Duration
+	Fail                     float64
+	ThrottleFrom, ThrottleTo time.Duration
+	Throttle                 float64
+	SlowFrom, SlowTo         time.Duration
+	Slow                     float64
+	SlowFor                  time.Duration
+	RetryAfterMs             int // what OpenAI's 429s ask (retry-after-ms)
+}
+
+// SDKAttempt is one attempt as the SDK upstream received and answered it.
+type SDKAttempt struct {
+	Start, End time.Time
+	Method     string
+	Path       string
+	Target     string // X-Amz-Target
+	Invocation string // amz-sdk-invocation-id
+	Stainless  string // x-stainless-retry-count
+	Status     int
+	Code       string // the error code answered, "" for none
+	Wrote      bool
+}
+
+// SDKUpstream is an origin that answers as the services real SDKs call do, enough for
+// their retries: DynamoDB (POST / with X-Amz-Target GetItem or PutItem, the JSON 1.0
+// protocol), S3 (GET and PUT /BUCKET/KEY, path style) and OpenAI (POST
+// /v1/chat/completions, GET /v1/models). It records every attempt, and counts the writes
+// it performed (PutItem, PutObject, a chat completion) per logical call: the invocation
+// id, else the body's "user" (the lab's OpenAI client names each call there).
+type SDKUpstream struct {
+	Addr   string
+	srv    *http.Server
+	phases SDKPhases
+	start  time.Time
+
+	mu       sync.Mutex
+	attempts []SDKAttempt
+	writes   map[string]int
+}
+
+// StartSDKUpstream starts the SDK upstream on a free loopback port.
+func StartSDKUpstream(p SDKPhases) (*SDKUpstream, error) {
+	ln, err := listenUnused()
+	if err != nil {
+		return nil, err
+	}
+	u := &SDKUpstream{Addr: ln.Addr().String(), phases: p, start: time.Now(), writes: map[string]int{}}
+	u.srv = &http.Server{Handler: u, ReadHeaderTimeout: 10 * time.Second}
+	go u.srv.Serve(ln)
+	return u, nil
+}
+
+// Close stops it.
+func (u *SDKUpstream) Close() error { return u.srv.Close() }
+
+// Attempts returns every attempt it answered, in the order it finished them.
+func (u *SDKUpstream) Attempts() []SDKAttempt {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]SDKAttempt(nil), u.attempts...)
+}
+
+// Writes returns the writes performed per logical call.
+func (u *SDKUpstream) Writes() map[string]int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make(map[string]int, len(u.writes))
+	for k, v := range u.writes {
+		out[k] = v
+	}
+	return out
+}
+
+// draw is a share in [0, 1) drawn from the attempt's identity.
+func draw(parts ...string) float64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		io.WriteString(h, p)
+		h.Write([]byte{0})
+	}
+	return float64(h.Sum64()%10000) / 10000
+}
+
+func (u *SDKUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	a := SDKAttempt{Start: time.Now(), Method: r.Method, Path: r.URL.Path, Target: r.Header.Get("X-Amz-Target"),
+		Invocation: r.Header.Get("Amz-Sdk-Invocation-Id"), Stainless: r.Header.Get("X-Stainless-Retry-Count")}
+	call := a.Invocation
+	if call == "" {
+		var v struct{ User string }
+		json.Unmarshal(body, &v)
+		call = v.User
+	}
+	attempt := r.Header.Get("Amz-Sdk-Request") + a.Stainless
+	since := a.Start.Sub(u.start)
+	p := u.phases
+	in := func(from, to time.Duration) bool { return since >= from && since < to }
+	x := draw(call, attempt, r.URL.Path)
+	kind := "ok"
+	switch {
+	case in(p.FailFrom, p.FailTo) && x < p.Fail:
+		kind = "fail"
+	case in(p.ThrottleFrom, p.ThrottleTo) && x < p.Throttle:
+		kind = "throttle"
+	case in(p.SlowFrom, p.SlowTo) && x < p.Slow:
+		kind = "slow"
+	}
+	var service, op string
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/v1/"):
+		service, op = "openai", r.Method+" "+r.URL.Path
+	case a.Target != "":
+		service, op = "dynamodb", a.Target[strings.LastIndexByte(a.Target, '.')+1:]
+	default:
+		service, op = "s3", r.Method
+	}
+	write := op == "PutItem" || (service == "s3" && op == "PUT") || op == "POST /v1/chat/completions"
+	if kind == "slow" && !write {
+		kind = "ok"
+	}
+	if kind == "slow" {
+		time.Sleep(p.SlowFor)
+	}
+	a.Status, a.Code = answer(w, service, op, kind, p.RetryAfterMs)
+	a.End = time.Now()
+	u.mu.Lock()
+	if a.Wrote = write && a.Status < 300; a.Wrote {
+		u.writes[call]++
+	}
+	u.attempts = append(u.attempts, a)
+	u.mu.Unlock()
+}
+
+// answer writes the service's answer of kind ("ok", "fail", "throttle", "slow") to op, as
+// the service writes it, and returns its status and error code.
+func answer(w http.ResponseWriter, service, op, kind string, retryAfterMs int) (int, string) {
+	h := w.Header()
+	switch service {
+	case "dynamodb":
+		h.Set("Content-Type", "application/x-amz-json-1.0")
+		status, code := http.StatusOK, ""
+		switch kind {
+		case "fail":
+			status, code = http.StatusInternalServerError, "InternalServerError"
+		case "throttle":
+			status, code = http.StatusBadRequest, "ThrottlingException"
+		}
+		if code != "" {
+			h.Set("X-Amzn-Errortype", code+":http://internal.amazon.com/coral/com.amazon.coral.availability/")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"lab"}`, code)
+			return status, code
+		}
+		if op == "GetItem" {
+			io.WriteString(w, `{"Item":{"id":{"S":"k"}}}`)
+		} else {
+			io.WriteString(w, `{}`)
+		}
+		return status, ""
+	case "s3":
+		status, code := http.StatusOK, ""
+		switch kind {
+		case "fail":
+			status, code = http.StatusInternalServerError, "InternalError"
+		case "throttle":
+			status, code = http.StatusServiceUnavailable, "SlowDown"
+		}
+		if code != "" {
+			h.Set("Content-Type", "application/xml")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>lab</Message></Error>`, code)
+			return status, code
+		}
+		h.Set("ETag", `"5d41402abc4b2a76b9719d911017c592"`)
+		if op == "GET" {
+			h.Set("Content-Type", "application/octet-stream")
+			io.WriteString(w, "hello")
+		}
+		return status, ""
+	}
+	h.Set("Content-Type", "application/json")
+	switch kind {
+	case "fail":
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"error":{"message":"lab","type":"server_error"}}`)
+		return http.StatusInternalServerError, ""
+	case "throttle":
+		h.Set("Retry-After-Ms", fmt.Sprint(retryAfterMs))
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":{"message":"lab","type":"rate_limit_exceeded"}}`)
+		return http.StatusTooManyRequests, ""
+	}
+	if op == "GET /v1/models" {
+		io.WriteString(w, `{"object":"list","data":[{"id":"lab-1","object":"model","created":0,"owned_by":"lab"}]}`)
+	} else {
+		io.WriteString(w, `{"id":"chatcmpl-lab","object":"chat.completion","created":0,"model":"lab-1","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}
+	return http.StatusOK, ""
+}
