@@ -24,7 +24,7 @@ type sdkAttempt struct {
 	N             int
 	Sent, End     int64
 	Status        int
-	RetryAfterMs  int `json:"retry_after_ms"`
+	RetryAfterMs  int    `json:"retry_after_ms"`
 	Invocation    string // amz-sdk-invocation-id as sent
 }
 
@@ -124,7 +124,8 @@ func TestRealSDKs(t *testing.T) {
 			dup, _ := r.finding("possible_duplicate_write")
 			got := sdkFigures{
 				Attempts: r.Summary.FirstAttempts + r.Summary.Retries, Retries: r.Summary.Retries,
-				AWSCalls: link.Linking.InvocationID, Loops: r.Loops429.Loops, Premature: r.Loops429.PrematureRetries,
+				Recovered: r.Summary.Recovered, Exhausted: r.Summary.Exhausted,
+				AWSCalls: link.Linking.InvocationID, Premature: r.Loops429.PrematureRetries,
 				NonRetryable: nonRetryable, OverCap: overCap,
 			}
 			if os.Getenv("RL_KEEP") != "" {
@@ -133,29 +134,42 @@ func TestRealSDKs(t *testing.T) {
 			if got != want.sdkFigures {
 				t.Errorf("report against the SDKs' own record:\n got  %+v\n want %+v", got, want.sdkFigures)
 			}
-			if d := dup - want.DoubleWrites; d > max(1, want.DoubleWrites/10) || -d > max(1, want.DoubleWrites/10) {
+			if !within(dup, want.DoubleWrites) {
 				t.Errorf("possible_duplicate_write %d, the upstream performed %d calls' writes twice or more", dup, want.DoubleWrites)
+			}
+			// The OpenAI calls send no key: the heuristic links them, and two calls of one
+			// client that fail at the same moment can trade retries, which moves a loop
+			// (one in twenty in some runs) but no attempt, recovery or exhaustion.
+			if !within(r.Loops429.Loops, want.Loops) {
+				t.Errorf("%d 429 loops, the record has %d", r.Loops429.Loops, want.Loops)
 			}
 			if want.Retries == 0 || want.Loops == 0 || want.DoubleWrites == 0 {
 				t.Errorf("the run tests too little: %+v", want)
 			}
-			t.Logf("%s: %+v, %d double writes (retrylens %d)", g.name, got, want.DoubleWrites, dup)
+			t.Logf("%s: %+v, %d loops (retrylens %d), %d double writes (retrylens %d)", g.name, got, want.Loops, r.Loops429.Loops, want.DoubleWrites, dup)
 		})
 	}
 }
 
-// sdkFigures are what TestRealSDKs compares.
+// sdkFigures are what TestRealSDKs requires equal.
 type sdkFigures struct {
-	Attempts, Retries, AWSCalls, Loops, Premature, NonRetryable, OverCap int64
+	Attempts, Retries, Recovered, Exhausted, AWSCalls, Premature, NonRetryable, OverCap int64
 }
 
 type sdkWant struct {
 	sdkFigures
-	DoubleWrites int64
+	Loops, DoubleWrites int64
+}
+
+// within reports whether got is want within 10 % (or 1).
+func within(got, want int64) bool {
+	d := got - want
+	return max(d, -d) <= max(1, want/10)
 }
 
 // sdkTruth is what the SDKs' record and the upstream's writes say: every attempt, the
-// retries (n ≥ 1), the AWS calls (each has an invocation id), the calls with two or more
+// retries (n ≥ 1), the calls recovered (first attempt not 2xx, a later one 2xx) and
+// exhausted (retried, never 2xx), the AWS calls (each has an invocation id), the calls with two or more
 // throttled attempts in a row (400 from DynamoDB, which answers 400 only to throttle here;
 // 503 from S3; 429 from OpenAI), the retries sent before the previous answer's
 // retry-after-ms had passed, and the calls whose write the upstream performed twice or
@@ -172,8 +186,14 @@ func sdkTruth(record []sdkAttempt, writes map[string]int) sdkWant {
 		if as[0].SDK == "aws-sdk-go-v2" {
 			w.AWSCalls++
 		}
-		run, loop := 0, false
+		run, loop, ok := 0, false, false
 		for i, a := range as {
+			if a.Status >= 200 && a.Status < 300 {
+				if i > 0 && !ok {
+					w.Recovered++
+				}
+				ok = true
+			}
 			w.Attempts++
 			if a.N > 0 {
 				w.Retries++
@@ -191,6 +211,9 @@ func sdkTruth(record []sdkAttempt, writes map[string]int) sdkWant {
 		}
 		if loop {
 			w.Loops++
+		}
+		if !ok && len(as) > 1 {
+			w.Exhausted++
 		}
 		// the upstream counts an AWS call's writes by its invocation id, the others' by the
 		// call's name
