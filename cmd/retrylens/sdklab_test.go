@@ -28,8 +28,9 @@ type sdkAttempt struct {
 	Invocation    string // amz-sdk-invocation-id as sent
 }
 
-// TestRealSDKs runs real SDKs nobody here wrote, aws-sdk-go-v2 (DynamoDB and S3) and
-// openai-go (a Stainless client), through real nginx (the retry-aws format) and Caddy to an
+// TestRealSDKs runs real SDKs nobody here wrote, aws-sdk-go-v2 and botocore (Debian's
+// python3-boto3, its default retry mode; DynamoDB and S3) and openai-go (a Stainless
+// client), through real nginx (the retry-aws format) and Caddy to an
 // upstream that answers as those services do, failing (500), throttling (DynamoDB's 400
 // ThrottlingException, S3's 503 SlowDown, OpenAI's 429 with retry-after-ms) and slow (a
 // write answered after the clients' timeout). Each gateway's report is compared with the
@@ -78,13 +79,28 @@ func TestRealSDKs(t *testing.T) {
 		{"nginx", n.URL(), n.TextLog, "retry-aws", n.Stop},
 		{"caddy", c.URL(), c.Log, "caddy", c.Stop},
 	}
+	sdks := []string{"aws", "openai"}
+	python := botocorePython()
+	switch {
+	case python != "":
+		sdks = append(sdks, "botocore")
+	case os.Getenv("CI") != "":
+		t.Fatal("no python3 with boto3 (apt-get install python3-boto3)")
+	default:
+		t.Log("no python3 with boto3: botocore sits out (apt-get install python3-boto3)")
+	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
+	errs := make(chan error, 2*len(sdks))
 	for _, g := range gateways {
-		for _, sdk := range []string{"aws", "openai"} {
+		for _, sdk := range sdks {
 			wg.Go(func() {
+				out := filepath.Join(dir, g.name+"-"+sdk+".jsonl")
 				cmd := exec.Command(client, "-base", g.url, "-sdk", sdk, "-name", g.name+"-"+sdk, "-for", run.String(),
-					"-workers", "3", "-timeout", "1s", "-out", filepath.Join(dir, g.name+"-"+sdk+".jsonl"))
+					"-workers", "3", "-timeout", "1s", "-out", out)
+				if sdk == "botocore" {
+					cmd = exec.Command(python, filepath.Join("..", "..", "lab", "sdk", "botocore_client.py"), "--base", g.url,
+						"--name", g.name+"-"+sdk, "--for", fmt.Sprint(run.Seconds()), "--workers", "3", "--timeout", "1", "--out", out)
+				}
 				if out, err := cmd.CombinedOutput(); err != nil {
 					errs <- fmt.Errorf("%s through %s: %v\n%s", sdk, g.name, err, out)
 				}
@@ -104,7 +120,7 @@ func TestRealSDKs(t *testing.T) {
 				t.Fatal(err)
 			}
 			var record []sdkAttempt
-			for _, sdk := range []string{"aws", "openai"} {
+			for _, sdk := range sdks {
 				record = append(record, readSDKRecord(t, filepath.Join(dir, g.name+"-"+sdk+".jsonl"))...)
 			}
 			want := sdkTruth(record, writes)
@@ -183,7 +199,7 @@ func sdkTruth(record []sdkAttempt, writes map[string]int) sdkWant {
 	}
 	for id, as := range calls {
 		sort.Slice(as, func(i, j int) bool { return as[i].N < as[j].N })
-		if as[0].SDK == "aws-sdk-go-v2" {
+		if as[0].SDK == "aws-sdk-go-v2" || as[0].SDK == "botocore" {
 			w.AWSCalls++
 		}
 		run, loop, ok := 0, false, false
@@ -226,6 +242,16 @@ func sdkTruth(record []sdkAttempt, writes map[string]int) sdkWant {
 		}
 	}
 	return w
+}
+
+// botocorePython is a python3 that imports boto3, Debian's first; "" when none does.
+func botocorePython() string {
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(p, "-c", "import boto3").Run() == nil {
+			return p
+		}
+	}
+	return ""
 }
 
 func readSDKRecord(t *testing.T, path string) []sdkAttempt {
