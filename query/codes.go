@@ -3,23 +3,21 @@ package query
 import (
 	"fmt"
 	"strings"
+
+	"github.com/retrylens/retrylens/sdk"
 )
 
 // ThrottleCodes are the error codes (the requests table's error_code: x-amzn-ErrorType,
 // grpc-status) that say the client was throttled whatever the status: DynamoDB's 400
-// ThrottlingException, S3's 503 SlowDown. They are the AWS SDKs' own list (smithy's
-// THROTTLING_ERROR_CODES, which botocore and aws-sdk-go-v2 share) and gRPC's
-// RESOURCE_EXHAUSTED. An attempt answered one is throttled as one answered a status of
-// --throttle-status is: loops, blind retries, and writes the server refused.
-var ThrottleCodes = []string{"BandwidthLimitExceeded", "EC2ThrottledException", "LimitExceededException",
-	"PriorRequestNotComplete", "ProvisionedThroughputExceededException", "RequestLimitExceeded", "RequestThrottled",
-	"RequestThrottledException", "SlowDown", "ThrottledException", "Throttling", "ThrottlingException",
-	"TooManyRequestsException", "TransactionInProgressException", "RESOURCE_EXHAUSTED"}
+// ThrottlingException, S3's 503 SlowDown, gRPC's RESOURCE_EXHAUSTED (sdk.Families). An
+// attempt answered one is throttled as one answered a status of --throttle-status is:
+// loops, blind retries, and writes the server refused.
+var ThrottleCodes = sdk.ThrottleCodes()
 
-// TransientCodes are the error codes the AWS SDKs retry as transient whatever the status
-// (smithy's TRANSIENT_ERROR_CODES: S3's 400 RequestTimeout), and gRPC's UNAVAILABLE, which
-// gRPC's retry policies retry: a retry after one is no retry of a non-retryable answer.
-var TransientCodes = []string{"RequestTimeout", "RequestTimeoutException", "TimeoutError", "UNAVAILABLE"}
+// TransientCodes are the error codes the SDKs retry as transient whatever the status (S3's
+// 400 RequestTimeout, gRPC's UNAVAILABLE): a retry after one is no retry of a
+// non-retryable answer.
+var TransientCodes = sdk.TransientCodes()
 
 // codeIn is the SQL of "col is one of codes" (false when col is NULL).
 func codeIn(col string, codes []string) string {
@@ -38,10 +36,10 @@ func retryableCodeSQL(col string) string {
 }
 
 // readOperations match the operations (X-Amz-Target, after the service's prefix:
-// "DynamoDB_20120810.GetItem") that read, as the AWS APIs name them: Get…, BatchGet…,
-// TransactGet…, Query, Scan, Describe…, List…. A POST naming one is a read, in no write
-// finding; any other operation, and a POST that names none, is a write.
-const readOperations = `^(Get|BatchGet|TransactGet|Query|Scan|Describe|List)`
+// "DynamoDB_20120810.GetItem") that read, as the SDK families name them (sdk.Families: the
+// AWS APIs' Get…, BatchGet…, Query, Scan, Describe…, List…). A POST naming one is a read,
+// in no write finding; any other operation, and a POST that names none, is a write.
+var readOperations = sdk.Reads()
 
 // readOperationSQL is whether col names a read operation (false when NULL).
 func readOperationSQL(col string) string {
