@@ -2,10 +2,10 @@ package sdk
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/retrylens/retrylens/internal/testmain"
 )
 
 var update = flag.Bool("update", false, "rewrite the catalogue's table in docs/formats.md")
@@ -13,27 +13,8 @@ var update = flag.Bool("update", false, "rewrite the catalogue's table in docs/f
 // docs/formats.md carries the catalogue as Markdown between its markers (go test ./sdk
 // -update writes it again).
 func TestCatalogueDoc(t *testing.T) {
-	path := filepath.Join("..", "docs", "formats.md")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const begin, end = "<!-- sdks: sdk.Markdown -->\n", "<!-- end of sdks -->\n"
-	doc := string(b)
-	i, j := strings.Index(doc, begin), strings.Index(doc, end)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no %q … %q markers", path, begin, end)
-	}
-	want := doc[:i+len(begin)] + Markdown() + doc[j:]
-	if *update {
-		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if doc != want {
-		t.Errorf("%s's table of SDK families is not sdk.Families: go test ./sdk -update", path)
-	}
+	testmain.DocSection(t, filepath.Join("..", "docs", "formats.md"), "<!-- sdks: sdk.Markdown -->\n", "<!-- end of sdks -->\n",
+		Markdown(), *update, "go test ./sdk -update")
 }
 
 // Every family is read by its attempt header, once; the unions hold each code once.
