@@ -78,12 +78,12 @@ const (
 	// attempt (with their cap) and invocation id, the Stainless clients' retry count.
 	SDKTail  = ` amz="$http_amz_sdk_request" inv="$http_amz_sdk_invocation_id" sc="$http_x_stainless_retry_count"`
 	RetrySDK = Retry + SDKTail
-	// AWSTail logs what the AWS JSON protocols (DynamoDB, …) say in headers: the error
-	// code answered (x-amzn-ErrorType), which tells a 400 ThrottlingException from a 400
-	// that is the client's fault, and the operation (X-Amz-Target), which tells a GetItem
-	// (a read, though a POST) from a PutItem.
-	AWSTail  = ` ec="$upstream_http_x_amzn_errortype" op="$http_x_amz_target"`
-	RetryAWS = RetrySDK + AWSTail
+	// FullTail logs the rest of what the SDKs read in headers: the error code answered
+	// (x-amzn-ErrorType), which tells a 400 ThrottlingException from a 400 that is the
+	// client's fault; the operation (X-Amz-Target), which tells a GetItem (a read, though a
+	// POST) from a PutItem; and retry-after-ms, which the Stainless clients wait for first.
+	FullTail     = ` ec="$upstream_http_x_amzn_errortype" op="$http_x_amz_target" ram="$sent_http_retry_after_ms"`
+	RetrySDKFull = RetrySDK + FullTail
 )
 
 // caddyKeys maps the paths of Caddy's default JSON access log (http.log.access) to fields.

@@ -48,12 +48,12 @@ func FuzzRetry(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) { roundTrip(t, format, line) })
 }
 
-// go test ./parse -run '^$' -fuzz FuzzRetrySDK -fuzztime 5m (retry-aws: retry-sdk and more)
+// go test ./parse -run '^$' -fuzz FuzzRetrySDK -fuzztime 5m (retry-sdk-full: retry-sdk and more)
 func FuzzRetrySDK(f *testing.F) {
 	seeds(f, "nginx-retry.log")
 	f.Add([]byte(`10.0.0.1 - - [29/Nov/2026:14:00:00 +0000] "GET /x HTTP/1.1" 503 2 "-" "aws-sdk-go-v2/1.30" rt=0.012 urt="0.012" us="503" ra="-" rr="-" rid="-" ik="-" retry_after="-" msec=1795960800.500 amz="attempt=2; max=4" inv="7c1e\x22-44" sc="-"`))
-	f.Add([]byte(`10.0.0.1 - - [29/Nov/2026:14:00:00 +0000] "POST / HTTP/1.1" 400 2 "-" "Boto3/1.34" rt=0.012 urt="0.012" us="400" ra="-" rr="-" rid="-" ik="-" retry_after="-" msec=1795960800.500 amz="attempt=1; max=10" inv="7c1e-44" sc="-" ec="com.amazonaws.dynamodb.v20120810#ThrottlingException:x" op="DynamoDB_20120810.GetItem"`))
-	format, _ := Preset("retry-aws")
+	f.Add([]byte(`10.0.0.1 - - [29/Nov/2026:14:00:00 +0000] "POST / HTTP/1.1" 400 2 "-" "Boto3/1.34" rt=0.012 urt="0.012" us="400" ra="-" rr="-" rid="-" ik="-" retry_after="-" msec=1795960800.500 amz="attempt=1; max=10" inv="7c1e-44" sc="-" ec="com.amazonaws.dynamodb.v20120810#ThrottlingException:x" op="DynamoDB_20120810.GetItem" ram="250"`))
+	format, _ := Preset("retry-sdk-full")
 	f.Fuzz(func(t *testing.T, line []byte) { roundTrip(t, format, line) })
 }
 

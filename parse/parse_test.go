@@ -475,7 +475,7 @@ func TestDetect(t *testing.T) {
 		{"retry", retry, "retry", ""},
 		{"combined", combined, "combined", ""},
 		{"retry-sdk", retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-"`, "retry-sdk", ""},
-		{"retry-aws", retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-" ec="ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/" op="DynamoDB_20120810.GetItem"`, "retry-aws", ""},
+		{"retry-sdk-full", retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-" ec="ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/" op="DynamoDB_20120810.GetItem" ram="-"`, "retry-sdk-full", ""},
 		{"retry with fields of its own", retry + ` tenant="acme" zone="b"`, "", "go on after the user agent"},
 		{"combined with fields of its own", combined + ` rt=0.012 ra="1"`, "", "--nginx-format"},
 	} {
@@ -497,11 +497,12 @@ func TestDetect(t *testing.T) {
 	if err != nil || r.Attempt != 1 || r.MaxAttempts != 10 || r.InvocationID != "7c1e-44" {
 		t.Errorf("retry-sdk: %+v, %v; want attempt 1 of max 10, invocation id 7c1e-44", r, err)
 	}
-	// and retry-aws the code of the error DynamoDB answered, and the operation
-	ec, _ := Preset("retry-aws")
-	r, err = ec.ParseLine([]byte(retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-" ec="ThrottlingException:http://internal.amazon.com/coral/" op="DynamoDB_20120810.GetItem"`))
-	if err != nil || r.ErrorCode != "ThrottlingException" || r.Operation != "DynamoDB_20120810.GetItem" {
-		t.Errorf("retry-aws: %+v, %v; want the error code ThrottlingException and the operation GetItem", r, err)
+	// and retry-sdk-full the code of the error DynamoDB answered, the operation and
+	// retry-after-ms
+	ec, _ := Preset("retry-sdk-full")
+	r, err = ec.ParseLine([]byte(retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-" ec="ThrottlingException:http://internal.amazon.com/coral/" op="DynamoDB_20120810.GetItem" ram="250"`))
+	if err != nil || r.ErrorCode != "ThrottlingException" || r.Operation != "DynamoDB_20120810.GetItem" || r.RetryAfter != "0.25" {
+		t.Errorf("retry-sdk-full: %+v, %v; want the error code ThrottlingException, the operation GetItem and a retry after 0.25 s", r, err)
 	}
 }
 

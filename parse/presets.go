@@ -24,8 +24,8 @@ type PresetInfo struct {
 // presets are every preset, in the order detection tries them: the most specific first
 // (retry-sdk before retry before combined, each extending the next one's lines).
 var presets = []PresetInfo{
-	{Name: "retry-aws", About: "retry-sdk plus what AWS's JSON protocols say in headers: the error code answered (x-amzn-ErrorType), which tells throttles that are not 429, and the operation (X-Amz-Target), which tells reads that are POSTs",
-		new: func() *Format { return mustCompile("retry-aws", RetryAWS, EscapeDefault) }},
+	{Name: "retry-sdk-full", About: "retry-sdk plus the error code answered (x-amzn-ErrorType), which tells throttles that are not 429, the operation (X-Amz-Target), which tells reads that are POSTs, and retry-after-ms",
+		new: func() *Format { return mustCompile("retry-sdk-full", RetrySDKFull, EscapeDefault) }},
 	{Name: "retry-sdk", About: "retry plus the SDKs' own headers: amz-sdk-request, amz-sdk-invocation-id, x-stainless-retry-count",
 		new: func() *Format { return mustCompile("retry-sdk", RetrySDK, EscapeDefault) }},
 	{Name: "retry", About: "combined plus request time, upstream status, the retry headers and $msec",

@@ -15,11 +15,12 @@ gn AS (
     SELECT attempt, count(*) AS near FROM g JOIN gs USING (attempt) WHERE abs(gap_ms - med) <= 3 GROUP BY attempt
 ),
 -- Writes (docs/metrics.md, "Writes that may have gone through twice"): per attempt of a
--- write (a POST that names a read operation, X-Amz-Target's GetItem, is none), whether an earlier attempt of its request may have written without the client
--- knowing (abandoned: 499, 0; or a 504, the gateway's timeout while the upstream may still
--- work), and whether this one may have reached the handler (any answer but a throttling
--- one: a 429, or a throttling error code, is refused before it). A request is protected only when every attempt that
--- may have reached the handler carried one and the same idempotency key.
+-- write (a POST that names a read operation, X-Amz-Target's GetItem, is none), whether an
+-- earlier attempt of its request may have written without the client knowing (abandoned:
+-- 499, 0; or a 504, the gateway's timeout while the upstream may still work), and whether
+-- this one may have reached the handler (any answer but a throttling one: a 429, or a
+-- throttling error code, is refused before it). A request is protected only when every
+-- attempt that may have reached the handler carried one and the same idempotency key.
 w AS (
     SELECT lkey, example, attempt, status,
         coalesce(bool_or(status IN (0, 499, 504)) OVER (PARTITION BY lkey ORDER BY attempt, ts

@@ -1,8 +1,8 @@
 -- 429 feedback loops (docs/metrics.md). A loop is a logical request with two or
 -- more consecutive attempts throttled: answered a throttling status (429 unless
 -- --throttle-status says more: .Throttle, a list of integers the program formats) or a
--- throttling error code (query.ThrottleCodes: a 400 ThrottlingException); consecutive ones share
--- attempt − rank. worst: the $1 longest loops, longest first, each with the logical
+-- throttling error code (query.ThrottleCodes: a 400 ThrottlingException); consecutive
+-- ones share attempt − rank. worst: the $1 longest loops, longest first, each with the logical
 -- request (its key as logged), its route, when the loop started and its length.
 WITH r AS (
     SELECT lkey, key_text, coalesce(method, '-') || ' ' || coalesce(uri, '-') AS call,

@@ -377,7 +377,7 @@ func TestStatedCap(t *testing.T) {
 }
 
 // Throttles that are not 429, told by the error code the gateway logs, and reads that
-// are POSTs, told by the operation (retry-aws: x-amzn-ErrorType, X-Amz-Target). Four AWS
+// are POSTs, told by the operation (retry-sdk-full: x-amzn-ErrorType, X-Amz-Target). Four AWS
 // SDK calls, each its own invocation id, worked by hand:
 //
 //	a  POST / GetItem: 400 ThrottlingException, 400 ThrottlingException, 200
@@ -407,7 +407,7 @@ func TestThrottleCodes(t *testing.T) {
 	} {
 		for n, a := range call.answers {
 			status, code, _ := strings.Cut(a, " ")
-			fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:00:%02d +0000] "%s %s HTTP/1.1" %s 2 "-" "Boto3/1.34" rt=0.010 urt="0.010" us="%s" ra="-" rr="-" rid="-" ik="-" retry_after="-" msec=%d.000 amz="attempt=%d; max=10" inv="call-%s" sc="-" ec="%s" op="%s"`+"\n",
+			fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:00:%02d +0000] "%s %s HTTP/1.1" %s 2 "-" "Boto3/1.34" rt=0.010 urt="0.010" us="%s" ra="-" rr="-" rid="-" ik="-" retry_after="-" msec=%d.000 amz="attempt=%d; max=10" inv="call-%s" sc="-" ec="%s" op="%s" ram="-"`+"\n",
 				sec, call.method, call.uri, status, status, 1795960800+sec, n+1, call.id, code, call.op)
 			sec++
 		}
@@ -429,7 +429,7 @@ func TestThrottleCodes(t *testing.T) {
 		loops, blind, nonRetryReq float64
 		nonRetryAttempts, writes  float64
 	}{
-		{"retry-aws", 1, 3, 1, 1, 1},
+		{"retry-sdk-full", 1, 3, 1, 1, 1},
 		{"retry-sdk", 0, 0, 3, 4, 2},
 	} {
 		stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--log-format", c.format, log)

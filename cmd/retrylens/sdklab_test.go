@@ -30,7 +30,7 @@ type sdkAttempt struct {
 
 // TestRealSDKs runs real SDKs nobody here wrote, aws-sdk-go-v2 and botocore (Debian's
 // python3-boto3, its default retry mode; DynamoDB and S3) and openai-go (a Stainless
-// client), through real nginx (the retry-aws format) and Caddy to an
+// client), through real nginx (the retry-sdk-full format) and Caddy to an
 // upstream that answers as those services do, failing (500), throttling (DynamoDB's 400
 // ThrottlingException, S3's 503 SlowDown, OpenAI's 429 with retry-after-ms) and slow (a
 // write answered after the clients' timeout). Each gateway's report is compared with the
@@ -59,7 +59,7 @@ func TestRealSDKs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer up.Close()
-	n, err := lab.StartNginxWith(filepath.Join(dir, "nginx"), lab.NginxOptions{Upstreams: []string{up.Addr}, Format: parse.RetryAWS})
+	n, err := lab.StartNginxWith(filepath.Join(dir, "nginx"), lab.NginxOptions{Upstreams: []string{up.Addr}, Format: parse.RetrySDKFull})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestRealSDKs(t *testing.T) {
 		name, url, log, format string
 		stop                   func() error
 	}{
-		{"nginx", n.URL(), n.TextLog, "retry-aws", n.Stop},
+		{"nginx", n.URL(), n.TextLog, "retry-sdk-full", n.Stop},
 		{"caddy", c.URL(), c.Log, "caddy", c.Stop},
 	}
 	sdks := []string{"aws", "openai"}
