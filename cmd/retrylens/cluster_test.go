@@ -379,3 +379,51 @@ func TestClusterVerifyStored(t *testing.T) {
 		t.Fatalf("verify after the repair: exit %d: %s%s", code, out, stderr)
 	}
 }
+
+// A cluster made before error_code and operation: the next ingest adds them to the
+// Distributed table and to every shard's table (ClickHouse 18.16 has no ADD COLUMN IF NOT
+// EXISTS), keeps the rows, and reports read them.
+func TestClusterGainsColumns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a ClickHouse cluster")
+	}
+	t.Parallel()
+	url := testmain.ClusterURL(t)
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", url, scenario("quiet-hour")); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	cl, err := cluster.OpenCluster(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var before uint64
+	if err := cl.Conn.QueryRow(t.Context(), "SELECT count() FROM "+cl.Table("requests")).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range []string{"error_code", "operation"} {
+		if err := cl.Conn.Exec(t.Context(), "ALTER TABLE "+cl.Table("requests")+" DROP COLUMN "+col); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range cl.Shards {
+			if err := s.Exec(t.Context(), "ALTER TABLE "+cl.Table("requests_local")+" DROP COLUMN "+col); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", url, scenario("incident-hour")); code != 0 {
+		t.Fatalf("ingest into the older cluster: exit %d: %s", code, stderr)
+	}
+	var after, n uint64
+	if err := cl.Conn.QueryRow(t.Context(), "SELECT count() FROM "+cl.Table("requests")).Scan(&after); err != nil || after <= before {
+		t.Errorf("rows after the second ingest: %d, %v; want more than the %d before", after, err, before)
+	}
+	for i, conn := range append(cl.Shards, cl.Conn) {
+		if err := conn.QueryRow(t.Context(), "SELECT count() FROM system.columns WHERE database = ? AND name IN ('error_code', 'operation')", cl.DB).Scan(&n); err != nil || n < 2 {
+			t.Errorf("server %d: %d of the columns, %v", i, n, err)
+		}
+	}
+	if _, stderr, code := retrylens(t, nil, "report", "--format", "json", "--db", url); code != 0 {
+		t.Errorf("report: exit %d: %s", code, stderr)
+	}
+}
