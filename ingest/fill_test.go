@@ -18,6 +18,7 @@ import (
 // limits; a key as its hash, and as text on every line but a first attempt (a retry, an
 // untagged line). More rows than one chunk, so that later chunks reuse a thread's filler.
 func TestFillValues(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := memDB(t)
 	long := strings.Repeat("/é", 40)

@@ -25,6 +25,7 @@ import (
 )
 
 func TestDetect(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file, want string
 	}{
@@ -71,6 +72,7 @@ func TestDetect(t *testing.T) {
 // is inserting the rows already parsed) leaves no rows and no registry entry behind, and
 // the same file then loads whole.
 func TestLoadIsAtomic(t *testing.T) {
+	t.Parallel()
 	format, _ := parse.Preset("retry")
 	src, err := os.ReadFile("../testdata/quiet-hour/access.log")
 	if err != nil {
@@ -117,6 +119,7 @@ func TestLoadIsAtomic(t *testing.T) {
 // given a LIMIT), the load fails and commits nothing, rather than taking the rows DuckDB
 // read for the whole chunk.
 func TestLoadRefusesPartialChunk(t *testing.T) {
+	// not parallel: it changes rowsInsert, which every load reads
 	defer func(f func(int64, int64) string) { rowsInsert = f }(rowsInsert)
 	rowsInsert = func(id, file int64) string { return insertRows(id, file) + " LIMIT 10" }
 	ctx := context.Background()
@@ -182,6 +185,7 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 }
 
 func TestInputs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	touch := func(names ...string) {
 		for _, n := range names {
@@ -228,6 +232,7 @@ func TestInputs(t *testing.T) {
 // message that says so, not DuckDB's binder error halfway through a load; read-only, its
 // missing tables too (columns' fallback).
 func TestOldSchema(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "old.duckdb")
 	old, err := sql.Open("duckdb", path)
 	if err != nil {
@@ -250,6 +255,7 @@ func TestOldSchema(t *testing.T) {
 // A database from before error_code and operation: a read-only open says what adds them, any open for
 // writing adds it (its rows kept), and then a read-only open works.
 func TestColumnsAddedInPlace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "before.duckdb")
 	db, err := Open(ctx, path)
@@ -283,6 +289,7 @@ func TestColumnsAddedInPlace(t *testing.T) {
 // read-write open and refused, with what to run, by a read-only one. Its rows stay, their
 // keys hashed (xxhash computed here) and their text kept on every line but first attempts.
 func TestUpgradeKeys(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "keys.duckdb")
 	db, err := Open(ctx, path)
@@ -365,6 +372,7 @@ func TestSchemaColumns(t *testing.T) {
 // Log fields with every byte the rows must carry into DuckDB (tab, newline, CR, quote, NUL,
 // backslash, non-ASCII) come out of the database exactly as the parser read them.
 func TestRowsRoundTrip(t *testing.T) {
+	t.Parallel()
 	const line = `10.0.0.1 - - [29/Nov/2026:10:00:00 +0000] "GET /a\x09b\x0Ac\x22d\x00e\x5Cf\x0Dg/\xC3\xA9 HTTP/1.1" 502 3 "-" "ua \x22q\x22\x09\x00" rt=0.012 urt="0.011" us="502, 200" ra="1" rr="5xx" rid="r\x09\x22" ik="-" retry_after="-" msec=1795946400.012` + "\n"
 	format, _ := parse.Preset("retry")
 	want, err := format.ParseLine([]byte(line))
@@ -408,6 +416,7 @@ func TestRowsRoundTrip(t *testing.T) {
 // tabs, newlines, NUL, backslashes, multi-byte runes) go through parse, retrylens_rows and
 // DuckDB unchanged: the database holds what the parser read, field by field.
 func TestRowsRandom(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	alphabet := []rune("ab\"\\\t\n\r\x00\x01\x1f ,;'=+-@é✓\U0001F600<>{}|")
 	str := func() string {
@@ -492,6 +501,7 @@ func TestRowsRandom(t *testing.T) {
 // written to the wrong place, or a field the loader forgets, fails here even when no
 // report reads it.
 func TestRowsEveryColumn(t *testing.T) {
+	t.Parallel()
 	files := []string{
 		"../parse/testdata/nginx-retry.log", "../parse/testdata/nginx-retry.jsonl", "../parse/testdata/caddy.jsonl",
 		"../parse/testdata/gateways/envoy.jsonl", "../parse/testdata/gateways/haproxy.log",
@@ -620,6 +630,7 @@ func TestRowsEveryColumn(t *testing.T) {
 // 20,000 lines (ten jobs for the parsers) with every seventh cut short; the samples are
 // the first 20 rejected lines, in order, and every count is exact.
 func TestParallelRejects(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := memDB(t)
 	src, err := os.ReadFile("../testdata/quiet-hour/access.log")
@@ -700,6 +711,7 @@ func firstKey(keys ...string) string {
 // duckerr.Missing against DuckDB's own errors: a missing table or column, and not
 // another kind.
 func TestMissing(t *testing.T) {
+	t.Parallel()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ func chunks(content string, pos, end, size int64) []string {
 // A chunk is whole lines, ending at the first line end that makes it at least the chunk
 // size; the last ends at the end given (the file's last line end). Worked out by hand.
 func TestChunkReader(t *testing.T) {
+	t.Parallel()
 	const content = "aa\nbbbb\nc\n\nddddddd\ne\n"
 	tests := []struct {
 		name      string
@@ -64,6 +65,7 @@ func TestChunkReader(t *testing.T) {
 // planFile reads a plain file only as far as the longest registered length, and finds its
 // last line end from the end; a gzip file it reads whole. The offsets are counted by hand.
 func TestPlanFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string, gz bool) string {
 		path := filepath.Join(dir, name)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestRoute(t *testing.T) {
+	t.Parallel()
 	r, err := NewRouter([]string{"/api/users/{id}/orders", "/v1/{tenant}/items"})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 // Attacker-controlled bytes from a rejected line reach the terminal escaped.
 func TestIngestSummarySanitised(t *testing.T) {
+	t.Parallel()
 	res := &Result{Files: []File{{
 		Path: "access.log", Format: "retry", Lines: 3, Rows: 2, Rejected: 1,
 		Reasons: map[string]int64{"literal": 1},

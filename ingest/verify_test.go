@@ -15,6 +15,7 @@ import (
 // Check names the damaged load ids and the loads of the same file after them, and the
 // next Load repairs the database so that it holds what a clean load of the file holds.
 func TestCheckAndRepair(t *testing.T) {
+	t.Parallel()
 	const file = "../testdata/incident-hour/access.log" // 126 lines, 3 rejected: 4 chunks of 8 KiB
 	format, _ := parse.Preset("retry")
 	opt := Options{Format: format, ChunkBytes: 8 << 10}
@@ -106,6 +107,7 @@ func TestCheckAndRepair(t *testing.T) {
 // A database written before loads recorded their line sums is checked by counting its
 // loads' distinct lines; an ingest records the sums of the sound ones.
 func TestCheckWithoutLineSums(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	format, _ := parse.Preset("retry")
 	opt := Options{Format: format, ChunkBytes: 8 << 10}

@@ -123,6 +123,7 @@ func readAll(t *testing.T, set *query.Set) everything {
 // cache is not read.
 func TestCacheSameFigures(t *testing.T) {
 	testmain.EndToEndOnly(t) // builds and updates the cache six times; TestContract and TestRangeTablesEqualStored stay
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	retry, _ := parse.Preset("retry")
@@ -267,6 +268,7 @@ func TestCacheSameFigures(t *testing.T) {
 // rebuild puts back the rows' own.
 func TestStoredAnswers(t *testing.T) {
 	testmain.Long(t, "every stored answer against the one computed")
+	t.Parallel()
 	ctx := context.Background()
 	db := incidentDB(t)
 	if how, err := query.Refresh(ctx, db); err != nil || how != query.CacheRebuilt {
@@ -364,6 +366,7 @@ func TestStoredAnswers(t *testing.T) {
 // whole report does, and reads the rows (Fill) only at its first question they do not
 // hold, then answers it and the rest as a Set of the rows does.
 func TestAnswersThenFill(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := incidentDB(t)
 	// No cache: the Set's tables are built from the rows.
@@ -428,6 +431,7 @@ func TestAnswersThenFill(t *testing.T) {
 // one: the cache's tables cut to a range of whole minutes, no rows. Every figure equals
 // the range's own rows' without Fill; the first question that reads rows fills it, once.
 func TestCutThenFill(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := incidentDB(t)
 	if _, err := query.Refresh(ctx, db); err != nil {

@@ -9,6 +9,7 @@ import (
 // Every figure's counts are in the catalogue of counts, and Sums computes what Metrics
 // holds: the surfaces that serve counts give the report's ratios.
 func TestFiguresSums(t *testing.T) {
+	t.Parallel()
 	var c counts
 	for i, col := range countColumns {
 		*col.place(&c) = int64(1000 - 7*i) // every denominator positive

@@ -79,6 +79,7 @@ func summaryAndLinking(t *testing.T, set *query.Set) (judge.Metrics, query.Linki
 
 // Rows inserted by hand; the expected metrics are counted from this list by hand.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := memDB(t)
 	rows := []struct {
@@ -147,6 +148,7 @@ func TestMetrics(t *testing.T) {
 // Hand-made logical requests for the 429 loop and policy-finding figures; the expected
 // counts are worked out in the comments.
 func TestLoopsAndFindings(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := memDB(t)
 	rows := []struct {
@@ -253,6 +255,7 @@ func insert(t *testing.T, db *sql.DB, rows [][]any) {
 // Rows without a strong key link by client, user agent, method and URI: attempt numbers
 // increase and attempts are at most --max-gap apart.
 func TestHeuristicLinking(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := memDB(t)
 	insert(t, db, [][]any{
@@ -287,6 +290,7 @@ func TestHeuristicLinking(t *testing.T) {
 
 // --infer-attempts numbers the repeats of an untagged request after retryable failures.
 func TestInferAttempts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := memDB(t)
 	insert(t, db, [][]any{
@@ -325,6 +329,7 @@ func TestInferAttempts(t *testing.T) {
 
 // Proxy tries (nginx's upstream lists) make their own amplification, apart from attempts.
 func TestProxyAmplification(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := memDB(t)
 	// "502, 200" is two tries; "200" one; a line without the column counts for neither.
@@ -345,6 +350,7 @@ func TestProxyAmplification(t *testing.T) {
 
 // Retries in lockstep are "synchronised"; the backoff profile shows the gaps per attempt.
 func TestBackoffAndSynchronised(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := memDB(t)
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
@@ -433,6 +439,7 @@ func TestBackoffAndSynchronised(t *testing.T) {
 // the first ended, beyond the millisecond log's 1 ms slack. Those are no backoff to
 // synchronise: no synchronised finding (docs/metrics.md).
 func TestHedgesAreNotSynchronised(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := memDB(t)
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
@@ -464,6 +471,7 @@ func TestHedgesAreNotSynchronised(t *testing.T) {
 // throttling status nothing is a loop or blind; with 503 too, 2 loops and 4 blind
 // retries (both retries of each).
 func TestRetryAfterForms(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := memDB(t)
 	line := 0
@@ -507,6 +515,7 @@ func TestRetryAfterForms(t *testing.T) {
 // requests, A recovered, both ending 2xx. A retry after only a 2xx answer joins it (a
 // timeout race, after_2xx: TestHeuristicAfter2xx): C's.
 func TestHeuristicOpenChain(t *testing.T) {
+	t.Parallel()
 	db := memDB(t)
 	insert(t, db, [][]any{
 		{"2026-11-29 10:00:00", "10.0.0.1", "GET", "/a", 0, 502, nil},   // A0
@@ -527,6 +536,7 @@ func TestHeuristicOpenChain(t *testing.T) {
 // B's open chain, not C's 2xx in between; D's retry, two minutes after D's 2xx (over
 // --max-gap), stays an orphan. 5 logical requests (A, B, C, D, the orphan), 1 recovered (B).
 func TestHeuristicAfter2xx(t *testing.T) {
+	t.Parallel()
 	db := memDB(t)
 	insert(t, db, [][]any{
 		{"2026-11-29 10:00:00.1", "10.0.0.1", "GET", "/a", 0, 200, nil},  // A0
@@ -549,6 +559,7 @@ func TestHeuristicAfter2xx(t *testing.T) {
 // (every retry the same example, the smallest); "b-one" and "c-one" retry once each.
 // duplicate_write_risk: 3 requests, 1,502 retries, and all three named.
 func TestFindingExamplesPastAStorm(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := memDB(t)
 	_, err := db.Exec(`INSERT INTO lines (file_id, line, ts, request_time, request_id, method, uri, route, attempt, status)
@@ -619,6 +630,7 @@ func TestCloseDiscardsTheSetsTables(t *testing.T) {
 // A table's endpoints (TopGroups): the first groups with retries, by retries, then
 // requests, then key; the groups left out are counted. Counted by hand from the rows.
 func TestTopGroups(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := memDB(t)
 	// route: statuses of each request's attempts 0, 1, ...

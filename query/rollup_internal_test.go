@@ -19,6 +19,7 @@ import (
 // time table of one-second buckets, for widths and zone offsets that do not divide an
 // hour, and the summary equals one group over everything.
 func TestMinuteRollup(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := ingest.Open(ctx, "")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseWindow(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]time.Duration{"1m": time.Minute, "10s": 10 * time.Second, "1h": time.Hour, "1d": 24 * time.Hour, "90m": 90 * time.Minute} {
 		if got, err := ParseWindow(in); err != nil || got != want {
 			t.Errorf("ParseWindow(%q) = %v, %v; want %v", in, got, err, want)
@@ -19,6 +20,7 @@ func TestParseWindow(t *testing.T) {
 }
 
 func TestParseRange(t *testing.T) {
+	t.Parallel()
 	want := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC) // 10:00 in Paris, in winter
 	for _, since := range []string{"2026-11-29T09:00:00Z", "29/Nov/2026:10:00:00 +0100", "2026-11-29 10:00", "2026-11-29T10:00:00"} {
 		o, loc, err := ParseRange(since, "", "Europe/Paris")
