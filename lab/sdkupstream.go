@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -27,34 +28,20 @@ type SDKPhases struct {
 	RetryAfterMs             int // what OpenAI's 429s ask (retry-after-ms)
 }
 
-// SDKAttempt is one attempt as the SDK upstream received and answered it.
-type SDKAttempt struct {
-	Start, End time.Time
-	Method     string
-	Path       string
-	Target     string // X-Amz-Target
-	Invocation string // amz-sdk-invocation-id
-	Stainless  string // x-stainless-retry-count
-	Status     int
-	Code       string // the error code answered, "" for none
-	Wrote      bool
-}
-
 // SDKUpstream is an origin that answers as the services real SDKs call do, enough for
 // their retries: DynamoDB (POST / with X-Amz-Target GetItem or PutItem, the JSON 1.0
 // protocol), S3 (GET and PUT /BUCKET/KEY, path style) and OpenAI (POST
-// /v1/chat/completions, GET /v1/models). It records every attempt, and counts the writes
-// it performed (PutItem, PutObject, a chat completion) per logical call: the invocation
-// id, else the body's "user" (the lab's OpenAI client names each call there).
+// /v1/chat/completions, GET /v1/models). It counts the writes it performed (PutItem,
+// PutObject, a chat completion) per logical call: the invocation id, else the body's
+// "user" (the lab's OpenAI client names each call there).
 type SDKUpstream struct {
 	Addr   string
 	srv    *http.Server
 	phases SDKPhases
 	start  time.Time
 
-	mu       sync.Mutex
-	attempts []SDKAttempt
-	writes   map[string]int
+	mu     sync.Mutex
+	writes map[string]int
 }
 
 // StartSDKUpstream starts the SDK upstream on a free loopback port.
@@ -72,22 +59,11 @@ func StartSDKUpstream(p SDKPhases) (*SDKUpstream, error) {
 // Close stops it.
 func (u *SDKUpstream) Close() error { return u.srv.Close() }
 
-// Attempts returns every attempt it answered, in the order it finished them.
-func (u *SDKUpstream) Attempts() []SDKAttempt {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return append([]SDKAttempt(nil), u.attempts...)
-}
-
 // Writes returns the writes performed per logical call.
 func (u *SDKUpstream) Writes() map[string]int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	out := make(map[string]int, len(u.writes))
-	for k, v := range u.writes {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(u.writes)
 }
 
 // draw is a share in [0, 1) drawn from the attempt's identity.
@@ -102,19 +78,17 @@ func draw(parts ...string) float64 {
 
 func (u *SDKUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	a := SDKAttempt{Start: time.Now(), Method: r.Method, Path: r.URL.Path, Target: r.Header.Get("X-Amz-Target"),
-		Invocation: r.Header.Get("Amz-Sdk-Invocation-Id"), Stainless: r.Header.Get("X-Stainless-Retry-Count")}
-	call := a.Invocation
+	target := r.Header.Get("X-Amz-Target")
+	call := r.Header.Get("Amz-Sdk-Invocation-Id")
 	if call == "" {
 		var v struct{ User string }
 		json.Unmarshal(body, &v)
 		call = v.User
 	}
-	attempt := r.Header.Get("Amz-Sdk-Request") + a.Stainless
-	since := a.Start.Sub(u.start)
+	since := time.Since(u.start)
 	p := u.phases
 	in := func(from, to time.Duration) bool { return since >= from && since < to }
-	x := draw(call, attempt, r.URL.Path)
+	x := draw(call, r.Header.Get("Amz-Sdk-Request")+r.Header.Get("X-Stainless-Retry-Count"), r.URL.Path)
 	kind := "ok"
 	switch {
 	case in(p.FailFrom, p.FailTo) && x < p.Fail:
@@ -128,91 +102,78 @@ func (u *SDKUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/v1/"):
 		service, op = "openai", r.Method+" "+r.URL.Path
-	case a.Target != "":
-		service, op = "dynamodb", a.Target[strings.LastIndexByte(a.Target, '.')+1:]
+	case target != "":
+		service, op = "dynamodb", target[strings.LastIndexByte(target, '.')+1:]
 	default:
 		service, op = "s3", r.Method
 	}
 	write := op == "PutItem" || (service == "s3" && op == "PUT") || op == "POST /v1/chat/completions"
-	if kind == "slow" && !write {
-		kind = "ok"
-	}
-	if kind == "slow" {
+	if kind == "slow" && write { // only writes are slow: performed, answered late
 		time.Sleep(p.SlowFor)
 	}
-	a.Status, a.Code = answer(w, service, op, kind, p.RetryAfterMs)
-	a.End = time.Now()
-	u.mu.Lock()
-	if a.Wrote = write && a.Status < 300; a.Wrote {
+	if answer(w, service, op, kind, p.RetryAfterMs) < 300 && write {
+		u.mu.Lock()
 		u.writes[call]++
+		u.mu.Unlock()
 	}
-	u.attempts = append(u.attempts, a)
-	u.mu.Unlock()
+}
+
+// failures are each service's answers when it fails and throttles: status and error code
+// (what DynamoDB puts in x-amzn-ErrorType and the AWS JSON body, S3 in its XML body).
+var failures = map[string]map[string]struct {
+	status int
+	code   string
+}{
+	"dynamodb": {"fail": {http.StatusInternalServerError, "InternalServerError"}, "throttle": {http.StatusBadRequest, "ThrottlingException"}},
+	"s3":       {"fail": {http.StatusInternalServerError, "InternalError"}, "throttle": {http.StatusServiceUnavailable, "SlowDown"}},
+	"openai":   {"fail": {http.StatusInternalServerError, "server_error"}, "throttle": {http.StatusTooManyRequests, "rate_limit_exceeded"}},
 }
 
 // answer writes the service's answer of kind ("ok", "fail", "throttle", "slow") to op, as
-// the service writes it, and returns its status and error code.
-func answer(w http.ResponseWriter, service, op, kind string, retryAfterMs int) (int, string) {
+// the service writes it, and returns its status.
+func answer(w http.ResponseWriter, service, op, kind string, retryAfterMs int) int {
 	h := w.Header()
-	switch service {
-	case "dynamodb":
+	if f, ok := failures[service][kind]; ok {
+		switch service {
+		case "dynamodb":
+			h.Set("Content-Type", "application/x-amz-json-1.0")
+			h.Set("X-Amzn-Errortype", f.code+":http://internal.amazon.com/coral/com.amazon.coral.availability/")
+			w.WriteHeader(f.status)
+			fmt.Fprintf(w, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"lab"}`, f.code)
+		case "s3":
+			h.Set("Content-Type", "application/xml")
+			w.WriteHeader(f.status)
+			fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>lab</Message></Error>`, f.code)
+		default:
+			h.Set("Content-Type", "application/json")
+			if kind == "throttle" {
+				h.Set("Retry-After-Ms", fmt.Sprint(retryAfterMs))
+			}
+			w.WriteHeader(f.status)
+			fmt.Fprintf(w, `{"error":{"message":"lab","type":%q}}`, f.code)
+		}
+		return f.status
+	}
+	switch {
+	case service == "dynamodb":
 		h.Set("Content-Type", "application/x-amz-json-1.0")
-		status, code := http.StatusOK, ""
-		switch kind {
-		case "fail":
-			status, code = http.StatusInternalServerError, "InternalServerError"
-		case "throttle":
-			status, code = http.StatusBadRequest, "ThrottlingException"
-		}
-		if code != "" {
-			h.Set("X-Amzn-Errortype", code+":http://internal.amazon.com/coral/com.amazon.coral.availability/")
-			w.WriteHeader(status)
-			fmt.Fprintf(w, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"lab"}`, code)
-			return status, code
-		}
 		if op == "GetItem" {
 			io.WriteString(w, `{"Item":{"id":{"S":"k"}}}`)
 		} else {
 			io.WriteString(w, `{}`)
 		}
-		return status, ""
-	case "s3":
-		status, code := http.StatusOK, ""
-		switch kind {
-		case "fail":
-			status, code = http.StatusInternalServerError, "InternalError"
-		case "throttle":
-			status, code = http.StatusServiceUnavailable, "SlowDown"
-		}
-		if code != "" {
-			h.Set("Content-Type", "application/xml")
-			w.WriteHeader(status)
-			fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>lab</Message></Error>`, code)
-			return status, code
-		}
+	case service == "s3":
 		h.Set("ETag", `"5d41402abc4b2a76b9719d911017c592"`)
 		if op == "GET" {
 			h.Set("Content-Type", "application/octet-stream")
 			io.WriteString(w, "hello")
 		}
-		return status, ""
-	}
-	h.Set("Content-Type", "application/json")
-	switch kind {
-	case "fail":
-		w.WriteHeader(http.StatusInternalServerError)
-		io.WriteString(w, `{"error":{"message":"lab","type":"server_error"}}`)
-		return http.StatusInternalServerError, ""
-	case "throttle":
-		h.Set("Retry-After-Ms", fmt.Sprint(retryAfterMs))
-		w.WriteHeader(http.StatusTooManyRequests)
-		io.WriteString(w, `{"error":{"message":"lab","type":"rate_limit_exceeded"}}`)
-		return http.StatusTooManyRequests, ""
-	}
-	if op == "GET /v1/models" {
+	case op == "GET /v1/models":
+		h.Set("Content-Type", "application/json")
 		io.WriteString(w, `{"object":"list","data":[{"id":"lab-1","object":"model","created":0,"owned_by":"lab"}]}`)
-	} else {
+	default:
+		h.Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"chatcmpl-lab","object":"chat.completion","created":0,"model":"lab-1","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
 	}
-	return http.StatusOK, ""
+	return http.StatusOK
 }

@@ -266,7 +266,7 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 	c("retrylens_hedged_requests_total", "Logical requests with a hedge (an attempt sent while another was in flight).", float64(s.hedging.Requests), prometheus.CounterValue)
 	c("retrylens_hedges_total", "Hedges: attempts started before an earlier attempt of their request ended.", float64(s.hedging.Hedges), prometheus.CounterValue)
 	c("retrylens_hedge_wins_total", "Hedges that were their request's first 2xx.", float64(s.hedging.Wins), prometheus.CounterValue)
-	c("retrylens_loops_429_total", "Logical requests with two or more 429s in a row.", float64(s.loops.Loops), prometheus.CounterValue)
+	c("retrylens_loops_429_total", "Logical requests with two or more throttled attempts in a row (429, --throttle-status, a throttling error code).", float64(s.loops.Loops), prometheus.CounterValue)
 	c("retrylens_premature_retries_total", "Retries started before the previous answer's Retry-After had passed.", float64(s.loops.PrematureRetries), prometheus.CounterValue)
 	c("retrylens_blind_retries_total", "Retries after a throttling answer that carried no Retry-After.", float64(s.loops.BlindRetries), prometheus.CounterValue)
 	for _, kind := range query.FindingKinds {

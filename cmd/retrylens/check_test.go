@@ -376,24 +376,9 @@ func TestStatedCap(t *testing.T) {
 	}
 }
 
-// Throttles that are not 429, told by the error code the gateway logs, and reads that
-// are POSTs, told by the operation (retry-sdk-full: x-amzn-ErrorType, X-Amz-Target). Four AWS
-// SDK calls, each its own invocation id, worked by hand:
-//
-//	a  POST / GetItem: 400 ThrottlingException, 400 ThrottlingException, 200
-//	b  POST / PutItem: 400 ValidationException, 400 ValidationException (a client bug)
-//	c  PUT /bucket/k (S3, no operation header): 503 SlowDown, 200
-//	d  GET /bucket/k (S3): 400 RequestTimeout, 200
-//
-// Throttled attempts: a's two and c's one. Loops (two or more throttled in a row): a
-// alone. Blind retries (after a throttle, with no Retry-After to go by): a's 2 and 3, c's
-// 2: 3. Retries of non-retryable answers: b's second attempt alone (a's follow throttles,
-// d's a transient RequestTimeout). Retried POSTs without an idempotency key
-// (duplicate_write_risk): b alone, a being a read. The same lines read without the codes
-// and operations (retry-sdk) give no loop, no blind retry, a, b and d as non-retryable
-// retries (4 attempts), and a and b as retried writes.
-func TestThrottleCodes(t *testing.T) {
-	t.Parallel()
+// awsThrottleLog writes TestThrottleCodes's log (retry-sdk-full) and returns its path.
+func awsThrottleLog(t *testing.T) string {
+	t.Helper()
 	var b strings.Builder
 	sec := 0
 	for _, call := range []struct {
@@ -413,7 +398,31 @@ func TestThrottleCodes(t *testing.T) {
 		}
 	}
 	log := filepath.Join(t.TempDir(), "aws.log")
-	os.WriteFile(log, []byte(b.String()), 0o644)
+	if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return log
+}
+
+// Throttles that are not 429, told by the error code the gateway logs, and reads that
+// are POSTs, told by the operation (retry-sdk-full: x-amzn-ErrorType, X-Amz-Target). Four AWS
+// SDK calls, each its own invocation id, worked by hand:
+//
+//	a  POST / GetItem: 400 ThrottlingException, 400 ThrottlingException, 200
+//	b  POST / PutItem: 400 ValidationException, 400 ValidationException (a client bug)
+//	c  PUT /bucket/k (S3, no operation header): 503 SlowDown, 200
+//	d  GET /bucket/k (S3): 400 RequestTimeout, 200
+//
+// Throttled attempts: a's two and c's one. Loops (two or more throttled in a row): a
+// alone. Blind retries (after a throttle, with no Retry-After to go by): a's 2 and 3, c's
+// 2: 3. Retries of non-retryable answers: b's second attempt alone (a's follow throttles,
+// d's a transient RequestTimeout). Retried POSTs without an idempotency key
+// (duplicate_write_risk): b alone, a being a read. The same lines read without the codes
+// and operations (retry-sdk) give no loop, no blind retry, a, b and d as non-retryable
+// retries (4 attempts), and a and b as retried writes.
+func TestThrottleCodes(t *testing.T) {
+	t.Parallel()
+	log := awsThrottleLog(t)
 	type figures struct {
 		Loops struct {
 			Loops float64 `json:"loops"`

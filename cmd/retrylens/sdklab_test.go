@@ -144,9 +144,6 @@ func TestRealSDKs(t *testing.T) {
 				AWSCalls: link.Linking.InvocationID, Premature: r.Loops429.PrematureRetries,
 				NonRetryable: nonRetryable, OverCap: overCap,
 			}
-			if os.Getenv("RL_KEEP") != "" {
-				exec.Command("cp", "-r", dir, "/tmp/sdklab-kept").Run()
-			}
 			if got != want.sdkFigures {
 				t.Errorf("report against the SDKs' own record:\n got  %+v\n want %+v", got, want.sdkFigures)
 			}

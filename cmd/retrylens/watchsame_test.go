@@ -50,6 +50,7 @@ func TestWatchIsTheReport(t *testing.T) {
 		{"keys-that-lie", scenario("keys-that-lie"), "1m"},
 		{"overlapping-attempts", scenario("overlapping-attempts"), "10s"},
 		{"untagged-firsts", scenario("untagged-firsts"), "1m"},
+		{"aws-throttles", awsThrottleLog(t), "1m"}, // throttles by error code, reads that are POSTs
 		{"generated", gen, "1m"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
