@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/retrylens/retrylens/cluster"
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/internal/testmain"
@@ -418,10 +420,16 @@ func TestClusterGainsColumns(t *testing.T) {
 	if err := cl.Conn.QueryRow(t.Context(), "SELECT count() FROM "+cl.Table("requests")).Scan(&after); err != nil || after <= before {
 		t.Errorf("rows after the second ingest: %d, %v; want more than the %d before", after, err, before)
 	}
-	for i, conn := range append(cl.Shards, cl.Conn) {
-		if err := conn.QueryRow(t.Context(), "SELECT count() FROM system.columns WHERE database = ? AND name IN ('error_code', 'operation')", cl.DB).Scan(&n); err != nil || n < 2 {
-			t.Errorf("server %d: %d of the columns, %v", i, n, err)
+	has := func(conn driver.Conn, table string) {
+		t.Helper()
+		if err := conn.QueryRow(t.Context(), "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name IN ('error_code', 'operation')",
+			cl.DB, table).Scan(&n); err != nil || n != 2 {
+			t.Errorf("%s: %d of the two columns, %v", table, n, err)
 		}
+	}
+	has(cl.Conn, "requests")
+	for _, s := range cl.Shards {
+		has(s, "requests_local")
 	}
 	if _, stderr, code := retrylens(t, nil, "report", "--format", "json", "--db", url); code != 0 {
 		t.Errorf("report: exit %d: %s", code, stderr)
