@@ -5,7 +5,7 @@ import "strings"
 // Figure is one ratio of docs/metrics.md over named counts (CountNames): the one place
 // it is defined. The report computes it from a slice's counts (Metrics), watch serves the
 // counts and its Prometheus rules compute it from them with the same formula
-// (watch.PrometheusRules), and the docs' tables of figures are checked against this list.
+// (promrules.Write), and the docs' tables of figures are checked against this list.
 // Adding a figure over existing counts is one line of Figures; the JSON carries it by its
 // key, and a column in report/columns.go shows it in the table.
 type Figure struct {

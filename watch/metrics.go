@@ -12,6 +12,7 @@ import (
 	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
+	"github.com/retrylens/retrylens/watch/promrules"
 )
 
 // snapshot is what the batches computed: the counts of every logical request that
@@ -104,7 +105,7 @@ type liveCount struct {
 }
 
 // liveCounts are the counts served per endpoint (method and route labels first), beside
-// every figure's numerator and denominator (figureNumerator).
+// every figure's numerator and denominator (promrules.FigureNumerator).
 var liveCounts = []liveCount{
 	{"first_attempts", "retrylens_attempts_total", []string{"attempt", "first"}, attemptsHelp},
 	{"retries", "retrylens_attempts_total", []string{"attempt", "retry"}, attemptsHelp},
@@ -138,14 +139,6 @@ func (l liveCount) labelled() (names, values []string) {
 	}
 	return names, values
 }
-
-// The figures' numerators and denominators, per endpoint and labelled by figure: a
-// figure over any stretch of time is increase(numerator) / increase(denominator), the
-// report's formula (judge.Figure.Sums), which PrometheusRules records.
-const (
-	figureNumerator   = "retrylens_figure_numerator_total"
-	figureDenominator = "retrylens_figure_denominator_total"
-)
 
 // labelSep joins label values into a map key.
 const labelSep = "\x00"
@@ -251,8 +244,8 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 		for _, f := range judge.Figures {
 			num, den := f.Sums(c)
 			labels := append(slices.Clone(endpoint), f.Key)
-			emit(figureNumerator, "Each figure's numerator (docs/live.md): the figure is increase(numerator) / increase(denominator).", []string{"figure"}, labels, num)
-			emit(figureDenominator, "Each figure's denominator (docs/live.md).", []string{"figure"}, labels, den)
+			emit(promrules.FigureNumerator, "Each figure's numerator (docs/live.md): the figure is increase(numerator) / increase(denominator).", []string{"figure"}, labels, num)
+			emit(promrules.FigureDenominator, "Each figure's denominator (docs/live.md).", []string{"figure"}, labels, den)
 		}
 	}
 	each([]string{otherEndpoint, otherEndpoint}, others)

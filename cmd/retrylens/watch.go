@@ -17,6 +17,7 @@ import (
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
 	"github.com/retrylens/retrylens/watch"
+	"github.com/retrylens/retrylens/watch/promrules"
 )
 
 type watchOptions struct {
@@ -95,7 +96,7 @@ func (e *env) runWatch(ctx context.Context, o *watchOptions, args []string) erro
 		return err
 	}
 	if o.promRules {
-		return watch.PrometheusRules(e.stdout, figures.Query.Rules)
+		return promrules.Write(e.stdout, figures.Query.Rules)
 	}
 	w, err := watch.New(watch.Options{
 		Location: e.dbPath(o.db), Args: args, Open: e.open,

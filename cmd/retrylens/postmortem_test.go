@@ -1,4 +1,4 @@
-package backend_test
+package main
 
 // postmortem's own tests would link DuckDB into one more test binary (about five CPU
 // seconds of linking on every run of the suite), so Build is tested here, over the store
@@ -27,7 +27,7 @@ import (
 func TestBuild(t *testing.T) {
 	ctx := context.Background()
 	f, _ := parse.Preset("retry")
-	st, _, err := backend.Temp(ctx, []string{"../testdata/incident-hour/access.log"}, ingest.Options{Format: f})
+	st, _, err := backend.Temp(ctx, []string{"../../testdata/incident-hour/access.log"}, ingest.Options{Format: f})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package watch
+package main
 
 import (
 	"context"
@@ -11,7 +11,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/retrylens/retrylens/internal/testmain"
+	"github.com/retrylens/retrylens/watch"
 )
+
+// The watch package's own tests, through what it exports (watch.New, Batch, its
+// collector): they live in this test binary, which links DuckDB anyway, so that
+// package watch has none and a test run links DuckDB once fewer.
 
 // slug is n written in letters, which no route rule templates: a path of its own.
 func slug(n int) string {
@@ -46,7 +51,7 @@ func TestEndpointCap(t *testing.T) {
 	if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w, err := New(Options{Location: filepath.Join(dir, "w.duckdb"), Args: []string{log}, MaxEndpoints: 100, Width: time.Minute,
+	w, err := watch.New(watch.Options{Location: filepath.Join(dir, "w.duckdb"), Args: []string{log}, MaxEndpoints: 100, Width: time.Minute,
 		Now: func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +121,7 @@ func TestFollowByName(t *testing.T) {
 		}
 	}
 	var said strings.Builder
-	w, err := New(Options{Location: filepath.Join(dir, "w.duckdb"), Args: []string{log, filepath.Join(dir, "typo.log")}, MaxEndpoints: 10,
+	w, err := watch.New(watch.Options{Location: filepath.Join(dir, "w.duckdb"), Args: []string{log, filepath.Join(dir, "typo.log")}, MaxEndpoints: 10,
 		Width: time.Minute, Log: &said, Now: func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)
@@ -126,8 +131,9 @@ func TestFollowByName(t *testing.T) {
 		if err := w.Batch(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if w.stats.loadedLines != int64(want) || w.stats.rotations != rotations {
-			t.Fatalf("%d lines loaded, %d rotations seen; want %d, %d", w.stats.loadedLines, w.stats.rotations, want, rotations)
+		lines, seen := counter(t, w, "retrylens_lines_total"), counter(t, w, "retrylens_rotations_total")
+		if lines != float64(want) || seen != float64(rotations) {
+			t.Fatalf("%v lines loaded, %v rotations seen; want %d, %d", lines, seen, want, rotations)
 		}
 	}
 	write(log, 10)
@@ -149,4 +155,22 @@ func TestFollowByName(t *testing.T) {
 	if n := strings.Count(said.String(), "typo.log names no file yet"); n != 1 {
 		t.Errorf("the missing argument said %d times, want once:\n%s", n, said.String())
 	}
+}
+
+// counter is the value of an unlabelled counter w serves.
+func counter(t *testing.T, w *watch.Watcher, name string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(w)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("%s not served", name)
+	return 0
 }

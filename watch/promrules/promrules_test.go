@@ -1,4 +1,4 @@
-package watch
+package promrules
 
 import (
 	"bytes"
@@ -17,14 +17,14 @@ import (
 var update = flag.Bool("update", false, "write the Prometheus rules file in contrib/")
 
 // The rules file in the repository is what the generator writes from the default rules
-// (go test ./watch -update writes it again), Prometheus's promtool accepts it, and its
+// (go test ./watch/promrules -update writes it again), Prometheus's promtool accepts it, and its
 // unit tests (contrib/prometheus/retrylens.rules.test.yml) pass: the alerts fire on a
 // retry storm and a stalled watch, and stay quiet otherwise.
 func TestPrometheusRules(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join("..", "contrib", "prometheus", "retrylens.rules.yml")
+	path := filepath.Join("..", "..", "contrib", "prometheus", "retrylens.rules.yml")
 	var b bytes.Buffer
-	if err := PrometheusRules(&b, judge.DefaultRules()); err != nil {
+	if err := Write(&b, judge.DefaultRules()); err != nil {
 		t.Fatal(err)
 	}
 	if *update {
@@ -37,7 +37,7 @@ func TestPrometheusRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(have, b.Bytes()) {
-		t.Errorf("%s is not what 'retrylens watch --prometheus-rules' writes: go test ./watch -update", path)
+		t.Errorf("%s is not what 'retrylens watch --prometheus-rules' writes: go test ./watch/promrules -update", path)
 	}
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
@@ -59,10 +59,10 @@ func TestPrometheusRules(t *testing.T) {
 // over a renamed rule would draw nothing, without an error from Prometheus.
 func TestDashboardReadsRecordedSeries(t *testing.T) {
 	var rules bytes.Buffer
-	if err := PrometheusRules(&rules, judge.DefaultRules()); err != nil {
+	if err := Write(&rules, judge.DefaultRules()); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join("..", "contrib", "grafana", "retrylens.json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "contrib", "grafana", "retrylens.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,7 @@
-package watch
+// Package promrules writes the Prometheus rules file for the series 'retrylens watch'
+// serves, and names the two series the rules read by figure. It needs no database, so
+// its tests run without linking DuckDB.
+package promrules
 
 import (
 	"fmt"
@@ -9,7 +12,14 @@ import (
 	"github.com/retrylens/retrylens/judge"
 )
 
-// PrometheusRules writes a Prometheus rules file for the counters watch serves: for every
+// FigureNumerator and FigureDenominator carry every figure's sums by a "figure" label, the
+// report's formula (judge.Figure.Sums) as counters: the rules divide their increases.
+const (
+	FigureNumerator   = "retrylens_figure_numerator_total"
+	FigureDenominator = "retrylens_figure_denominator_total"
+)
+
+// Write writes a Prometheus rules file for the counters watch serves: for every
 // figure of judge.Figures, a recording rule over 5 minutes, in all and per endpoint, that
 // divides the increase of its numerator by that of its denominator (the report's
 // formula, served as counters); and an alert for each of rules' alert rules on the figure
@@ -18,7 +28,7 @@ import (
 // closed minute; the gauge retrylens_window_alert_firing carries that one, and the
 // RetrylensAlertFiring alert forwards it. Thresholds come from one place: the rules a
 // report uses.
-func PrometheusRules(w io.Writer, rules []judge.Rule) error {
+func Write(w io.Writer, rules []judge.Rule) error {
 	var b strings.Builder
 	b.WriteString(`# Prometheus rules for retrylens watch, written by 'retrylens watch --prometheus-rules'
 # from the figures and alert rules of docs/metrics.md: edit the --rules file and write them again.
@@ -34,8 +44,8 @@ groups:
 		rec("first_attempts:increase5m", inc(`retrylens_attempts_total{attempt="first"}`))
 		rec("retries:increase5m", inc(`retrylens_attempts_total{attempt="retry"}`))
 		for _, f := range judge.Figures {
-			rec(f.Key+":ratio5m", fmt.Sprintf("%s / %s", inc(fmt.Sprintf("%s{figure=%q}", figureNumerator, f.Key)),
-				inc(fmt.Sprintf("%s{figure=%q}", figureDenominator, f.Key))))
+			rec(f.Key+":ratio5m", fmt.Sprintf("%s / %s", inc(fmt.Sprintf("%s{figure=%q}", FigureNumerator, f.Key)),
+				inc(fmt.Sprintf("%s{figure=%q}", FigureDenominator, f.Key))))
 		}
 	}
 	b.WriteString(`  - name: retrylens-alerts
@@ -58,7 +68,7 @@ groups:
 		// attempts, and the retries the rule's ratio counts.
 		retries := "retrylens:retries:increase5m"
 		if r.CountsDecided() {
-			retries = fmt.Sprintf("sum(increase(%s{figure=%q}[5m]))", figureDenominator, key)
+			retries = fmt.Sprintf("sum(increase(%s{figure=%q}[5m]))", FigureDenominator, key)
 		}
 		cond += fmt.Sprintf(" and retrylens:first_attempts:increase5m >= %d and %s >= %d", 5*r.MinFirstAttempts, retries, 5*r.MinRetries)
 		fmt.Fprintf(&b, `      - alert: Retrylens%s
