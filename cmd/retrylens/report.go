@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -266,11 +267,12 @@ func groupings() []string {
 	return g
 }
 
-// writeOutput writes to path, or stdout when path is "" or "-". A file is written whole
-// or not at all: a failed render leaves no half file behind.
 // outputHelp is -o's help, for every command that writes a report of some kind.
 const outputHelp = "write to this file instead of stdout (its extension picks the format when --format is not given)"
 
+// writeOutput writes to path, or stdout when path is "" or "-". A file is written whole
+// or not at all: rendered first, then written beside path and renamed over it, so a
+// failed render or a full disk leaves no half file behind.
 func (e *env) writeOutput(path string, render func(io.Writer) error) error {
 	if path == "" || path == "-" {
 		return render(e.stdout)
@@ -279,5 +281,20 @@ func (e *env) writeOutput(path string, render func(io.Writer) error) error {
 	if err := render(&b); err != nil {
 		return err
 	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, there is nothing by that name
+	_, err = tmp.WriteString(b.String())
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
