@@ -38,7 +38,7 @@ func sameOnCluster(t *testing.T, files []string, load []string, commands func(du
 		want, wantErr, wantCode := retrylens(t, nil, append(args, "--db", duck)...)
 		got, gotErr, gotCode := retrylens(t, nil, append(args, "--db", url)...)
 		if wantCode != gotCode || want != got || wantErr != gotErr {
-			t.Errorf("%s: DuckDB exit %d, cluster exit %d;\n%s", strings.Join(args, " "), wantCode, gotCode, firstDiff(want+wantErr, got+gotErr))
+			t.Errorf("%s: DuckDB exit %d, cluster exit %d;\n%s", strings.Join(args, " "), wantCode, gotCode, firstDiff(want+wantErr, got+gotErr, "DuckDB", "cluster"))
 		} else if len(want) < 20 {
 			t.Errorf("%s: %q: nothing to compare", strings.Join(args, " "), want)
 		}
@@ -63,24 +63,6 @@ func sameOnCluster(t *testing.T, files []string, load []string, commands func(du
 			t.Errorf("%s: exit %d; want %q, and the rows %v:\n%s", strings.Join(c.args, " "), code, c.read, c.rows, trace)
 		}
 	}
-}
-
-// firstDiff shows where two outputs part.
-func firstDiff(a, b string) string {
-	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for i := range max(len(la), len(lb)) {
-		var x, y string
-		if i < len(la) {
-			x = la[i]
-		}
-		if i < len(lb) {
-			y = lb[i]
-		}
-		if x != y {
-			return fmt.Sprintf("line %d:\nDuckDB:  %s\ncluster: %s", i+1, x, y)
-		}
-	}
-	return "(same lines)"
 }
 
 // splitGateways writes path's lines alternately to two files, as two gateways behind
@@ -325,7 +307,7 @@ func TestClusterGenerated(t *testing.T) {
 		want, _, _ := retrylens(t, nil, append(args, "--db", duck)...)
 		got, stderr, _ := retrylens(t, nil, append(args, "--db", url)...)
 		if want != got {
-			t.Errorf("%s: %s\n%s", strings.Join(args, " "), firstDiff(want, got), stderr)
+			t.Errorf("%s: %s\n%s", strings.Join(args, " "), firstDiff(want, got, "DuckDB", "cluster"), stderr)
 		}
 	}
 }

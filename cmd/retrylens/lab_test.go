@@ -674,7 +674,7 @@ func labRun(t *testing.T, format, path string, onCluster bool) labReport {
 		}
 		got, stderr, code := retrylens(t, nil, "report", "--db", url, "--format", "json")
 		if code != 0 || got != stdout {
-			t.Errorf("the cluster's report (exit %d, %s) differs from the DuckDB file's: %s", code, stderr, firstDiff(stdout, got))
+			t.Errorf("the cluster's report (exit %d, %s) differs from the DuckDB file's: %s", code, stderr, firstDiff(stdout, got, "DuckDB", "cluster"))
 		}
 		sameCounts(t, db, url)
 	}

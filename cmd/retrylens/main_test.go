@@ -849,3 +849,21 @@ func TestGatewaysEndToEnd(t *testing.T) {
 		t.Errorf("--field: exit %d: %s\n%s", code, stderr, stdout)
 	}
 }
+
+// firstDiff shows where two outputs, named as and bs, part.
+func firstDiff(a, b, as, bs string) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range max(len(la), len(lb)) {
+		var x, y string
+		if i < len(la) {
+			x = la[i]
+		}
+		if i < len(lb) {
+			y = lb[i]
+		}
+		if x != y {
+			return fmt.Sprintf("line %d:\n%s: %.300s\n%s: %.300s", i+1, as, x, bs, y)
+		}
+	}
+	return "(same lines)"
+}
