@@ -218,17 +218,24 @@ func rebuild(ctx context.Context, tx *sql.Tx) error {
 	if err := execAll(ctx, tx, drops...); err != nil {
 		return err
 	}
-	// The tables are stored, in the order ranges cut them by (cacheOrder), so that a range
-	// reads the row groups of its minutes alone (DuckDB skips the others by their min and
-	// max); update appends new rows at the end, which for logs read in order is still time
-	// order. The views and the route parameter are temporary.
+	// The tables are stored; the views and the route parameter are temporary.
 	steps := slices.Concat(linkSteps, buildSteps(func(CountTable) bool { return true }))
-	stored := cacheLiterals
-	stored.Sorted = true
-	if err := prepare(ctx, tx, cacheName, "TABLE", stored, nil, steps); err != nil {
+	if err := prepare(ctx, tx, cacheName, "TABLE", cacheLiterals, nil, steps); err != nil {
 		return err
 	}
-	return dropTemp(ctx, tx, cacheName)
+	if err := dropTemp(ctx, tx, cacheName); err != nil {
+		return err
+	}
+	// Stored in time order, so that a range reads the row groups of its minutes alone
+	// (DuckDB skips the others by their min and max); update appends new rows at the end,
+	// which for logs read in order is still time order.
+	var sorts []string
+	for _, name := range cachedTables() {
+		t := cacheName + "_" + name
+		sorts = append(sorts, "CREATE TABLE "+t+"_sorted AS SELECT * FROM "+t+" ORDER BY "+cacheOrder(name),
+			"DROP TABLE "+t, "ALTER TABLE "+t+"_sorted RENAME TO "+t)
+	}
+	return execAll(ctx, tx, sorts...)
 }
 
 // CutTable is a table of the stored cache as a range of whole minutes reads it
