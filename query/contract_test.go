@@ -140,6 +140,17 @@ func TestContract(t *testing.T) {
 			if strings.Join(got, ", ") != strings.Join(want, ", ") {
 				t.Errorf("%s:\n built: %s\n contract: %s", name, strings.Join(got, ", "), strings.Join(want, ", "))
 			}
+			if prefix != cacheName {
+				continue
+			}
+			// The stored tables are kept in the order ranges cut them by (rowid is their
+			// place in storage), so that a range skips the row groups outside it.
+			var n, disorder int64
+			by := cacheOrder(ct.Name)
+			err = set.conn.QueryRowContext(ctx, "SELECT count(*), count(*) FILTER (o < p) FROM (SELECT "+by+" AS o, lag("+by+") OVER (ORDER BY rowid) AS p FROM "+name+")").Scan(&n, &disorder)
+			if err != nil || disorder > 0 || n == 0 && ct.Name != "edges" {
+				t.Errorf("%s: %d of %d rows before the one stored ahead of them by %s (%v)", name, disorder, n, by, err)
+			}
 		}
 	}
 }
