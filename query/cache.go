@@ -306,7 +306,7 @@ const (
 // and asks for a rebuild (again). Both are rare; a clean log never rebuilds.
 func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err error) {
 	defer func() {
-		for _, prefix := range []string{"cache_t", "cache_r", "cache_o", "cache_src", "cache_k0", "cache_k", "cache_h"} {
+		for _, prefix := range []string{"cache_t", "cache_r", "cache_o", "cache_src", "cache_ids", "cache_k0", "cache_k", "cache_h"} {
 			if derr := dropTemp(ctx, tx, prefix); err == nil {
 				err = derr
 			}
@@ -330,14 +330,19 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err e
 	if err := tx.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM cache_k), (SELECT count(*) FROM cache_h)").Scan(&nk, &nh); err != nil {
 		return false, err
 	}
-	sides := []string{after}
+	// The rows are found by their place first (rowid: a narrow scan, each side on its own),
+	// then read whole: one scan of every column with the sides OR'ed took five times as
+	// long on 10M rows.
+	sides := []string{"SELECT rowid AS id FROM requests r WHERE " + after}
 	if nk > 0 {
-		sides = append(sides, "("+hasStrongKey+" AND "+strongKey+" IN (SELECT h FROM cache_k))")
+		sides = append(sides, "SELECT rowid FROM requests r WHERE "+strongKey+" IN (SELECT h FROM cache_k)")
 	}
 	if nh > 0 {
-		sides = append(sides, "(r.attempt IS NOT NULL AND NOT "+hasStrongKey+" AND "+heuristicKey+" IN (SELECT h FROM cache_h))")
+		sides = append(sides, "SELECT rowid FROM requests r WHERE (CASE WHEN r.attempt IS NOT NULL AND NOT "+hasStrongKey+
+			" THEN "+heuristicKey+" END) IN (SELECT h FROM cache_h)")
 	}
-	err = execAll(ctx, tx, "CREATE TEMP TABLE cache_src AS SELECT * FROM requests r WHERE "+strings.Join(sides, " OR "))
+	err = execAll(ctx, tx, "CREATE TEMP TABLE cache_ids AS "+strings.Join(sides, " UNION "),
+		"CREATE TEMP TABLE cache_src AS SELECT * FROM requests r WHERE rowid IN (SELECT id FROM cache_ids)")
 	if err != nil {
 		return false, err
 	}
