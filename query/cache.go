@@ -365,9 +365,14 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err e
 	if err := prepare(ctx, tx, "cache_r", "TEMP TABLE", before, nil, slices.Concat(linkSteps, buildSteps(rowTables))); err != nil {
 		return false, err
 	}
-	// What the touched requests counted for before: their rows in cache_attempts.
-	touchedAttempts := "(strong AND " + strongLkey + " IN (SELECT h FROM cache_k))" +
-		" OR (NOT strong AND split_part(lkey, ':', 2) IN (SELECT CAST(h AS VARCHAR) FROM cache_h))" // heuristic lkey: 'h:' || hash || ':' || chain
+	// What the touched requests counted for before: their rows in cache_attempts. With no
+	// alias or reused key among them (odd), every row of theirs is in cache_src, so their
+	// first attempts are no earlier than its first row: a bound DuckDB skips the row groups
+	// of older requests by (the tables are in time order), so that an update reads the
+	// stored tables around what it changed, not all of them.
+	touchedAttempts := "((strong AND " + strongLkey + " IN (SELECT h FROM cache_k))" +
+		" OR (NOT strong AND split_part(lkey, ':', 2) IN (SELECT CAST(h AS VARCHAR) FROM cache_h)))" + // heuristic lkey: 'h:' || hash || ':' || chain
+		" AND " + timeFrom("first_ts", "cache_src")
 	if err := execAll(ctx, tx, "CREATE TEMP VIEW cache_o_attempts AS SELECT * FROM "+cacheName+"_attempts WHERE "+touchedAttempts); err != nil {
 		return false, err
 	}
@@ -376,7 +381,7 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err e
 		return false, err
 	}
 	qs := []string{
-		"DELETE FROM " + cacheName + "_chain r WHERE " + heuristicKey + " IN (SELECT h FROM cache_h)",
+		"DELETE FROM " + cacheName + "_chain r WHERE " + heuristicKey + " IN (SELECT h FROM cache_h) AND " + timeFrom("ts", "cache_src"),
 		"INSERT INTO " + cacheName + "_chain BY NAME SELECT * FROM cache_t_chain",
 	}
 	for _, t := range CountTables {
@@ -430,6 +435,10 @@ func sumInto(stored string, t CountTable, sources map[string]int) []string {
 	}
 	keyHash := "hash(" + strings.Join(t.Keys, ", ") + ")"
 	touched := keyHash + " IN (SELECT h FROM cache_touched)"
+	if slices.Contains(t.Keys, "ts") {
+		// the stored rows touched are in the delta's time span: the others' row groups are skipped
+		touched += " AND " + timeFrom("ts", "cache_delta") + " AND " + orNull("ts") + " <= (SELECT max(" + orNull("ts") + ") FROM cache_delta)"
+	}
 	return []string{
 		"CREATE TEMP TABLE cache_delta AS " + strings.Join(from, " UNION ALL "),
 		"CREATE TEMP TABLE cache_touched AS SELECT DISTINCT " + keyHash + " AS h FROM cache_delta",
@@ -443,6 +452,15 @@ func sumInto(stored string, t CountTable, sources map[string]int) []string {
 		"DROP TABLE cache_delta",
 	}
 }
+
+// timeFrom is the condition that col is no earlier than the earliest ts of table, a time
+// that is NULL counting as the earliest of all: DuckDB skips the row groups before it.
+func timeFrom(col, table string) string {
+	return orNull(col) + " >= (SELECT min(" + orNull("ts") + ") FROM " + table + ")"
+}
+
+// orNull is a time column with NULL as -infinity, so that bounds keep the rows without one.
+func orNull(col string) string { return "coalesce(" + col + ", '-infinity'::TIMESTAMP)" }
 
 // execAll runs statements in order, stopping at the first error.
 func execAll(ctx context.Context, tx execer, qs ...string) error {
