@@ -8,7 +8,8 @@
 # minute on this shared machine slows all of them; the figures are the medians and the
 # spread (min-max) of lines/s, and the ratios of medians. Then it splits retrylens's time
 # into the load and the report cache (from ingest's summary lines), prints peak memory and
-# CPU time (GNU time), and measures the floor under any load into DuckDB here: DuckDB
+# CPU time (GNU time), the time to append the log's last 1 % to a database holding the
+# rest (as a share of the whole ingest), and measures the floor under any load into DuckDB here: DuckDB
 # copying the same rows, parsed and in memory, into a fresh file (BenchmarkLoad1M/duckdb-copy),
 # with the CPU time it takes beside the CPU time a 2x speed-up over BASE would allow.
 #
@@ -43,6 +44,8 @@ fi
 go run ./bench/genlog --lines "$n" --seed 1 --format retry > "$dir/access.log"
 echo "input: $n lines, $(du -h "$dir/access.log" | cut -f1), retry format (bench/genlog --seed 1); $rounds rounds${BASE:+; base $BASE}"
 cat "$dir/access.log" > /dev/null # warm the page cache
+head -n $((n - n / 100)) "$dir/access.log" > "$dir/head.log"
+tail -n $((n / 100)) "$dir/access.log" > "$dir/tail.log"
 
 # run NAME CMD...: appends "seconds peak-KiB core-seconds" of one run to $dir/NAME.times.
 run() {
@@ -84,6 +87,11 @@ for r in $(seq "$rounds"); do
     "$dir/$b" report --db "$dir/$b.duckdb" --format json -o "$dir/report.json"
     rows=$(grep -m1 '"requests"' "$dir/report.json" | tr -dc 0-9)
     [ "$rows" = "$n" ] || { echo "bench: $b loaded $rows rows, want $n" >&2; exit 1; }
+    # The last 1 % appended to a database holding the rest (loaded untimed): what an
+    # ingest of the lines written since the last one costs.
+    rm -f "$dir/$b-append.duckdb" "$dir/$b-append.duckdb.wal"
+    "$dir/$b" ingest -q --db "$dir/$b-append.duckdb" --log-format retry "$dir/head.log"
+    run "$b-append" "$dir/$b" ingest --db "$dir/$b-append.duckdb" --log-format retry "$dir/tail.log"
   done
 done
 
@@ -107,6 +115,12 @@ awk -v g="$t_goaccess" -v r="$t_retrylens" 'BEGIN { printf "retrylens/GoAccess s
 if [ -n "${BASE:-}" ]; then
   awk -v b="$t_base" -v r="$t_retrylens" -v base="$BASE" 'BEGIN { printf "retrylens/%s speed: %.2fx\n", base, b / r }'
 fi
+for k in retrylens ${BASE:+base}; do
+  read -r a alo ahi < <(stats "$dir/$k-append.times" 1)
+  eval "w=\$t_$k"
+  awk -v name="$k" -v a="$a" -v lo="$alo" -v hi="$ahi" -v w="$w" 'BEGIN {
+    printf "%-10s append of the last 1 %%: %.2f s (%s-%s), %.0f %% of the whole ingest\n", name, a, lo, hi, 100 * a / w }'
+done
 for k in retrylens ${BASE:+base}; do
   read -r l llo lhi < <(stats "$dir/$k.split" 1)
   read -r c clo chi < <(stats "$dir/$k.split" 2)
