@@ -218,24 +218,25 @@ func rebuild(ctx context.Context, tx *sql.Tx) error {
 	if err := execAll(ctx, tx, drops...); err != nil {
 		return err
 	}
-	// The tables are stored; the views and the route parameter are temporary.
+	// The tables are stored in the order ranges cut them by (cacheOrder), so that a range
+	// reads the row groups of its minutes alone (DuckDB skips the others by their min and
+	// max); update appends new rows at the end, which for logs read in order is still time
+	// order. The count tables are ordered as they are built (.Sorted); the attempts table
+	// is built, then copied in order: joining and sorting its wide rows in one statement
+	// ran out of the cache's memory on 10M lines. The views and the route parameter are
+	// temporary.
 	steps := slices.Concat(linkSteps, buildSteps(func(CountTable) bool { return true }))
-	if err := prepare(ctx, tx, cacheName, "TABLE", cacheLiterals, nil, steps); err != nil {
+	stored := cacheLiterals
+	stored.Sorted = true
+	if err := prepare(ctx, tx, cacheName, "TABLE", stored, nil, steps); err != nil {
 		return err
 	}
 	if err := dropTemp(ctx, tx, cacheName); err != nil {
 		return err
 	}
-	// Stored in time order, so that a range reads the row groups of its minutes alone
-	// (DuckDB skips the others by their min and max); update appends new rows at the end,
-	// which for logs read in order is still time order.
-	var sorts []string
-	for _, name := range cachedTables() {
-		t := cacheName + "_" + name
-		sorts = append(sorts, "CREATE TABLE "+t+"_sorted AS SELECT * FROM "+t+" ORDER BY "+cacheOrder(name),
-			"DROP TABLE "+t, "ALTER TABLE "+t+"_sorted RENAME TO "+t)
-	}
-	return execAll(ctx, tx, sorts...)
+	t := cacheName + "_attempts"
+	return execAll(ctx, tx, "CREATE TABLE "+t+"_sorted AS SELECT * FROM "+t+" ORDER BY "+cacheOrder("attempts"),
+		"DROP TABLE "+t, "ALTER TABLE "+t+"_sorted RENAME TO "+t)
 }
 
 // CutTable is a table of the stored cache as a range of whole minutes reads it

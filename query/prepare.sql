@@ -278,7 +278,8 @@ ui AS (
 SELECT * EXCLUDE (chain, skey, skind, logged_attempt, has_skey, keyed_first),
     false AS strong,
     'h:' || hash(remote_addr, user_agent, method, uri) || ':' || chain AS lkey
-FROM (SELECT * FROM hc UNION ALL BY NAME SELECT * FROM ui)
+FROM (SELECT * FROM hc UNION ALL BY NAME SELECT * FROM ui){{if .Sorted}}
+ORDER BY ts{{end}}
 {{end}}
 
 {{define "prepare_all"}}
@@ -311,13 +312,13 @@ GROUP BY ALL;
 SELECT ts, status, attempt, inferred, strong, linked_by, cancelled,
        sum(n)::BIGINT AS n, sum(proxied)::BIGINT AS proxied, sum(tries)::BIGINT AS tries
 FROM {{.Table}}_groups
-GROUP BY ALL;
+GROUP BY ALL{{if .Sorted}} ORDER BY ts{{end}};
 -- The edges table: the same counts of the context, for alerts that cross the range's bounds
 -- (none when the context is the range: no pass over the rows then).
 CREATE {{.Kind}} {{.Table}}_edges AS
 {{template "time_counts" .}}
 WHERE {{if and (eq .Before .Since) (eq .After .Until)}}false{{else}}NOT in_range{{end}}
-GROUP BY ALL
+GROUP BY ALL{{if .Sorted}} ORDER BY ts{{end}}
 {{- end}}
 {{end}}
 
@@ -345,7 +346,7 @@ SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
        {{template "row_counts"}}
 FROM {{template "flagged_rows" .}}
 WHERE in_range
-GROUP BY ALL
+GROUP BY ALL{{if .Sorted}} ORDER BY ts{{end}}
 {{end}}
 
 {{define "prepare_logical"}}
@@ -376,7 +377,7 @@ SELECT ts, method, route, host, upstream_addr, status, attempt,
     count(*)                                                                                          AS logical,
     count(*) FILTER (any_ok)                                                                          AS final_ok
 FROM f
-GROUP BY ALL
+GROUP BY ALL{{if .Sorted}} ORDER BY ts{{end}}
 {{end}}
 
 {{define "prepare_firsts"}}
@@ -389,7 +390,7 @@ SELECT time_bucket(to_seconds({{.Grain}}), ts, TIMESTAMP '1970-01-01') AS ts,
     count(*) AS firsts, count(*) FILTER (status BETWEEN 200 AND 299) AS firsts_ok
 FROM {{.Table}}_attempts
 WHERE attempt = 0 AND strong AND ts >= {{.Since}} AND ts < {{.Until}} -- as the time table counts them
-GROUP BY ALL
+GROUP BY ALL{{if .Sorted}} ORDER BY ts{{end}}
 {{end}}
 
 {{- /* The order of a logical request's attempts: by attempt number, then time and place in

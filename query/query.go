@@ -499,6 +499,7 @@ type prepareLiterals struct {
 	HasRoute, HasMethod         bool   // filter on the route, the method in _p
 	Cached                      bool   // the count tables are the stored cache's (see prepare_rows)
 	Bounded                     bool   // a cached Set's range leaves rows out: its tables are cut to it
+	Sorted                      bool   // the count tables are stored: built in the order ranges cut them by (cacheOrder)
 	Where                       string // one more condition on the rows (cache.go's update)
 	From                        string // the table of rows to read instead of requests (cache.go's update)
 }
