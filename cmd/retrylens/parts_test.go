@@ -21,7 +21,7 @@ import (
 func TestLoadedInParts(t *testing.T) {
 	testmain.Long(t, "13 ingests of a generated log")
 	t.Parallel()
-	b, err := os.ReadFile(generated(t, 6000, 5))
+	b, err := os.ReadFile(generated(t, 3000, 5))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,34 +85,51 @@ func TestLoadedInParts(t *testing.T) {
 			}
 		}
 		got := loaded{tables: map[string]string{}}
+		conn := openDB(t, db)
 		for _, name := range tables {
 			// The chain and attempts tables name rows by their place in the logs (file_id,
 			// line, and a heuristic chain's lkey, h:HASH:FILE:LINE of its first row): made
 			// the line's place in the whole log, the same in every split.
-			q := "SELECT * FROM cache_" + name
 			positioned := name == "chain" || name == "attempts"
+			q := "SELECT * FROM cache_" + name
 			if positioned {
 				q = "SELECT file_id, line, lkey, * EXCLUDE (file_id, line, lkey) FROM cache_" + name
 			}
-			out, stderr, code := retrylens(t, nil, "query", "--db", db, "--format", "tsv", q)
-			if code != 0 {
-				t.Fatalf("cache_%s: exit %d: %s", name, code, stderr)
+			rows, err := conn.Query(q)
+			if err != nil {
+				t.Fatalf("cache_%s: %v", name, err)
 			}
-			rows := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-			for i, row := range rows[1:] {
-				if !positioned {
-					break
+			cols, _ := rows.Columns()
+			var lines []string
+			for rows.Next() {
+				v := make([]any, len(cols))
+				ptrs := make([]any, len(cols))
+				for i := range v {
+					ptrs[i] = &v[i]
 				}
-				c := strings.SplitN(row, "\t", 4)
-				c[0], c[1] = "", strconv.Itoa(globalLine(t, at, c[0], c[1]))
-				if h := strings.Split(c[2], ":"); len(h) == 4 && h[0] == "h" {
-					c[2] = fmt.Sprintf("h:%s:%d", h[1], globalLine(t, at, h[2], h[3]))
+				if err := rows.Scan(ptrs...); err != nil {
+					t.Fatal(err)
 				}
-				rows[i+1] = strings.Join(c, "\t")
+				c := make([]string, len(v))
+				for i, x := range v {
+					c[i] = fmt.Sprint(x)
+				}
+				if positioned {
+					c[0], c[1] = "", strconv.Itoa(globalLine(t, at, c[0], c[1]))
+					if h := strings.Split(c[2], ":"); len(h) == 4 && h[0] == "h" {
+						c[2] = fmt.Sprintf("h:%s:%d", h[1], globalLine(t, at, h[2], h[3]))
+					}
+				}
+				lines = append(lines, strings.Join(c, "\t"))
 			}
-			slices.Sort(rows[1:])
-			got.tables[name] = strings.Join(rows, "\n")
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			rows.Close()
+			slices.Sort(lines)
+			got.tables[name] = strings.Join(cols, "\t") + "\n" + strings.Join(lines, "\n")
 		}
+		conn.Close()
 		out, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json")
 		if code != 0 {
 			t.Fatalf("report: exit %d: %s", code, stderr)
