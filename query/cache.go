@@ -483,9 +483,9 @@ const (
 
 // CheckCache builds the cache's tables again from the rows, in temporary tables, and
 // compares them with the stored ones, row for row (EXCEPT ALL both ways, over each row's
-// hash). A cache that
-// does not match the database's version is not read by reports, so it is only said to be
-// stale. problems names each stored table that differs and by how many rows.
+// hash). A cache that does not match the database's version is not read by reports, so it
+// is only said to be stale. problems names each stored table that differs and by how many
+// rows.
 func CheckCache(ctx context.Context, db *sql.DB) (state string, problems []string, err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
