@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/retrylens/retrylens/internal/testmain"
 	"github.com/retrylens/retrylens/watch"
 )
@@ -157,8 +158,8 @@ func TestFollowByName(t *testing.T) {
 	}
 }
 
-// counter is the value of an unlabelled counter w serves.
-func counter(t *testing.T, w *watch.Watcher, name string) float64 {
+// served is what w serves on /metrics, by family name.
+func served(t *testing.T, w *watch.Watcher) map[string]*dto.MetricFamily {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(w)
@@ -166,10 +167,18 @@ func counter(t *testing.T, w *watch.Watcher, name string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range families {
-		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetCounter().GetValue()
-		}
+	page := map[string]*dto.MetricFamily{}
+	for _, mf := range families {
+		page[mf.GetName()] = mf
+	}
+	return page
+}
+
+// counter is the value of an unlabelled counter w serves.
+func counter(t *testing.T, w *watch.Watcher, name string) float64 {
+	t.Helper()
+	if f := served(t, w)[name]; f != nil && len(f.GetMetric()) == 1 {
+		return f.GetMetric()[0].GetCounter().GetValue()
 	}
 	t.Fatalf("%s not served", name)
 	return 0

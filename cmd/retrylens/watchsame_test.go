@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/retrylens/retrylens/ingest"
@@ -115,16 +114,7 @@ func watchIsTheReport(t *testing.T, log, format, window string) {
 			t.Fatal(err)
 		}
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(w)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := map[string]*dto.MetricFamily{}
-	for _, mf := range families {
-		page[mf.GetName()] = mf
-	}
+	page := served(t, w)
 	closed := page["retrylens_closed_until_seconds"]
 	if closed == nil {
 		t.Fatal("no retrylens_closed_until_seconds: the batches closed nothing")
