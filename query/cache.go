@@ -221,22 +221,15 @@ func rebuild(ctx context.Context, tx *sql.Tx) error {
 	// The tables are stored in the order ranges cut them by (cacheOrder), so that a range
 	// reads the row groups of its minutes alone (DuckDB skips the others by their min and
 	// max); update appends new rows at the end, which for logs read in order is still time
-	// order. The count tables are ordered as they are built (.Sorted); the attempts table
-	// is built, then copied in order: joining and sorting its wide rows in one statement
-	// ran out of the cache's memory on 10M lines. The views and the route parameter are
-	// temporary.
+	// order. Each is ordered as it is built (.Sorted): a sorted copy afterwards wrote the
+	// attempts table, the widest, twice. The views and the route parameter are temporary.
 	steps := slices.Concat(linkSteps, buildSteps(func(CountTable) bool { return true }))
 	stored := cacheLiterals
 	stored.Sorted = true
 	if err := prepare(ctx, tx, cacheName, "TABLE", stored, nil, steps); err != nil {
 		return err
 	}
-	if err := dropTemp(ctx, tx, cacheName); err != nil {
-		return err
-	}
-	t := cacheName + "_attempts"
-	return execAll(ctx, tx, "CREATE TABLE "+t+"_sorted AS SELECT * FROM "+t+" ORDER BY "+cacheOrder("attempts"),
-		"DROP TABLE "+t, "ALTER TABLE "+t+"_sorted RENAME TO "+t)
+	return dropTemp(ctx, tx, cacheName)
 }
 
 // CutTable is a table of the stored cache as a range of whole minutes reads it

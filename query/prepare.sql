@@ -525,6 +525,8 @@ SELECT * EXCLUDE (prev, first, in_range),
         CASE WHEN key_text IS NOT NULL THEN ')' ELSE '' END AS example
 FROM w
 WHERE first.in_range -- a logical request belongs to the range of its first attempt
+{{- if .Sorted}}
+ORDER BY first_ts{{end}}
 {{end}}
 
 {{- /* A Set that reads the stored cache: its tables are the cache's, cut to the range when
