@@ -75,6 +75,17 @@ func defaultLinking(qo query.Options) bool {
 // returns how long it took, zero when nothing was to do.
 func (c *store) storeAnswers(ctx context.Context, again bool) (time.Duration, error) {
 	start := time.Now()
+	// One loader at a time (lock.go); the next finds what the last stored, and stores
+	// again only when more rows came in between.
+	if err := c.cl.join(ctx); err != nil {
+		return 0, err
+	}
+	defer c.cl.leave(ctx)
+	unlock, _, err := c.cl.lock(ctx, "answers")
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	v, err := clusterVersion(ctx, c.cl)
 	if err != nil {
 		return 0, err

@@ -30,8 +30,8 @@ import (
 // with insert_distributed_sync (on the shards when the insert returns), then its rejects,
 // then its registry entry, the commit point. Every ingest first compares the rows with
 // the registry (CheckCluster) and deletes what no entry covers (RepairCluster): a killed
-// load's rows, whether all of them reached the shards or part. One ingest at a time:
-// ClickHouse has no lock retrylens could take (docs/scale.md).
+// load's rows, whether all of them reached the shards or part, but not another live
+// loader's chunk in flight: loaders run at once (lock.go).
 
 // ClusterScheme starts a database URL that names a ClickHouse cluster.
 const ClusterScheme = "clickhouse://"
@@ -42,6 +42,9 @@ type Cluster struct {
 	Shards []driver.Conn // one server per shard, for its local table
 	DB     string        // the database, on every server
 	Name   string        // the cluster, as remote_servers names it
+
+	me       *loaderRef // while this process loads (lock.go)
+	fileLock string     // the file lock held while a file loads
 }
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -259,9 +262,36 @@ func LinkHash(r *parse.Record) uint64 {
 }
 
 // LoadCluster is ingest.Load into a cluster: the same files, chunks, registry and
-// reject accounting; --dedupe is the DuckDB file's alone.
+// reject accounting; --dedupe is the DuckDB file's alone. Other loaders may load into
+// the cluster at the same time (lock.go).
 func LoadCluster(ctx context.Context, c *Cluster, paths []string, opt ingest.Options) (ingest.Result, error) {
+	if err := c.join(ctx); err != nil {
+		return ingest.Result{}, err
+	}
+	defer c.leave(ctx)
 	return ingest.LoadTarget(ctx, c, paths, opt)
+}
+
+// LockFile holds a file against other loaders (lock.go). A lock a dead loader held is
+// broken, and the rows its chunk in flight had sent are deleted before the file is read.
+func (c *Cluster) LockFile(ctx context.Context, key string) (func(), error) {
+	name := "file_" + key
+	unlock, broke, err := c.lock(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if broke {
+		d, err := CheckCluster(ctx, c)
+		if err == nil && !d.OK() {
+			_, err = RepairCluster(ctx, c, d)
+		}
+		if err != nil {
+			unlock()
+			return nil, fmt.Errorf("repair what a dead loader of this file left: %w", err)
+		}
+	}
+	c.fileLock = "lock_" + name
+	return func() { c.fileLock = ""; unlock() }, nil
 }
 
 func (c *Cluster) String() string { return "cluster" }
@@ -325,15 +355,13 @@ const clusterBatch = 1 << 16
 // insert returns), then its rejects, then its registry entry, the commit point.
 func (c *Cluster) LoadChunk(ctx context.Context, ch *ingest.Chunk) error {
 	ch.Step(ingest.StepBegun)
-	// A new id is above every id in the rows too, registered or not.
-	var fromFiles, fromRows int32
-	if err := c.Conn.QueryRow(ctx, "SELECT toInt32(max(file_id)) FROM "+c.Table("files")).Scan(&fromFiles); err != nil {
+	// A new id, claimed against other loaders: above every id in the rows too,
+	// registered or not. A chunk that fails leaves its rows to the next check.
+	id, err := c.claim(ctx)
+	if err != nil {
 		return err
 	}
-	if err := c.Conn.QueryRow(ctx, "SELECT toInt32(max(file_id)) FROM "+c.Table("requests")).Scan(&fromRows); err != nil {
-		return err
-	}
-	id := int32(max(fromFiles, fromRows) + 1)
+	defer c.unclaim(ctx, id)
 
 	ictx := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_distributed_sync": 1}))
 	cols := append(append([]string{"file_id"}, ingest.KeyTextColumns()...), "link_hash")
@@ -361,7 +389,7 @@ func (c *Cluster) LoadChunk(ctx context.Context, ch *ingest.Chunk) error {
 		return nil
 	}
 	row := make([]any, len(cols))
-	err := ch.Rows(ctx, func(rec *parse.Record, vals []any) error {
+	err = ch.Rows(ctx, func(rec *parse.Record, vals []any) error {
 		if ins == nil {
 			var err error
 			if ins, err = c.Conn.PrepareBatch(ictx, insert); err != nil {
@@ -425,7 +453,16 @@ func (c *Cluster) LoadChunk(ctx context.Context, ch *ingest.Chunk) error {
 		}
 	}
 	ch.Step(ingest.StepRegistered)
-	// The registry entry commits the chunk.
+	// The registry entry commits the chunk, if its claim and file are still this
+	// loader's.
+	for _, held := range []string{fmt.Sprintf("claim_%d", id), c.fileLock} {
+		if held == "" {
+			continue
+		}
+		if err := c.holds(ctx, held); err != nil {
+			return err
+		}
+	}
 	reg, err := c.Conn.PrepareBatch(ctx, "INSERT INTO "+c.Table("files")+` (file_id, path, sha256, offset_bytes, bytes,
 		first_line, lines_end, format, lines, rows, rejected, first_ts, last_ts, loaded_at, line_sum, duplicates)`)
 	if err != nil {
@@ -536,6 +573,37 @@ func CheckCluster(ctx context.Context, c *Cluster) (ingest.Damage, error) {
 		}
 	}
 	ingest.MarkLater(all, d.Bad)
+	if len(d.Orphans) == 0 {
+		return d, nil
+	}
+	// Rows without an entry are a killed load's only when no live loader claims their id,
+	// and when they are still without one: a chunk writes its entry, then drops its
+	// claim, so the claims are read first, then the registry again.
+	claims, err := c.claims(ctx)
+	if err != nil {
+		return d, err
+	}
+	now := map[int64]bool{}
+	rows, err = c.Conn.Query(ctx, "SELECT toInt64(file_id) FROM "+c.Table("files"))
+	if err != nil {
+		return d, fmt.Errorf("read the registry: %w", err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return d, err
+		}
+		now[id] = true
+	}
+	rows.Close()
+	dead := d.Orphans[:0]
+	for _, o := range d.Orphans {
+		if !claims[o.ID] && !now[o.ID] {
+			dead = append(dead, o)
+		}
+	}
+	d.Orphans = dead
 	return d, nil
 }
 
@@ -566,6 +634,9 @@ func RepairCluster(ctx context.Context, c *Cluster, d ingest.Damage) (int64, err
 		if err := mutate(ctx, c.Conn, c.DB, t, "file_id IN "+in); err != nil {
 			return 0, fmt.Errorf("repair %s: %w", t, err)
 		}
+	}
+	for _, id := range ids { // a dead loader's claims
+		c.unclaim(ctx, int32(id))
 	}
 	return int64(deleted), nil
 }

@@ -276,6 +276,8 @@ type store interface {
 	loadChunk(ctx context.Context, r io.Reader, h *countingHash, format *parse.Format, path string, offset, line int64, opt Options) (*chunk, error)
 	// routeCheck counts the distinct routes into res and, past max, names hotspots.
 	routeCheck(ctx context.Context, res *Result, max int64) error
+	// lockFile holds the file at src against other loaders (Target.LockFile).
+	lockFile(ctx context.Context, src string) (unlock func(), err error)
 	String() string
 }
 
@@ -307,6 +309,9 @@ func (d duck) loadChunk(ctx context.Context, r io.Reader, h *countingHash, forma
 func (d duck) routeCheck(ctx context.Context, res *Result, max int64) error {
 	return routeCheck(ctx, d.db, res, max)
 }
+
+// lockFile holds nothing: a DuckDB file has one writer, this process.
+func (d duck) lockFile(context.Context, string) (func(), error) { return func() {}, nil }
 
 // routeCheck counts distinct routes and, past max, finds the prefixes behind them.
 func routeCheck(ctx context.Context, db *sql.DB, res *Result, max int64) error {
@@ -353,7 +358,12 @@ func loadFile(ctx context.Context, st store, path string, opt Options) (File, er
 	}
 	// What to load: only what no load has covered yet, up to the file's last newline (a
 	// last line still being written is left for the next run), in chunks that each
-	// commit with their registry entry.
+	// commit with their registry entry; read once no other loader holds the file.
+	unlock, err := st.lockFile(ctx, src)
+	if err != nil {
+		return out, err
+	}
+	defer unlock()
 	known, err := st.registered(ctx)
 	if err != nil {
 		return out, err

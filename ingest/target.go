@@ -1,7 +1,10 @@
 package ingest
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -26,6 +29,11 @@ type Target interface {
 	LoadChunk(ctx context.Context, c *Chunk) error
 	// RouteCheck counts the distinct routes into res and, past max, names hotspots.
 	RouteCheck(ctx context.Context, res *Result, max int64) error
+	// LockFile holds a file against other loaders into the same store while it is read
+	// and loaded (another loader of it waits): key names the file's content, so that one
+	// log under two names is one file. Loading starts after it returns, from what the
+	// registry holds then.
+	LockFile(ctx context.Context, key string) (unlock func(), err error)
 	// String names the store in messages ("cluster").
 	String() string
 }
@@ -63,6 +71,35 @@ func (t target) repair(ctx context.Context, d Damage) (int64, error) { return t.
 func (t target) registered(ctx context.Context) ([]prefix, error)    { return t.t.Registered(ctx) }
 func (t target) routeCheck(ctx context.Context, res *Result, max int64) error {
 	return t.t.RouteCheck(ctx, res, max)
+}
+
+func (t target) lockFile(ctx context.Context, src string) (func(), error) {
+	key, err := contentKey(src)
+	if err != nil || key == "" {
+		return func() {}, err
+	}
+	return t.t.LockFile(ctx, key)
+}
+
+// contentKey names a file by its first line (its content up to the first newline, at
+// most 64 KB): what a rotated or copied log keeps. "" when it has no whole line yet:
+// nothing of it can be loaded.
+func contentKey(src string) (string, error) {
+	in, err := openInput(src, nil)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	first, err := in.r.Peek(64 << 10)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return "", err
+	}
+	i := bytes.IndexByte(first, '\n')
+	if i < 0 {
+		return "", nil
+	}
+	h := sha256.Sum256(first[:i])
+	return hex.EncodeToString(h[:8]), nil
 }
 
 func (t target) loadChunk(ctx context.Context, r io.Reader, h *countingHash, format *parse.Format, path string, offset, line int64, opt Options) (*chunk, error) {

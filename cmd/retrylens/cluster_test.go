@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/retrylens/retrylens/backend"
 	"github.com/retrylens/retrylens/cluster"
 	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/internal/testmain"
@@ -325,6 +327,132 @@ func checkCluster(t *testing.T, url string) ingest.Damage {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestClusterLoadersAtOnce: two ingests into one cluster at once, the first held with its
+// first chunk's rows on the shards and no registry entry yet. The second loads its own
+// gateway's log beside it, deletes none of the held rows (their loader is alive: no
+// killed load to repair) and waits for the log the first holds, which it was also given
+// under another name; once the first finishes, it finds that log loaded. Every line of
+// the two logs is there once.
+func TestClusterLoadersAtOnce(t *testing.T) {
+	testmain.EndToEndOnly(t)
+	t.Parallel()
+	url := testmain.ClusterURL(t)
+	shared, sharedLines := genLog(t, t.TempDir(), "retry", 60_000, 21)
+	own, ownLines := genLog(t, t.TempDir(), "retry", 20_000, 22)
+	renamed := filepath.Join(t.TempDir(), "rotated.log")
+	if data, err := os.ReadFile(shared); err != nil || os.WriteFile(renamed, data, 0o644) != nil {
+		t.Fatal(err)
+	}
+	st, err := backend.Open(t.Context(), url, backend.Options{Mode: backend.Create})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// sql is the one row of q as tab-separated text.
+	sql := func(q string) string {
+		_, rows, err := st.Run(t.Context(), q)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var cols []string
+		for _, v := range rows[0] {
+			cols = append(cols, fmt.Sprint(v))
+		}
+		return strings.Join(cols, "\t")
+	}
+
+	held := exec.Command(os.Args[0], "ingest", "--quiet", "--db", url, "--log-format", "retry", "--chunk-mib", "4", shared)
+	held.Env = append(os.Environ(), "RETRYLENS_TEST_MAIN=1", "RETRYLENS_TEST_STEP=rows:1:hold")
+	release, err := held.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := held.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer held.Process.Kill()
+	heldErr := make(chan string, 1)
+	reached := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		var rest strings.Builder
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "retrylens-test: ") {
+				reached <- true
+				continue
+			}
+			rest.WriteString(sc.Text() + "\n")
+		}
+		reached <- false
+		heldErr <- rest.String()
+	}()
+	if !<-reached {
+		t.Fatalf("the held ingest ended before its first rows: %s", <-heldErr)
+	}
+	inFlight := sql("SELECT count() FROM requests")
+	if inFlight == "0" {
+		t.Fatal("the held ingest has no rows on the shards")
+	}
+
+	type run struct {
+		stderr string
+		code   int
+	}
+	second := make(chan run, 1)
+	go func() {
+		_, stderr, code := retrylens(t, nil, "ingest", "--db", url, "--log-format", "retry", own, renamed)
+		second <- run{stderr, code}
+	}()
+	// The second loads its own log, then waits for the held one.
+	for i := 0; sql(fmt.Sprintf("SELECT count() FROM files WHERE path = '%s'", own)) == "0"; i++ {
+		if i == 600 {
+			t.Fatal("the second ingest did not load its own log within a minute")
+		}
+		select {
+		case r := <-second:
+			t.Fatalf("the second ingest ended first: exit %d: %s", r.code, r.stderr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	time.Sleep(time.Second) // it now waits for the held log
+	select {
+	case r := <-second:
+		t.Fatalf("the second ingest did not wait for the log the first holds: exit %d: %s", r.code, r.stderr)
+	default:
+	}
+	// (the shards run the query: the registry, on this server, is sent to them)
+	if got := sql("SELECT count() FROM requests WHERE file_id GLOBAL NOT IN (SELECT file_id FROM files)"); got != inFlight {
+		t.Errorf("%s rows of the held load in flight, want %s", got, inFlight)
+	}
+	if got := sql(fmt.Sprintf("SELECT count() FROM files WHERE path = '%s'", shared)); got != "0" {
+		t.Errorf("%s registry entries of the held log, want none yet", got)
+	}
+
+	release.Close()
+	if err := held.Wait(); err != nil {
+		t.Fatalf("the held ingest: %v: %s", err, <-heldErr)
+	}
+	r := <-second
+	if r.code != 0 || !strings.Contains(r.stderr, renamed+": skipped, already loaded") {
+		t.Errorf("the second ingest: exit %d, want it to skip %s:\n%s", r.code, renamed, r.stderr)
+	}
+	n := int64(sharedLines + ownLines)
+	want := fmt.Sprintf("%d\t%d", n, n)
+	if got := sql("SELECT count(), uniqExact(file_id, line) FROM requests"); got != want {
+		t.Errorf("rows, distinct rows: %s, want %s", got, want)
+	}
+	if got := sql("SELECT sum(lines) FROM files"); got != fmt.Sprint(n) {
+		t.Errorf("registered lines: %s, want %d", got, n)
+	}
+	if out, stderr, code := retrylens(t, nil, "verify", "--db", url); code != 0 || !strings.Contains(out, ": ok") {
+		t.Errorf("verify: exit %d: %s%s", code, out, stderr)
+	}
 }
 
 // TestClusterVerifyStored: verify on a cluster computes the answers and the cache that

@@ -52,9 +52,9 @@ func genLog(t *testing.T, dir, preset string, n int, seed uint64) (string, int) 
 	return path, truth.Lines
 }
 
-// stepHook returns ingest's step hook for a spec "STEP:N[:pause]": at the Nth time the load
-// reaches STEP it writes "retrylens-test: STEP N" on w, and with pause it then waits
-// there for the kill. Empty spec: no hook.
+// stepHook returns ingest's step hook for a spec "STEP:N[:pause|:hold]": at the Nth time
+// the load reaches STEP it writes "retrylens-test: STEP N" on w, and with pause it then
+// waits there for the kill, with hold until its stdin closes. Empty spec: no hook.
 func stepHook(spec string, w io.Writer) func(ingest.Step) {
 	if spec == "" {
 		return nil
@@ -70,6 +70,9 @@ func stepHook(spec string, w io.Writer) func(ingest.Step) {
 			fmt.Fprintf(w, "retrylens-test: %s %d\n", s, n)
 			for pause {
 				time.Sleep(time.Hour)
+			}
+			if len(parts) > 2 && parts[2] == "hold" {
+				io.Copy(io.Discard, os.Stdin)
 			}
 		}
 	}
