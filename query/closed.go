@@ -12,18 +12,22 @@ import (
 // chain may still grow, or horizon when there is none; logical requests that started
 // before it are whole. It reads the stored cache's linking (see Refresh); where the cache
 // is stale it falls back to horizon less ten gaps, the longest chain a range reads around
-// itself (rangeContext). A report over every row before a whole minute at or before
-// Closed gives figures that later lines cannot change (retrylens watch).
+// itself (rangeContext); so does a nil db (a cluster, which keeps no linking). A report
+// over every row before a whole minute at or before Closed gives figures that later lines
+// cannot change (retrylens watch).
 func Closed(ctx context.Context, db *sql.DB, horizon time.Time, maxGap time.Duration) (time.Time, error) {
-	fresh, err := cacheFresh(ctx, db)
-	if err != nil {
-		return time.Time{}, err
+	fresh := false
+	if db != nil {
+		var err error
+		if fresh, err = cacheFresh(ctx, db); err != nil {
+			return time.Time{}, err
+		}
 	}
 	if !fresh {
 		return horizon.Add(-10 * maxGap), nil
 	}
 	var first sql.NullTime
-	err = db.QueryRowContext(ctx, "SELECT min(first_ts) FROM "+cacheName+"_attempts WHERE ts >= $1", horizon.UTC()).Scan(&first)
+	err := db.QueryRowContext(ctx, "SELECT min(first_ts) FROM "+cacheName+"_attempts WHERE ts >= $1", horizon.UTC()).Scan(&first)
 	if err != nil || !first.Valid || !first.Time.Before(horizon) {
 		return horizon, err
 	}

@@ -82,9 +82,6 @@ func New(o Options) (*Watcher, error) {
 	if len(o.Args) == 0 {
 		return nil, errors.New("nothing to watch: give log files or globs")
 	}
-	if !backend.IsFile(o.Location) {
-		return nil, fmt.Errorf("watch loads into a DuckDB file, not %s: on a cluster, run 'retrylens ingest' from each gateway", o.Location)
-	}
 	if o.Open == nil {
 		o.Open = backend.Open
 	}
@@ -186,15 +183,27 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	w.mu.Unlock()
 	qo := w.o.Figures.Query
 	qo.Since, qo.Until = time.Time{}, time.Time{}
-	db, err := st.Rows(ctx, &qo, nil, false)
-	if err != nil {
-		return err
+	// build is the postmortem of a range. A file's reports all read the file; a
+	// cluster's read what each range needs from the shards (docs/live.md).
+	build := func(q query.Options, charts bool) (*postmortem.Result, error) {
+		db, err := st.Rows(ctx, &q, nil, false)
+		if err != nil {
+			return nil, err
+		}
+		return postmortem.Build(ctx, db, w.report(q, charts))
 	}
 	// Everything before the last whole minute (or window, under a minute) at or before
 	// where chains stop growing. A report up to a whole minute reads what the stored
 	// cache holds of those minutes; one up to a window inside a minute links the rows
-	// again (slower on a large database, the same figures).
-	closed, err := query.Closed(ctx, db, started.Add(-w.o.Settle-qo.MaxGap), qo.MaxGap)
+	// again (slower on a large database, the same figures). A cluster keeps no linking
+	// to read it from: ten gaps before the horizon (query.Closed without a cache).
+	var linked *sql.DB
+	if backend.IsFile(w.o.Location) {
+		if linked, err = st.Rows(ctx, &qo, nil, false); err != nil {
+			return err
+		}
+	}
+	closed, err := query.Closed(ctx, linked, started.Add(-w.o.Settle-qo.MaxGap), qo.MaxGap)
 	if err != nil {
 		return err
 	}
@@ -205,7 +214,7 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	prev := w.snap
 	w.mu.Unlock()
 	if prev != nil && !until.After(prev.until) {
-		return w.buildPage(ctx, db, qo)
+		return w.buildPage(qo, build)
 	}
 	// The figures of what closed since the last batch, added to the counters.
 	inc := qo
@@ -213,7 +222,7 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	if prev != nil {
 		inc.Since = prev.until
 	}
-	pm, err := postmortem.Build(ctx, db, w.report(inc, true))
+	pm, err := build(inc, true)
 	if err != nil {
 		return err
 	}
@@ -227,7 +236,7 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	if wstart.Before(inc.Since) {
 		wq := qo
 		wq.Since, wq.Until = wstart, wstart.Add(w.o.Width)
-		if win, err = postmortem.Build(ctx, db, w.report(wq, false)); err != nil {
+		if win, err = build(wq, false); err != nil {
 			return err
 		}
 	}
@@ -245,7 +254,7 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	}
 	w.snap = next
 	w.mu.Unlock()
-	return w.buildPage(ctx, db, qo)
+	return w.buildPage(qo, build)
 }
 
 // report is the postmortem a batch asks for: the rows of qo, judged with the figures'
@@ -261,7 +270,7 @@ const pageWanted = 5 * time.Minute
 
 // buildPage renders the HTML report of the last HTMLWindow that has lines, up to the last
 // closed minute, when / was asked for lately (it costs a report).
-func (w *Watcher) buildPage(ctx context.Context, db *sql.DB, qo query.Options) error {
+func (w *Watcher) buildPage(qo query.Options, build func(query.Options, bool) (*postmortem.Result, error)) error {
 	w.mu.Lock()
 	want := w.o.HTMLWindow > 0 && w.snap != nil && !w.asked.IsZero() && w.o.Now().Sub(w.asked) < pageWanted &&
 		!(w.pageUntil.Equal(w.snap.until) && w.page != nil)
@@ -276,7 +285,7 @@ func (w *Watcher) buildPage(ctx context.Context, db *sql.DB, qo query.Options) e
 	// The last hours that have lines: a log replayed long after shows its end.
 	qo.Since = last.Truncate(time.Minute).Add(time.Minute - w.o.HTMLWindow)
 	qo.Until = until
-	hp, err := postmortem.Build(ctx, db, w.report(qo, true))
+	hp, err := build(qo, true)
 	if err != nil {
 		return err
 	}
