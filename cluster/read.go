@@ -168,18 +168,36 @@ func fill(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options, every, 
 	}
 	rowsQuery := "SELECT " + strings.Join(cols, ", ") + " FROM " + cl.Table("requests") + " WHERE " + window + " AND " + linked
 
-	// The others, counted on the shards. linked_by as prepare_all names a keyed line's; none
-	// is cancelled (only an attempt of a request with a retry can be).
-	rowCounts := "toInt64(count()) AS n, toInt64(count(upstream_tries)) AS proxied, sum(toNullable(toInt64(upstream_tries))) AS tries"
-	linkedBy := `if(attempt IS NULL, NULL, multiIf(idempotency_key IS NOT NULL, 'idempotency_key', invocation_id IS NOT NULL, 'invocation_id', 'request_id'))`
-	timeQuery := fmt.Sprintf(`SELECT intDiv(assumeNotNull(ts_us), 1000000) AS sec, %[1]s AS in_range, status, attempt,
-		toUInt8(0) AS inferred, attempt IS NOT NULL AS strong, %[2]s AS linked_by, toUInt8(0) AS cancelled, %[3]s
-		FROM %[4]s WHERE %[5]s AND NOT %[6]s
-		GROUP BY sec, in_range, status, attempt, strong, linked_by`, inRange, linkedBy, rowCounts, cl.Table("requests"), window, linked)
-	groupsQuery := fmt.Sprintf(`SELECT intDiv(assumeNotNull(ts_us), 60000000) * 60 AS minute, method, route, host, upstream_addr, status, attempt,
-		toUInt8(0) AS inferred, attempt IS NOT NULL AS strong, %[1]s AS linked_by, toUInt8(0) AS cancelled, %[2]s
-		FROM %[3]s WHERE %[4]s AND %[5]s AND NOT %[6]s
-		GROUP BY minute, method, route, host, upstream_addr, status, attempt, strong, linked_by`, linkedBy, rowCounts, cl.Table("requests"), window, inRange, linked)
+	// The others, counted on the shards into the contract's row count tables: their key
+	// columns for a line no linking changes (linked_by as prepare_all names a keyed
+	// line's; none is cancelled: only an attempt of a request with a retry can be), and
+	// the row counts as query writes them for both engines.
+	unlinked := map[string]string{
+		"status": "status", "attempt": "attempt", "method": "method", "route": "route", "host": "host",
+		"upstream_addr": "upstream_addr", "inferred": "toUInt8(0)", "strong": "attempt IS NOT NULL", "cancelled": "toUInt8(0)",
+		"linked_by": `if(attempt IS NULL, NULL, multiIf(idempotency_key IS NOT NULL, 'idempotency_key', invocation_id IS NOT NULL, 'invocation_id', 'request_id'))`,
+	}
+	// counts is the query of table's counts, its time (ts, first) the bucket, in seconds,
+	// then flag (as in_range) if given.
+	counts := func(table, bucket, flag, where string) string {
+		sel, group := []string{bucket + " AS ts"}, []string{"ts"}
+		if flag != "" {
+			sel, group = append(sel, flag+" AS in_range"), append(group, "in_range")
+		}
+		for _, k := range query.CountTableNamed(table).Keys[1:] {
+			x, ok := unlinked[k]
+			if !ok {
+				panic("cluster: no expression for count key " + k)
+			}
+			sel, group = append(sel, x+" AS "+k), append(group, k)
+		}
+		return "SELECT " + strings.Join(sel, ", ") + ", " + query.RowCounts(query.ClickHouse) + " FROM " + cl.Table("requests") +
+			" WHERE " + where + " GROUP BY " + strings.Join(group, ", ")
+	}
+	notLinked := window + " AND NOT " + linked
+	timeQuery := counts("time", "intDiv(assumeNotNull(ts_us), 1000000)", inRange, notLinked)
+	groupsQuery := counts("groups", "intDiv(assumeNotNull(ts_us), 60000000) * 60", "", notLinked+" AND "+inRange)
+	nAt := len(query.CountTableNamed("time").Keys) + 1 // rows, after the keys and in_range
 	withLinked := append(append([]any{}, args...), linkedArgs...)
 
 	var counted int64
@@ -211,7 +229,7 @@ func fill(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options, every, 
 		}, &tr.Rows, &tr.RowsTime},
 		{"count the rows on the shards", "counted_time", timeQuery, withLinked, func(v []any) []any {
 			v[0] = time.Unix(v[0].(int64), 0).UTC()
-			counted += v[8].(int64)
+			counted += v[nAt].(int64)
 			return v
 		}, new(int64), &tr.CountsTime},
 		{"count the rows on the shards", "counted_groups", groupsQuery, withLinked, func(v []any) []any {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -266,5 +267,36 @@ func TestCountCatalogue(t *testing.T) {
 	}
 	if len(unfilled) > 0 {
 		t.Errorf("in the catalogue but in no SQL: %v", unfilled)
+	}
+}
+
+// TestRowCounts: the row counts written once for both engines (counts.go) are the row
+// count tables' sums, in order; the counted tables a cluster fills have those tables'
+// columns.
+func TestRowCounts(t *testing.T) {
+	var names []string
+	for _, c := range rowCounts {
+		names = append(names, c.name)
+	}
+	for _, name := range []string{"time", "edges", "groups"} {
+		if got := CountTableNamed(name).Sums; !slices.Equal(got, names) {
+			t.Errorf("%s sums %v, the row counts %v", name, got, names)
+		}
+	}
+	for _, c := range []struct{ ddl, want string }{
+		{CountedTime, "CREATE TABLE counted_time (ts TIMESTAMP, in_range BOOLEAN, status SMALLINT, attempt INTEGER, inferred BOOLEAN, strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN, n BIGINT, proxied BIGINT, tries BIGINT)"},
+		{CountedGroups, "CREATE TABLE counted_groups (ts TIMESTAMP, method VARCHAR, route VARCHAR, host VARCHAR, upstream_addr VARCHAR, status SMALLINT, attempt INTEGER, inferred BOOLEAN, strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN, n BIGINT, proxied BIGINT, tries BIGINT)"},
+	} {
+		if c.ddl != c.want {
+			t.Errorf("got  %s\nwant %s", c.ddl, c.want)
+		}
+	}
+	for e, want := range map[Engine]string{
+		DuckDB:     "count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries)::BIGINT AS tries",
+		ClickHouse: "toInt64(count()) AS n, toInt64(count(upstream_tries)) AS proxied, sum(toNullable(toInt64(upstream_tries))) AS tries",
+	} {
+		if got := RowCounts(e); got != want {
+			t.Errorf("engine %d: %s, want %s", e, got, want)
+		}
 	}
 }

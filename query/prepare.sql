@@ -296,9 +296,8 @@ UNION ALL BY NAME
 SELECT * FROM {{.Table}}_chain
 {{end}}
 
-{{- /* What the row count tables count of their rows; the cache's update adds these up. */}}
-{{define "row_counts"}}count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries)::BIGINT AS tries{{end}}
-
+{{- /* What the row count tables count of their rows (rowCounts: query/counts.go, which
+writes them for both engines); the cache's update adds these up. */}}
 {{define "prepare_time"}}
 -- The time table: the rows counted per {{.Grain}} s bucket, by the columns the row metrics read
 -- (not the groupings': 100K routes would make it as large as the rows). Per minute it is the
@@ -325,7 +324,7 @@ GROUP BY ALL{{if .Sorted}} ORDER BY ts{{end}}
 {{define "time_counts"}}
 SELECT time_bucket(to_seconds({{.Grain}}), ts, TIMESTAMP '1970-01-01') AS ts,
        status, attempt, inferred, strong, linked_by, cancelled,
-       {{template "row_counts"}}
+       {{rowCounts}}
 FROM {{template "flagged_rows" .}}
 {{end}}
 
@@ -343,7 +342,7 @@ the few cancelled rows joined to every row by their place in the logs. */}}
 CREATE {{.Kind}} {{.Table}}_groups AS
 SELECT time_bucket(to_seconds(60), ts, TIMESTAMP '1970-01-01') AS ts,
        method, route, host, upstream_addr, status, attempt, inferred, strong, linked_by, cancelled,
-       {{template "row_counts"}}
+       {{rowCounts}}
 FROM {{template "flagged_rows" .}}
 WHERE in_range
 GROUP BY ALL{{if .Sorted}} ORDER BY ts{{end}}

@@ -32,7 +32,8 @@ var sqlFiles embed.FS
 // sqlTmpl holds every statement. Template fields are chosen by the program, never by the
 // user: {{.Key}} a grouping expression, {{.Table}} the Set's table.
 var sqlTmpl = template.Must(template.New("").Funcs(template.FuncMap{"retryableFailure": retryableFailureSQL,
-	"throttleCode": throttleCodeSQL, "retryableCode": retryableCodeSQL, "readOperation": readOperationSQL}).ParseFS(sqlFiles, "*.sql"))
+	"throttleCode": throttleCodeSQL, "retryableCode": retryableCodeSQL, "readOperation": readOperationSQL,
+	"rowCounts": func() string { return RowCounts(DuckDB) }}).ParseFS(sqlFiles, "*.sql"))
 
 // retryableStatuses are the answers, besides every 5xx, that a client retries: the
 // request timed out (408), was throttled (429) or got no answer it waited for (499, 0:
@@ -89,16 +90,6 @@ type Options struct {
 	// from them. Needs Counted and Fill.
 	Cut bool
 }
-
-// The tables Options.Counted names, as the Set's database must hold them.
-const (
-	CountedTime = `CREATE TABLE counted_time (ts TIMESTAMP, in_range BOOLEAN, status SMALLINT, attempt INTEGER, inferred BOOLEAN,
-		strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN, n BIGINT, proxied BIGINT, tries BIGINT)`
-	CountedGroups = `CREATE TABLE counted_groups (ts TIMESTAMP, method VARCHAR, route VARCHAR, host VARCHAR, upstream_addr VARCHAR,
-		status SMALLINT, attempt INTEGER, inferred BOOLEAN, strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN,
-		n BIGINT, proxied BIGINT, tries BIGINT)`
-	CountedSpan = `CREATE TABLE counted_span (first TIMESTAMP, last TIMESTAMP)`
-)
 
 // Context returns the time a Set of o reads around its range (see rangeContext): zero
 // for an open bound.
