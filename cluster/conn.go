@@ -26,8 +26,8 @@ import (
 // what ClickHouse 18.16 (Debian's package) has, which current releases have too: no
 // window functions, CTEs or DateTime64 (times are microseconds since the epoch, ts_us).
 //
-// Exactly once without transactions: a chunk's rows go first, into the Distributed table
-// with insert_distributed_sync (on the shards when the insert returns), then its rejects,
+// Exactly once without transactions: a chunk's rows go first, into each shard's table
+// where the Distributed table would send them (on the shards when the insert returns), then its rejects,
 // then its registry entry, the commit point. Every ingest first compares the rows with
 // the registry (CheckCluster) and deletes what no entry covers (RepairCluster): a killed
 // load's rows, whether all of them reached the shards or part, but not another live
@@ -43,6 +43,7 @@ type Cluster struct {
 	DB     string        // the database, on every server
 	Name   string        // the cluster, as remote_servers names it
 
+	upTo     []uint64   // each shard's weight plus those before it: where a row goes (shardOf)
 	me       *loaderRef // while this process loads (lock.go)
 	fileLock string     // the file lock held while a file loads
 }
@@ -91,7 +92,7 @@ func OpenCluster(ctx context.Context, raw string) (*Cluster, error) {
 	if c.Conn, err = open(host); err != nil {
 		return nil, err
 	}
-	rows, err := c.Conn.Query(ctx, "SELECT host_address, toUInt16(port) FROM system.clusters WHERE cluster = ? AND replica_num = 1 ORDER BY shard_num", c.Name)
+	rows, err := c.Conn.Query(ctx, "SELECT host_address, toUInt16(port), toUInt64(shard_weight) FROM system.clusters WHERE cluster = ? AND replica_num = 1 ORDER BY shard_num", c.Name)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("find the shards of cluster %s: %w", c.Name, err)
@@ -100,12 +101,18 @@ func OpenCluster(ctx context.Context, raw string) (*Cluster, error) {
 	for rows.Next() {
 		var h string
 		var p uint16
-		if err := rows.Scan(&h, &p); err != nil {
+		var w uint64
+		if err := rows.Scan(&h, &p, &w); err != nil {
 			rows.Close()
 			c.Close()
 			return nil, err
 		}
 		addrs = append(addrs, fmt.Sprintf("%s:%d", h, p))
+		total := w
+		if n := len(c.upTo); n > 0 {
+			total += c.upTo[n-1]
+		}
+		c.upTo = append(c.upTo, total)
 	}
 	rows.Close()
 	if len(addrs) == 0 {
@@ -348,11 +355,23 @@ func (c *Cluster) Registered(ctx context.Context) ([]ingest.Prefix, error) {
 	return ingest.ScanPrefixes(rows)
 }
 
-// clusterBatch is how many rows go to the shards in one insert.
+// clusterBatch is how many rows go to a shard in one insert.
 const clusterBatch = 1 << 16
 
-// LoadChunk loads a chunk: its rows into the Distributed table (on the shards when each
-// insert returns), then its rejects, then its registry entry, the commit point.
+// shardOf is the shard a row of link hash h is on: as the Distributed table sends it, by
+// the remainder of h over the shards' weights.
+func (c *Cluster) shardOf(h uint64) int {
+	r := h % c.upTo[len(c.upTo)-1]
+	for i, w := range c.upTo {
+		if r < w {
+			return i
+		}
+	}
+	return len(c.upTo) - 1
+}
+
+// LoadChunk loads a chunk: its rows into the shards (on them when each insert returns),
+// then its rejects, then its registry entry, the commit point.
 func (c *Cluster) LoadChunk(ctx context.Context, ch *ingest.Chunk) error {
 	ch.Step(ingest.StepBegun)
 	// A new id, claimed against other loaders: above every id in the rows too,
@@ -363,52 +382,59 @@ func (c *Cluster) LoadChunk(ctx context.Context, ch *ingest.Chunk) error {
 	}
 	defer c.unclaim(ctx, id)
 
-	ictx := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_distributed_sync": 1}))
+	// Each shard's rows go straight into its own table, where the Distributed table
+	// would send them (shardOf: a request's lines meet on one shard), so that no shard
+	// routes the others' rows and a shard's parts hold its own rows: with twice the
+	// shards, each does half the work.
 	cols := append(append([]string{"file_id"}, ingest.KeyTextColumns()...), "link_hash")
-	insert := "INSERT INTO " + c.Table("requests") + " (" + strings.Join(cols, ", ") + ")"
-	var (
-		ins      driver.Batch
-		pending  int
-		inserted int64
-	)
+	insert := "INSERT INTO " + c.Table("requests_local") + " (" + strings.Join(cols, ", ") + ")"
+	batches := make([]driver.Batch, len(c.Shards))
+	pending := make([]int, len(c.Shards))
+	var inserted int64
 	defer func() {
-		if ins != nil {
-			ins.Abort()
+		for _, b := range batches {
+			if b != nil {
+				b.Abort()
+			}
 		}
 	}()
-	send := func() error {
-		if ins == nil || pending == 0 {
+	send := func(i int) error {
+		if batches[i] == nil || pending[i] == 0 {
 			return nil
 		}
-		if err := ins.Send(); err != nil {
-			return fmt.Errorf("load the rows: %w", err)
+		if err := batches[i].Send(); err != nil {
+			return fmt.Errorf("load the rows into shard %d: %w", i+1, err)
 		}
-		inserted += int64(pending)
-		ins, pending = nil, 0
+		inserted += int64(pending[i])
+		batches[i], pending[i] = nil, 0
 		ch.Step(ingest.StepRows) // these rows are on the shards, unregistered
 		return nil
 	}
 	row := make([]any, len(cols))
 	err = ch.Rows(ctx, func(rec *parse.Record, vals []any) error {
-		if ins == nil {
+		h := LinkHash(rec)
+		i := c.shardOf(h)
+		if batches[i] == nil {
 			var err error
-			if ins, err = c.Conn.PrepareBatch(ictx, insert); err != nil {
+			if batches[i], err = c.Shards[i].PrepareBatch(ctx, insert); err != nil {
 				return err
 			}
 		}
 		row[0] = id
 		copy(row[1:], vals)
-		row[len(row)-1] = LinkHash(rec)
-		if err := ins.Append(row...); err != nil {
+		row[len(row)-1] = h
+		if err := batches[i].Append(row...); err != nil {
 			return err
 		}
-		if pending++; pending == clusterBatch {
-			return send()
+		if pending[i]++; pending[i] == clusterBatch {
+			return send(i)
 		}
 		return nil
 	})
-	if err == nil {
-		err = send()
+	for i := range batches {
+		if err == nil {
+			err = send(i)
+		}
 	}
 	if err != nil {
 		return err

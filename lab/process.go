@@ -72,3 +72,6 @@ func (s *server) Stop() error {
 
 // URL returns the server's base URL.
 func (s *server) URL() string { return "http://" + s.addr }
+
+// PID is the server's process id.
+func (s *server) PID() int { return s.cmd.Process.Pid }
