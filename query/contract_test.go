@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrylens/retrylens/internal/duckerr"
+
 	"github.com/retrylens/retrylens/internal/testmain"
 	"github.com/retrylens/retrylens/lab"
 
@@ -298,5 +300,28 @@ func TestRowCounts(t *testing.T) {
 		if got := RowCounts(e); got != want {
 			t.Errorf("engine %d: %s, want %s", e, got, want)
 		}
+	}
+}
+
+// TestRefreshOutOfMemory: a cache build that runs out of the cache's memory is run again
+// with DuckDB's default limit, and the cache is there.
+func TestRefreshOutOfMemory(t *testing.T) {
+	ctx := context.Background()
+	db := loadSamples(t, 0)
+	db.SetMaxOpenConns(1)
+	defer func(m string) { cacheMemory = m }(cacheMemory)
+	cacheMemory = "8MB"
+	if err := SetCacheMemory(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := refresh(ctx, db, true); !duckerr.OutOfMemory(err) {
+		t.Fatalf("a build in %s: %v, want DuckDB out of memory (the test needs a build that does not fit)", cacheMemory, err)
+	}
+	how, err := RefreshAfterLoad(ctx, db, true)
+	if err != nil || how != CacheRebuilt {
+		t.Fatalf("RefreshAfterLoad: %q, %v; want the cache rebuilt", how, err)
+	}
+	if fresh, err := cacheFresh(ctx, db); err != nil || !fresh {
+		t.Errorf("the cache after the retry: fresh %v, %v", fresh, err)
 	}
 }

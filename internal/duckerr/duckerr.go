@@ -20,3 +20,9 @@ func Missing(err error) bool {
 	}
 	return false
 }
+
+// OutOfMemory reports whether err is DuckDB's for a statement that needed more memory
+// than its limit allowed.
+func OutOfMemory(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Out of Memory Error: ")
+}
