@@ -8,6 +8,15 @@ var grpcCodes = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "D
 	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
 	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
 
+// grpcHTTPStatus is the HTTP status of each gRPC code but OK, as google.rpc.Code states
+// it (CANCELLED: 499, the client gave up).
+var grpcHTTPStatus = map[string]int{
+	"CANCELLED": 499, "UNKNOWN": 500, "INVALID_ARGUMENT": 400, "DEADLINE_EXCEEDED": 504, "NOT_FOUND": 404,
+	"ALREADY_EXISTS": 409, "PERMISSION_DENIED": 403, "RESOURCE_EXHAUSTED": 429, "FAILED_PRECONDITION": 400,
+	"ABORTED": 409, "OUT_OF_RANGE": 400, "UNIMPLEMENTED": 501, "INTERNAL": 500, "UNAVAILABLE": 503,
+	"DATA_LOSS": 500, "UNAUTHENTICATED": 401,
+}
+
 // errorCode is the error code a logged header carries, as the SDKs' own lists name it:
 // x-amzn-ErrorType's "ThrottlingException:http://internal.amazon.com/…" and the AWS JSON
 // protocols' "com.amazonaws.dynamodb.v20120810#ThrottlingException" are

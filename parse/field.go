@@ -301,6 +301,14 @@ func finish(r *Record, st *state, only int) {
 	if st.tries > 0 {
 		r.UpstreamTries = st.tries
 	}
+	// A gRPC call that failed is logged 200 by every gateway (its status is in the
+	// trailers): its status is the HTTP one its code maps to (google.rpc.Code), so that an
+	// UNAVAILABLE counts as the 503 it is and a RESOURCE_EXHAUSTED as a 429.
+	if r.Status == 200 && r.ErrorCode != "" {
+		if s, ok := grpcHTTPStatus[r.ErrorCode]; ok {
+			r.Status = s
+		}
+	}
 	// retry-after-ms wins over Retry-After, as the clients that send it read them; it is
 	// kept as Retry-After's seconds. A value that is not a number (it is the server's, but
 	// logged as text) leaves Retry-After as it was.

@@ -562,3 +562,35 @@ func TestContinueIsAbandoned(t *testing.T) {
 		t.Errorf("status 100: %d, %v; want 0, abandoned", r.Status, err)
 	}
 }
+
+// A failed gRPC call is logged 200 (its status is in the trailers): its status is the one
+// its code maps to. Other codes and statuses are as logged.
+func TestGRPCStatus(t *testing.T) {
+	nginx, err := Compile(`$msec $status "$upstream_trailer_grpc_status" "$upstream_http_x_amzn_errortype"`, EscapeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envoy, _ := Preset("envoy")
+	for _, c := range []struct {
+		format *Format
+		line   string
+		status int
+		code   string
+	}{
+		{nginx, `1764374400.123 200 "14" "-"`, 503, "UNAVAILABLE"},
+		{nginx, `1764374400.123 200 "8" "-"`, 429, "RESOURCE_EXHAUSTED"},
+		{nginx, `1764374400.123 200 "4" "-"`, 504, "DEADLINE_EXCEEDED"},
+		{nginx, `1764374400.123 200 "1" "-"`, 499, "CANCELLED"},
+		{nginx, `1764374400.123 200 "0" "-"`, 200, ""},             // OK
+		{nginx, `1764374400.123 200 "-" "-"`, 200, ""},             // not gRPC
+		{nginx, `1764374400.123 502 "14" "-"`, 502, "UNAVAILABLE"}, // the gateway's own answer stays
+		{nginx, `1764374400.123 400 "-" "ThrottlingException:http://internal.amazon.com/"`, 400, "ThrottlingException"},
+		{envoy, `{"start_time":"2026-11-29T00:00:00.000Z","method":"POST","path":"/shop.Cart/Get","response_code":200,"grpc_status":"Unavailable"}`, 503, "UNAVAILABLE"},
+		{envoy, `{"start_time":"2026-11-29T00:00:00.000Z","method":"POST","path":"/shop.Cart/Get","response_code":200,"grpc_status":"14"}`, 503, "UNAVAILABLE"},
+	} {
+		r, err := c.format.ParseLine([]byte(c.line))
+		if err != nil || r.Status != c.status || r.ErrorCode != c.code {
+			t.Errorf("%s: status %d, code %q, %v; want %d, %q", c.line, r.Status, r.ErrorCode, err, c.status, c.code)
+		}
+	}
+}
