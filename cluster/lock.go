@@ -62,15 +62,14 @@ func (c *Cluster) join(ctx context.Context) error {
 	rand.Read(b)
 	token := hex.EncodeToString(b)
 	host := thisHost
-	q := "CREATE TABLE " + c.Table("loader_"+token) + " (beat DateTime, host String, pid Int64) ENGINE = Log"
-	if err := c.Conn.Exec(ctx, q); err != nil {
+	// created with its first beat (empty only while the statement runs)
+	err := c.Conn.Exec(ctx, "CREATE TABLE "+c.Table("loader_"+token)+" ENGINE = Log AS SELECT now() AS beat, toString(?) AS host, toInt64(?) AS pid",
+		host, int64(os.Getpid()))
+	if err != nil {
 		return fmt.Errorf("register this loader: %w", err)
 	}
 	beat := func(ctx context.Context) error {
 		return c.Conn.Exec(ctx, "INSERT INTO "+c.Table("loader_"+token)+" SELECT now(), ?, ?", host, int64(os.Getpid()))
-	}
-	if err := beat(ctx); err != nil {
-		return fmt.Errorf("register this loader: %w", err)
 	}
 	bctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p := &presence{token: token, stop: stop, done: make(chan struct{})}
@@ -88,11 +87,11 @@ func (c *Cluster) join(ctx context.Context) error {
 		}
 	}()
 	c.me = &loaderRef{presence: p, refs: 1, host: host}
-	return c.sweep(ctx)
+	c.sweep(ctx) // tidying: a dead loader's claims and locks are dead with or without it
+	return nil
 }
 
-// sweep drops the tables of loaders that died without leaving (killed): with theirs
-// gone, their claims and locks are dead to every check.
+// sweep drops the tables of loaders that died without leaving (killed).
 func (c *Cluster) sweep(ctx context.Context) error {
 	rows, err := c.Conn.Query(ctx, "SELECT substring(name, 8) FROM system.tables WHERE database = ? AND startsWith(name, 'loader_')", c.DB)
 	if err != nil {
@@ -221,6 +220,9 @@ var thisHost = func() string {
 
 // take creates table with this loader as its owner; false when it exists.
 func (c *Cluster) take(ctx context.Context, table string) (bool, error) {
+	if c.me == nil {
+		return false, errors.New("take " + table + ": this process is no loader of the cluster (join first)")
+	}
 	// all text: ClickHouse writes a number's default as a CAST
 	err := c.Conn.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (token String DEFAULT '%s', host String DEFAULT '%s', pid String DEFAULT '%d') ENGINE = Log",
 		c.Table(table), c.me.token, thisHost, os.Getpid()))
