@@ -662,7 +662,7 @@ func RepairCluster(ctx context.Context, c *Cluster, d ingest.Damage) (int64, err
 		}
 	}
 	for _, id := range ids { // a dead loader's claims
-		c.unclaim(ctx, int32(id))
+		c.dropClaim(ctx, id)
 	}
 	return int64(deleted), nil
 }

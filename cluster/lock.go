@@ -235,6 +235,9 @@ func (c *Cluster) take(ctx context.Context, table string) (bool, error) {
 
 // holds reports whether table is still this loader's.
 func (c *Cluster) holds(ctx context.Context, table string) error {
+	if c.me == nil {
+		return errors.New("this process is no loader of the cluster")
+	}
 	token, _, _, ok, err := c.ownerOf(ctx, table)
 	if err != nil {
 		return err
@@ -255,7 +258,12 @@ func (c *Cluster) lock(ctx context.Context, name string) (unlock func(), broke b
 			return nil, broke, fmt.Errorf("take the lock %s: %w", table, err)
 		}
 		if ok {
-			return func() { c.Conn.Exec(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+c.Table(table)) }, broke, nil
+			return func() {
+				// not another's, if a loader took it as this one's heartbeat had stopped
+				if ctx := context.WithoutCancel(ctx); c.holds(ctx, table) == nil {
+					c.Conn.Exec(ctx, "DROP TABLE IF EXISTS "+c.Table(table))
+				}
+			}, broke, nil
 		}
 		token, host, pid, there, err := c.ownerOf(ctx, table)
 		if err != nil {
@@ -315,6 +323,15 @@ func (c *Cluster) claim(ctx context.Context) (int32, error) {
 
 // unclaim drops a chunk's claim once its registry entry is written.
 func (c *Cluster) unclaim(ctx context.Context, id int32) {
+	ctx = context.WithoutCancel(ctx)
+	table := fmt.Sprintf("claim_%d", id)
+	if c.holds(ctx, table) == nil {
+		c.Conn.Exec(ctx, "DROP TABLE IF EXISTS "+c.Table(table))
+	}
+}
+
+// dropClaim drops a dead loader's claim (RepairCluster, once its rows are deleted).
+func (c *Cluster) dropClaim(ctx context.Context, id int64) {
 	c.Conn.Exec(context.WithoutCancel(ctx), fmt.Sprintf("DROP TABLE IF EXISTS %s", c.Table(fmt.Sprintf("claim_%d", id))))
 }
 
