@@ -119,6 +119,10 @@ func OpenCluster(ctx context.Context, raw string) (*Cluster, error) {
 		c.Close()
 		return nil, fmt.Errorf("%s: the server has no cluster %q in its remote_servers", raw, c.Name)
 	}
+	if c.upTo[len(c.upTo)-1] == 0 {
+		c.Close()
+		return nil, fmt.Errorf("%s: every shard of cluster %q has weight 0: no row could be stored", raw, c.Name)
+	}
 	for _, a := range addrs {
 		conn, err := open(a)
 		if err != nil {
