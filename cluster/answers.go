@@ -81,7 +81,7 @@ func (c *store) storeAnswers(ctx context.Context, again bool) (time.Duration, er
 		return 0, err
 	}
 	defer c.cl.leave(ctx)
-	unlock, _, err := c.cl.lock(ctx, "answers")
+	unlock, _, err := c.cl.lock(ctx, "answers", "the answers for reports", -1)
 	if err != nil {
 		return 0, err
 	}

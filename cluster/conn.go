@@ -43,6 +43,11 @@ type Cluster struct {
 	DB     string        // the database, on every server
 	Name   string        // the cluster, as remote_servers names it
 
+	// Wait is how long a load waits for a file another loader holds (0 fails at once);
+	// Waiting, when set, is told once per wait what it waits for.
+	Wait    time.Duration
+	Waiting func(err error)
+
 	upTo     []uint64   // each shard's weight plus those before it: where a row goes (shardOf)
 	me       *loaderRef // while this process loads (lock.go)
 	fileLock string     // the file lock held while a file loads
@@ -285,9 +290,9 @@ func LoadCluster(ctx context.Context, c *Cluster, paths []string, opt ingest.Opt
 
 // LockFile holds a file against other loaders (lock.go). A lock a dead loader held is
 // broken, and the rows its chunk in flight had sent are deleted before the file is read.
-func (c *Cluster) LockFile(ctx context.Context, key string) (func(), error) {
+func (c *Cluster) LockFile(ctx context.Context, key, path string) (func(), error) {
 	name := "file_" + key
-	unlock, broke, err := c.lock(ctx, name)
+	unlock, broke, err := c.lock(ctx, name, path, c.Wait)
 	if err != nil {
 		return nil, err
 	}

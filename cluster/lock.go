@@ -248,10 +248,13 @@ func (c *Cluster) holds(ctx context.Context, table string) error {
 	return nil
 }
 
-// lock takes the lock table lock_<name>, waiting while a live loader holds it; broke says
-// it was a dead loader's.
-func (c *Cluster) lock(ctx context.Context, name string) (unlock func(), broke bool, err error) {
+// lock takes the lock table lock_<name>, on what (for messages), waiting while a live
+// loader holds it: at most wait (0 fails at once, as --wait does for a file), or, when
+// wait is negative, as long as it lives, in silence. broke says it was a dead loader's.
+func (c *Cluster) lock(ctx context.Context, name, what string, wait time.Duration) (unlock func(), broke bool, err error) {
 	table := "lock_" + name
+	deadline := time.Now().Add(wait)
+	told := false
 	for {
 		ok, err := c.take(ctx, table)
 		if err != nil {
@@ -281,6 +284,16 @@ func (c *Cluster) lock(ctx context.Context, name string) (unlock func(), broke b
 				c.bury(ctx, token)
 				broke = true
 				continue
+			}
+		}
+		if there {
+			held := fmt.Errorf("another loader (pid %d on %s) holds %s", pid, host, what)
+			if wait >= 0 && !time.Now().Before(deadline) {
+				return nil, broke, fmt.Errorf("%w: gave up after %s (--wait); run again once it is done", held, wait)
+			}
+			if !told && c.Waiting != nil && wait >= 0 {
+				c.Waiting(held)
+				told = true
 			}
 		}
 		select {

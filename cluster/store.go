@@ -33,6 +33,7 @@ func openCluster(ctx context.Context, location string, o backend.Options) (backe
 	if err != nil {
 		return nil, err
 	}
+	cl.Wait, cl.Waiting = o.Wait, o.Waiting
 	c := &store{cl: cl, url: RedactURL(location), trace: o.Trace}
 	if o.Mode != backend.Create {
 		if n, err := cl.Loads(ctx); err != nil || n == 0 {

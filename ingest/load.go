@@ -276,8 +276,9 @@ type store interface {
 	loadChunk(ctx context.Context, r io.Reader, h *countingHash, format *parse.Format, path string, offset, line int64, opt Options) (*chunk, error)
 	// routeCheck counts the distinct routes into res and, past max, names hotspots.
 	routeCheck(ctx context.Context, res *Result, max int64) error
-	// lockFile holds the file at src against other loaders (Target.LockFile).
-	lockFile(ctx context.Context, src string) (unlock func(), err error)
+	// lockFile holds the file at src, loaded as path, against other loaders
+	// (Target.LockFile).
+	lockFile(ctx context.Context, src, path string) (unlock func(), err error)
 	String() string
 }
 
@@ -311,7 +312,7 @@ func (d duck) routeCheck(ctx context.Context, res *Result, max int64) error {
 }
 
 // lockFile holds nothing: a DuckDB file has one writer, this process.
-func (d duck) lockFile(context.Context, string) (func(), error) { return func() {}, nil }
+func (d duck) lockFile(context.Context, string, string) (func(), error) { return func() {}, nil }
 
 // routeCheck counts distinct routes and, past max, finds the prefixes behind them.
 func routeCheck(ctx context.Context, db *sql.DB, res *Result, max int64) error {
@@ -359,7 +360,7 @@ func loadFile(ctx context.Context, st store, path string, opt Options) (File, er
 	// What to load: only what no load has covered yet, up to the file's last newline (a
 	// last line still being written is left for the next run), in chunks that each
 	// commit with their registry entry; read once no other loader holds the file.
-	unlock, err := st.lockFile(ctx, src)
+	unlock, err := st.lockFile(ctx, src, path)
 	if err != nil {
 		return out, err
 	}

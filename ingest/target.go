@@ -31,9 +31,9 @@ type Target interface {
 	RouteCheck(ctx context.Context, res *Result, max int64) error
 	// LockFile holds a file against other loaders into the same store while it is read
 	// and loaded (another loader of it waits): key names the file's content, so that one
-	// log under two names is one file. Loading starts after it returns, from what the
-	// registry holds then.
-	LockFile(ctx context.Context, key string) (unlock func(), err error)
+	// log under two names is one file; path is the file as the user named it, for
+	// messages. Loading starts after it returns, from what the registry holds then.
+	LockFile(ctx context.Context, key, path string) (unlock func(), err error)
 	// String names the store in messages ("cluster").
 	String() string
 }
@@ -73,12 +73,12 @@ func (t target) routeCheck(ctx context.Context, res *Result, max int64) error {
 	return t.t.RouteCheck(ctx, res, max)
 }
 
-func (t target) lockFile(ctx context.Context, src string) (func(), error) {
+func (t target) lockFile(ctx context.Context, src, path string) (func(), error) {
 	key, err := contentKey(src)
 	if err != nil || key == "" {
 		return func() {}, err
 	}
-	return t.t.LockFile(ctx, key)
+	return t.t.LockFile(ctx, key, path)
 }
 
 // contentKey names a file by its first line (its content up to the first newline, at

@@ -426,6 +426,11 @@ func TestClusterLoadersAtOnce(t *testing.T) {
 		t.Fatalf("the second ingest did not wait for the log the first holds: exit %d: %s", r.code, r.stderr)
 	default:
 	}
+	// A third, told to wait a second, gives up on the held log and says why.
+	if _, stderr, code := retrylens(t, nil, "ingest", "--wait", "1s", "--db", url, "--log-format", "retry", renamed); code == 0 ||
+		!strings.Contains(stderr, fmt.Sprintf("another loader (pid %d on ", held.Process.Pid)) || !strings.Contains(stderr, "holds "+renamed+": gave up after 1s") {
+		t.Errorf("an ingest with --wait 1s of the held log: exit %d:\n%s", code, stderr)
+	}
 	// (the shards run the query: the registry, on this server, is sent to them)
 	if got := sql("SELECT count() FROM requests WHERE file_id GLOBAL NOT IN (SELECT file_id FROM files)"); got != inFlight {
 		t.Errorf("%s rows of the held load in flight, want %s", got, inFlight)
@@ -439,8 +444,9 @@ func TestClusterLoadersAtOnce(t *testing.T) {
 		t.Fatalf("the held ingest: %v: %s", err, <-heldErr)
 	}
 	r := <-second
-	if r.code != 0 || !strings.Contains(r.stderr, renamed+": skipped, already loaded") {
-		t.Errorf("the second ingest: exit %d, want it to skip %s:\n%s", r.code, renamed, r.stderr)
+	if r.code != 0 || !strings.Contains(r.stderr, renamed+": skipped, already loaded") ||
+		!strings.Contains(r.stderr, fmt.Sprintf("retrylens: waiting up to 30s: another loader (pid %d on ", held.Process.Pid)) {
+		t.Errorf("the second ingest: exit %d, want it to say it waits for the held log, then skip %s:\n%s", r.code, renamed, r.stderr)
 	}
 	n := int64(sharedLines + ownLines)
 	want := fmt.Sprintf("%d\t%d", n, n)

@@ -133,7 +133,7 @@ func (e *env) rootCmd() *cobra.Command {
 	}
 	root.SetVersionTemplate("retrylens {{.Version}}\n")
 	root.PersistentFlags().DurationVar(&e.wait, "wait", 30*time.Second,
-		"how long to wait for a database file another process holds (a 'retrylens watch' batch, an ingest); 0 fails at once")
+		"how long to wait for a database file another process holds (a 'retrylens watch' batch, an ingest), or on a cluster for a log another loader is loading; 0 fails at once")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(e.ingestCmd(), e.watchCmd(), e.reportCmd(), e.checkCmd(), e.budgetCmd(), e.queryCmd(), e.verifyCmd(), e.formatsCmd(), e.versionCmd())
 	return root
