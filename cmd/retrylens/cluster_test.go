@@ -461,6 +461,29 @@ func TestClusterLoadersAtOnce(t *testing.T) {
 	}
 }
 
+// TestClusterWatchOnce: a watch's batch loads a log into a cluster (no answers stored:
+// reports read the shards), and every report of it is a DuckDB file's of the same lines.
+func TestClusterWatchOnce(t *testing.T) {
+	testmain.EndToEndOnly(t)
+	t.Parallel()
+	url := testmain.ClusterURL(t)
+	path := scenario("incident-hour")
+	duck := filepath.Join(t.TempDir(), "same.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", duck, path); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := retrylens(t, nil, "watch", "--once", "--db", url, path); code != 0 {
+		t.Fatalf("watch --once: exit %d: %s", code, stderr)
+	}
+	for _, args := range reportCommands(factsOf(t, duck), false) {
+		want, _, _ := retrylens(t, nil, append(args, "--db", duck)...)
+		got, stderr, _ := retrylens(t, nil, append(args, "--db", url)...)
+		if want != got || len(want) < 20 {
+			t.Errorf("%s: %s\n%s", strings.Join(args, " "), firstDiff(want, got, "DuckDB", "cluster"), stderr)
+		}
+	}
+}
+
 // TestClusterVerifyStored: verify on a cluster computes the answers and the cache that
 // ingest stored for reports again from the rows, names a stored table that differs (a
 // row added behind retrylens's back), exits as for damage, and --repair stores them again.
