@@ -27,6 +27,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"strings"
@@ -458,11 +459,16 @@ func clusterRoutes(ctx context.Context, cl *Cluster) (*sql.DB, error) {
 	return db, nil
 }
 
-// runCluster runs any SQL statement on the cluster's server (retrylens query), read-only, in the
-// cluster's database, and returns its columns and rows.
-func runCluster(ctx context.Context, cl *Cluster, q string) (cols []string, out [][]any, err error) {
-	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"readonly": 2}))
+// runCluster runs any SQL statement on the cluster's server (retrylens query), in the
+// cluster's database, read-only unless write, and returns its columns and rows.
+func runCluster(ctx context.Context, cl *Cluster, q string, write bool) (cols []string, out [][]any, err error) {
+	if !write {
+		ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"readonly": 2}))
+	}
 	rows, err := cl.Conn.Query(ctx, q)
+	if errors.Is(err, io.EOF) {
+		return nil, nil, nil // a statement that returns no rows (CREATE, INSERT)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

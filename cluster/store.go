@@ -26,6 +26,7 @@ type store struct {
 	url   string // redacted
 	trace io.Writer
 	read  []*sql.DB // what Rows handed out, closed with the store
+	write bool      // opened to change it: Run's statements may (query --write)
 }
 
 func openCluster(ctx context.Context, location string, o backend.Options) (backend.Store, error) {
@@ -34,7 +35,7 @@ func openCluster(ctx context.Context, location string, o backend.Options) (backe
 		return nil, err
 	}
 	cl.Wait, cl.Waiting = o.Wait, o.Waiting
-	c := &store{cl: cl, url: RedactURL(location), trace: o.Trace}
+	c := &store{cl: cl, url: RedactURL(location), trace: o.Trace, write: o.Mode != backend.ReadOnly}
 	if o.Mode != backend.Create {
 		if n, err := cl.Loads(ctx); err != nil || n == 0 {
 			cl.Close()
@@ -169,7 +170,7 @@ func (c *store) Rows(ctx context.Context, qo *query.Options, route func(string) 
 }
 
 func (c *store) Run(ctx context.Context, q string) ([]string, [][]any, error) {
-	return runCluster(ctx, c.cl, q)
+	return runCluster(ctx, c.cl, q, c.write)
 }
 
 func (c *store) Verify(ctx context.Context, repair bool) (backend.Verified, error) {

@@ -484,6 +484,26 @@ func TestClusterWatchOnce(t *testing.T) {
 	}
 }
 
+// TestClusterQueryWrite: query on a cluster is read-only unless --write, as on a file.
+func TestClusterQueryWrite(t *testing.T) {
+	testmain.EndToEndOnly(t)
+	t.Parallel()
+	url := testmain.ClusterURL(t)
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", url, scenario("quiet-hour")); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	create := "CREATE TABLE scratch (x UInt8) ENGINE = Memory"
+	if _, stderr, code := retrylens(t, nil, "query", "--db", url, create); code == 0 || !strings.Contains(stderr, "readonly") {
+		t.Errorf("query without --write: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := retrylens(t, nil, "query", "--write", "--db", url, create); code != 0 {
+		t.Errorf("query --write: exit %d: %s", code, stderr)
+	}
+	if out, _, code := retrylens(t, nil, "query", "--db", url, "--format", "tsv", "SELECT count() FROM scratch"); code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "0") {
+		t.Errorf("the table --write made: exit %d: %q", code, out)
+	}
+}
+
 // TestClusterVerifyStored: verify on a cluster computes the answers and the cache that
 // ingest stored for reports again from the rows, names a stored table that differs (a
 // row added behind retrylens's back), exits as for damage, and --repair stores them again.
