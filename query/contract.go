@@ -130,7 +130,6 @@ type AttemptRow struct {
 	FirstUpstreamStatus *string    `col:"first_upstream_status"`
 	FirstN              int32      `col:"first_n"`  // the first attempt's number
 	FirstTs             time.Time  `col:"first_ts"` // when the first attempt ended: the range the request belongs to
-	Example             string     `col:"example"`  // how findings name the request
 }
 
 // CountTable describes one table of the contract.

@@ -4,7 +4,7 @@
 -- unless the line states the client's own cap (max_attempts);
 -- $2 how many rows of each kind the examples are chosen from (below).
 WITH g AS MATERIALIZED (
-    SELECT lkey, example, attempt, {{template "gap_ms"}} AS gap_ms
+    SELECT lkey, {{template "example"}} AS example, attempt, {{template "gap_ms"}} AS gap_ms
     FROM {{.Table}}_attempts
     WHERE {{template "waited"}} AND NOT {{template "whole_second"}} -- 3 ms means nothing to a clock of seconds
 ),
@@ -22,7 +22,7 @@ gn AS (
 -- throttling error code, is refused before it). A request is protected only when every
 -- attempt that may have reached the handler carried one and the same idempotency key.
 w AS (
-    SELECT lkey, example, attempt, status,
+    SELECT lkey, {{template "example"}} AS example, attempt, status,
         coalesce(bool_or(status IN (0, 499, 504)) OVER (PARTITION BY lkey ORDER BY attempt, ts
                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS unknown_before,
         NOT (coalesce(status IN ({{.Throttle}}), false) OR {{throttleCode "error_code"}}) AS reached,
@@ -37,21 +37,21 @@ unprotected AS (
 ),
 f AS (
     -- retried POST/PATCH without an idempotency key
-    SELECT 'duplicate_write_risk' AS kind, lkey, example FROM {{.Table}}_attempts
+    SELECT 'duplicate_write_risk' AS kind, lkey, {{template "example"}} AS example FROM {{.Table}}_attempts
     WHERE attempt >= 1 AND upper(method) IN ('POST', 'PATCH') AND NOT {{readOperation "operation"}} AND idempotency_key IS NULL
     UNION ALL
     -- a write whose first attempt the client abandoned (499, Caddy's 0, or a 504 the
     -- upstream answered 2xx), then a retry that succeeded: the write may have happened
     -- twice. An idempotency key is what lets the server tell, so writes it protects (w)
     -- are left out.
-    SELECT 'false_success', lkey, example FROM {{.Table}}_attempts
+    SELECT 'false_success', lkey, {{template "example"}} AS example FROM {{.Table}}_attempts
     WHERE attempt >= 1 AND status BETWEEN 200 AND 299 AND first_n = 0 AND lkey IN (SELECT lkey FROM unprotected)
       AND upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE') AND NOT {{readOperation "operation"}}
       AND (first_status IN (0, 499) OR (first_status = 504 AND first_upstream_status LIKE '2%'))
     UNION ALL
     -- retried PUT/DELETE without an idempotency key: idempotent by contract, yet a server
     -- that does not honour it performs the side effect twice all the same
-    SELECT 'retried_idempotent_write', lkey, example FROM {{.Table}}_attempts
+    SELECT 'retried_idempotent_write', lkey, {{template "example"}} AS example FROM {{.Table}}_attempts
     WHERE attempt >= 1 AND upper(method) IN ('PUT', 'DELETE') AND NOT {{readOperation "operation"}} AND idempotency_key IS NULL
     UNION ALL
     -- a write not protected by one key, with an attempt that may have written without the
@@ -62,19 +62,19 @@ f AS (
     UNION ALL
     -- (a hedge sent before the 404 came back decided nothing on it; a 400 whose error code
     -- the SDKs retry, a ThrottlingException or a RequestTimeout, is retryable)
-    SELECT 'non_retryable_retry', lkey, example FROM {{.Table}}_attempts
+    SELECT 'non_retryable_retry', lkey, {{template "example"}} AS example FROM {{.Table}}_attempts
     WHERE attempt >= 1 AND NOT hedge AND prev_status IN (400, 401, 403, 404, 422) AND NOT {{retryableCode "prev_error_code"}}
     UNION ALL
     -- beyond the cap the client states (amz-sdk-request max=), else the policy's ($1)
-    SELECT 'over_cap', lkey, example FROM {{.Table}}_attempts
+    SELECT 'over_cap', lkey, {{template "example"}} AS example FROM {{.Table}}_attempts
     WHERE attempt >= coalesce(max_attempts, $1)
     UNION ALL
     -- a key sent on more than one request (two first attempts): linked as if it had none
-    SELECT 'reused_key', lkey, example FROM {{.Table}}_attempts
+    SELECT 'reused_key', lkey, {{template "example"}} AS example FROM {{.Table}}_attempts
     WHERE attempt >= 1 AND reused_key
     UNION ALL
     -- attempt numbers that repeat (a header stuck at 1): counted by place
-    SELECT 'attempt_number_mismatch', lkey, example FROM {{.Table}}_attempts
+    SELECT 'attempt_number_mismatch', lkey, {{template "example"}} AS example FROM {{.Table}}_attempts
     WHERE attempt >= 1 AND renumbered
     UNION ALL
     -- synchronised retries (no jitter): for an attempt number with at least 10 retries, 3 in

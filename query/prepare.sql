@@ -392,6 +392,14 @@ WHERE attempt = 0 AND strong AND ts >= {{.Since}} AND ts < {{.Until}} -- as the 
 GROUP BY ALL{{if .Sorted}} ORDER BY ts{{end}}
 {{end}}
 
+{{- /* How findings name a logical request, from a row of the attempts table: its key as
+logged, with what and when (a first attempt stores no key text, but findings name requests
+by their retries). Computed where findings read it, not stored: the widest column of the
+widest table. */}}
+{{define "example"}}coalesce(key_text || ' (', '') ||
+        coalesce(method, '-') || ' ' || coalesce(route, uri, '-') || ' at ' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') ||
+        CASE WHEN key_text IS NOT NULL THEN ')' ELSE '' END{{end}}
+
 {{- /* The order of a logical request's attempts: by attempt number, then time and place in
 the logs (a request can log the same attempt number twice). */}}
 {{define "attempt_order"}}{'a': attempt, 't': ts, 'f': file_id, 'l': line}{{end}}
@@ -498,7 +506,7 @@ CREATE TEMP VIEW {{.Table}}_cancelled AS SELECT file_id, line FROM {{.Table}}_mu
 {{define "prepare_attempts"}}
 -- The window sorts only the columns it needs (prepare_multi: it carries every column it is
 -- given through its sort); the rest joins back here by (file_id, line), unique per row.
-CREATE {{.Kind}} {{.Table}}_attempts AS
+CREATE {{if .Sorted}}TEMP TABLE{{else}}{{.Kind}}{{end}} {{.Table}}_attempts AS
 WITH w AS (
     SELECT * FROM ({{template "multi_rows" .}}) m JOIN {{.Table}}_multi USING (file_id, line)
 )
@@ -516,16 +524,9 @@ SELECT * EXCLUDE (prev, first, in_range),
     first.status          AS first_status,
     first.upstream_status AS first_upstream_status,
     first.attempt         AS first_n,
-    first.ts              AS first_ts, -- the request's place in time: ranges cut the stored table by it
-    -- how findings name a logical request: its key as logged, with what and when (a first
-    -- attempt stores no key text, but findings name requests by their retries)
-    coalesce(key_text || ' (', '') ||
-        coalesce(method, '-') || ' ' || coalesce(route, uri, '-') || ' at ' || strftime(ts, '%Y-%m-%dT%H:%M:%SZ') ||
-        CASE WHEN key_text IS NOT NULL THEN ')' ELSE '' END AS example
+    first.ts              AS first_ts -- the request's place in time: ranges cut the stored table by it
 FROM w
 WHERE first.in_range -- a logical request belongs to the range of its first attempt
-{{- if .Sorted}}
-ORDER BY first_ts{{end}}
 {{end}}
 
 {{- /* A Set that reads the stored cache: its tables are the cache's, cut to the range when
