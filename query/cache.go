@@ -569,8 +569,8 @@ func SetCacheMemory(ctx context.Context, db *sql.DB) error {
 // answers it leaves out the answers whole reports read (storeAnswers), a second or two on
 // a large database: retrylens watch, whose reports are ranges, refreshes every batch.
 //
-// A build that runs out of that memory (seen once in a 10M-row rebuild, whose attempts
-// table is sorted as it is joined) is run again with DuckDB's default limit, most of the
+// A build that runs out of that memory (seen in 10M-row rebuilds while the attempts table
+// was sorted as it was joined) is run again with DuckDB's default limit, most of the
 // machine's memory, rather than leave reports without a cache.
 func RefreshAfterLoad(ctx context.Context, db *sql.DB, answers bool) (string, error) {
 	if err := SetCacheMemory(ctx, db); err != nil {
