@@ -490,7 +490,7 @@ func (c *Cluster) LoadChunk(ctx context.Context, ch *ingest.Chunk) error {
 	ch.Step(ingest.StepRegistered)
 	// The registry entry commits the chunk, if its claim and file are still this
 	// loader's.
-	for _, held := range []string{fmt.Sprintf("claim_%d", id), c.fileLock} {
+	for _, held := range []string{claimTable(int64(id)), c.fileLock} {
 		if held == "" {
 			continue
 		}

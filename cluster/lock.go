@@ -93,20 +93,14 @@ func (c *Cluster) join(ctx context.Context) error {
 
 // sweep drops the tables of loaders that died without leaving (killed).
 func (c *Cluster) sweep(ctx context.Context) error {
-	rows, err := c.Conn.Query(ctx, "SELECT substring(name, 8) FROM system.tables WHERE database = ? AND startsWith(name, 'loader_')", c.DB)
+	names, err := c.tablesNamed(ctx, "loader_")
 	if err != nil {
-		return fmt.Errorf("read the loaders: %w", err)
+		return err
 	}
 	var tokens []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			rows.Close()
-			return err
-		}
-		tokens = append(tokens, t)
+	for _, n := range names {
+		tokens = append(tokens, strings.TrimPrefix(n, "loader_"))
 	}
-	rows.Close()
 	for _, t := range tokens {
 		var host, pid string
 		err := c.Conn.QueryRow(ctx, "SELECT any(host), toString(any(pid)) FROM "+c.Table("loader_"+t)).Scan(&host, &pid)
@@ -323,7 +317,7 @@ func (c *Cluster) claim(ctx context.Context) (int32, error) {
 	}
 	for range 1000 {
 		id++
-		ok, err := c.take(ctx, fmt.Sprintf("claim_%d", id))
+		ok, err := c.take(ctx, claimTable(int64(id)))
 		if err != nil {
 			return 0, fmt.Errorf("claim load id %d: %w", id, err)
 		}
@@ -337,7 +331,7 @@ func (c *Cluster) claim(ctx context.Context) (int32, error) {
 // unclaim drops a chunk's claim once its registry entry is written.
 func (c *Cluster) unclaim(ctx context.Context, id int32) {
 	ctx = context.WithoutCancel(ctx)
-	table := fmt.Sprintf("claim_%d", id)
+	table := claimTable(int64(id))
 	if c.holds(ctx, table) == nil {
 		c.Conn.Exec(ctx, "DROP TABLE IF EXISTS "+c.Table(table))
 	}
@@ -345,25 +339,37 @@ func (c *Cluster) unclaim(ctx context.Context, id int32) {
 
 // dropClaim drops a dead loader's claim (RepairCluster, once its rows are deleted).
 func (c *Cluster) dropClaim(ctx context.Context, id int64) {
-	c.Conn.Exec(context.WithoutCancel(ctx), fmt.Sprintf("DROP TABLE IF EXISTS %s", c.Table(fmt.Sprintf("claim_%d", id))))
+	c.Conn.Exec(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+c.Table(claimTable(id)))
 }
 
-// claims are the load ids claimed, by id, with whether their loader is alive.
-func (c *Cluster) claims(ctx context.Context) (map[int64]bool, error) {
-	rows, err := c.Conn.Query(ctx, "SELECT name FROM system.tables WHERE database = ? AND startsWith(name, 'claim_')", c.DB)
+// claimTable is the table that claims load id id.
+func claimTable(id int64) string { return fmt.Sprintf("claim_%d", id) }
+
+// tablesNamed are the names of the cluster database's tables on the URL's server that
+// start with prefix.
+func (c *Cluster) tablesNamed(ctx context.Context, prefix string) ([]string, error) {
+	rows, err := c.Conn.Query(ctx, "SELECT name FROM system.tables WHERE database = ? AND startsWith(name, ?)", c.DB, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("read the claims: %w", err)
+		return nil, fmt.Errorf("list the %s tables: %w", prefix, err)
 	}
+	defer rows.Close()
 	var names []string
 	for rows.Next() {
 		var n string
 		if err := rows.Scan(&n); err != nil {
-			rows.Close()
 			return nil, err
 		}
 		names = append(names, n)
 	}
-	rows.Close()
+	return names, rows.Err()
+}
+
+// claims are the load ids claimed, by id, with whether their loader is alive.
+func (c *Cluster) claims(ctx context.Context) (map[int64]bool, error) {
+	names, err := c.tablesNamed(ctx, "claim_")
+	if err != nil {
+		return nil, err
+	}
 	out := map[int64]bool{}
 	for _, n := range names {
 		var id int64

@@ -406,7 +406,8 @@ func TestClusterLoadersAtOnce(t *testing.T) {
 	}
 	second := make(chan run, 1)
 	go func() {
-		_, stderr, code := retrylens(t, nil, "ingest", "--db", url, "--log-format", "retry", own, renamed)
+		// (a long --wait: the test holds the first while a third ingest runs, on a busy machine too)
+		_, stderr, code := retrylens(t, nil, "ingest", "--wait", "5m", "--db", url, "--log-format", "retry", own, renamed)
 		second <- run{stderr, code}
 	}()
 	// The second loads its own log, then waits for the held one.
@@ -445,7 +446,7 @@ func TestClusterLoadersAtOnce(t *testing.T) {
 	}
 	r := <-second
 	if r.code != 0 || !strings.Contains(r.stderr, renamed+": skipped, already loaded") ||
-		!strings.Contains(r.stderr, fmt.Sprintf("retrylens: waiting up to 30s: another loader (pid %d on ", held.Process.Pid)) {
+		!strings.Contains(r.stderr, fmt.Sprintf("retrylens: waiting up to 5m0s: another loader (pid %d on ", held.Process.Pid)) {
 		t.Errorf("the second ingest: exit %d, want it to say it waits for the held log, then skip %s:\n%s", r.code, renamed, r.stderr)
 	}
 	n := int64(sharedLines + ownLines)
