@@ -292,7 +292,7 @@ func LoadCluster(ctx context.Context, c *Cluster, paths []string, opt ingest.Opt
 // broken, and the rows its chunk in flight had sent are deleted before the file is read.
 func (c *Cluster) LockFile(ctx context.Context, key, path string) (func(), error) {
 	name := "file_" + key
-	unlock, broke, err := c.lock(ctx, name, path, c.Wait)
+	unlock, broke, err := c.lock(ctx, name, path, max(c.Wait, 0)) // a negative --wait fails at once, as on a file
 	if err != nil {
 		return nil, err
 	}
