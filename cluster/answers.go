@@ -100,11 +100,11 @@ func (c *store) storeAnswers(ctx context.Context, again bool) (time.Duration, er
 		}
 	}
 	qo := query.Options{MaxGap: query.DefaultMaxGap}
-	db, _, err := materialize(ctx, c.cl, qo, false)
+	db, done, _, err := materialize(ctx, c.cl, qo, false)
 	if err != nil {
 		return 0, err
 	}
-	defer db.Close()
+	defer done()
 	// The state goes first and comes back last: in between no report reads answers or
 	// the stored cache.
 	if err := c.cl.Conn.Exec(ctx, "DROP TABLE IF EXISTS "+c.cl.Table(stateTable)); err != nil {
@@ -115,7 +115,7 @@ func (c *store) storeAnswers(ctx context.Context, again bool) (time.Duration, er
 		return 0, err
 	}
 	qo.Counted = true
-	answers, err := query.Answer(ctx, db, qo, cut)
+	answers, err := answerWithin(ctx, db, qo, reset, cut)
 	if err != nil {
 		return 0, err
 	}

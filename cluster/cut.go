@@ -30,7 +30,7 @@ import (
 const cutListTable = "cache_tables"
 
 // cutBatch is how many rows of a stored table one INSERT sends.
-const cutBatch = 1 << 16
+const cutBatch = 1 << 14
 
 // clickHouseTypes are the ClickHouse types the cache's DuckDB columns are stored as
 // (Nullable), each read back as the same Go type (scanSlot), a TIMESTAMP as microseconds.
@@ -42,7 +42,7 @@ var clickHouseTypes = map[string]string{
 // storeCut returns what stores a table of the cache (query.Answer's cut) on the URL's
 // server, and lists it in cutListTable with version v; reset drops what was stored
 // before and creates the list.
-func (c *store) storeCut(ctx context.Context, v string) (reset func() error, store func(query.CutTable, *sql.Rows) error) {
+func (c *store) storeCut(ctx context.Context, v string) (reset func() error, store func(query.CutTable, query.CutRows) error) {
 	reset = func() error {
 		qs := []string{"DROP TABLE IF EXISTS " + c.cl.Table(cutListTable)}
 		for _, t := range query.CutTables() {
@@ -56,7 +56,7 @@ func (c *store) storeCut(ctx context.Context, v string) (reset func() error, sto
 		}
 		return nil
 	}
-	store = func(t query.CutTable, rows *sql.Rows) error {
+	store = func(t query.CutTable, rows query.CutRows) error {
 		types, err := rows.ColumnTypes()
 		if err != nil {
 			return err
@@ -254,13 +254,13 @@ func (c *store) checkStored(ctx context.Context) (lines []string, differ bool, e
 		return other, false, nil
 	}
 	qo := query.Options{MaxGap: query.DefaultMaxGap}
-	db, _, err := materialize(ctx, c.cl, qo, false)
+	db, done, _, err := materialize(ctx, c.cl, qo, false)
 	if err != nil {
 		return nil, false, err
 	}
-	defer db.Close()
+	defer done()
 	qo.Counted = true
-	answers, err := query.Answer(ctx, db, qo, func(t query.CutTable, rows *sql.Rows) error {
+	answers, err := answerWithin(ctx, db, qo, func() error { differ, lines = false, nil; return nil }, func(t query.CutTable, rows query.CutRows) error {
 		n, sum, err := digestRows(rows.Next, rows.Scan, len(strings.Split(cols[t.Name], ", ")))
 		if err == nil {
 			err = rows.Err()

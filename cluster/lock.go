@@ -140,16 +140,19 @@ func (c *Cluster) leave(ctx context.Context) {
 	c.me = nil
 }
 
+// processAlive reports whether a process of this host with that id runs.
+func processAlive(pid int) bool {
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
 // alive reports whether the loader of token is present: its table there and fresh, or,
 // on this host, its process running.
 func (c *Cluster) alive(ctx context.Context, token, host string, pid int64) (bool, error) {
 	if c.me != nil && token == c.me.token {
 		return true, nil
 	}
-	if host == thisHost && pid > 0 {
-		if err := syscall.Kill(int(pid), 0); errors.Is(err, syscall.ESRCH) {
-			return false, nil
-		}
+	if host == thisHost && pid > 0 && !processAlive(int(pid)) {
+		return false, nil
 	}
 	// an empty table is a loader between creating it and its first beat
 	var fresh uint8

@@ -29,7 +29,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +43,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/retrylens/retrylens/ingest"
+	"github.com/retrylens/retrylens/internal/duckerr"
 	"github.com/retrylens/retrylens/query"
 )
 
@@ -56,19 +61,79 @@ type traffic struct {
 	RowsTime, CountsTime time.Duration
 }
 
-// materialize reads what a Set of o needs from the cluster into a new in-memory DuckDB
-// database (see fill). Open the Set on it with o.Counted.
-func materialize(ctx context.Context, cl *Cluster, o query.Options, every bool) (*sql.DB, traffic, error) {
-	db, err := ingest.Open(ctx, "")
+// materialize reads what a Set of o needs from the cluster into a new DuckDB database
+// (see fill) for the stored answers and cache, which are of every row. Open the Set on
+// it with o.Counted; close it with the function returned, which removes it.
+//
+// The loader's memory is bounded, whatever the rows: the database is a temporary file,
+// which DuckDB spills to under workMemory, and the Go heap is held to workHeap while it
+// is open. In memory, the lines to link and the counts of 10M lines took the loader to
+// 2.3 GiB, which a memory limit alone could not bound (DuckDB cannot evict an in-memory
+// database's tables).
+func materialize(ctx context.Context, cl *Cluster, o query.Options, every bool) (*sql.DB, func(), traffic, error) {
+	dir, err := workDir()
 	if err != nil {
-		return nil, traffic{}, err
+		return nil, nil, traffic{}, err
 	}
+	db, err := ingest.Open(ctx, filepath.Join(dir, "work.duckdb"))
+	if err == nil {
+		if _, err = db.ExecContext(ctx, "SET memory_limit = '"+workMemory+"'"); err != nil {
+			db.Close()
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, traffic{}, err
+	}
+	heap := debug.SetMemoryLimit(workHeap)
+	done := func() { db.Close(); os.RemoveAll(dir); debug.SetMemoryLimit(heap) }
 	tr, err := fill(ctx, cl, db, o, every, true)
 	if err != nil {
-		db.Close()
-		return nil, tr, err
+		done()
+		return nil, nil, tr, err
 	}
-	return db, tr, nil
+	return db, done, tr, nil
+}
+
+// The limits of materialize: DuckDB's, above a DuckDB file's cache build (the Set's
+// temporary tables are evicted less readily than a file's: 192 MB ran out merging the
+// counts of 100K routes per minute), and the Go heap's soft limit.
+const (
+	workMemory = "256MB"
+	workHeap   = 192 << 20
+)
+
+// answerWithin asks query.Answer of db, a database of materialize's, within workMemory;
+// when that runs out (a heavier log than measured), it calls again, which undoes what the
+// first attempt stored, and asks again without DuckDB's limit rather than fail the load.
+func answerWithin(ctx context.Context, db *sql.DB, o query.Options, again func() error, cut func(query.CutTable, query.CutRows) error) (map[string][]byte, error) {
+	answers, err := query.Answer(ctx, db, o, cut)
+	if !duckerr.OutOfMemory(err) {
+		return answers, err
+	}
+	if _, rerr := db.ExecContext(ctx, "RESET memory_limit"); rerr != nil {
+		return nil, errors.Join(err, rerr)
+	}
+	if err := again(); err != nil {
+		return nil, err
+	}
+	return query.Answer(ctx, db, o, cut)
+}
+
+// workDir makes the folder of materialize's database in the system's temporary folder,
+// named with this process's id, after removing those of processes gone (a killed ingest
+// leaves its own).
+func workDir() (string, error) {
+	const prefix = "retrylens-work-"
+	if old, err := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*")); err == nil {
+		for _, d := range old {
+			pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), prefix), "-")
+			if n, err := strconv.Atoi(pid); err == nil && n != os.Getpid() && !processAlive(n) {
+				os.RemoveAll(d)
+			}
+		}
+	}
+	return os.MkdirTemp("", fmt.Sprintf("%s%d-", prefix, os.Getpid()))
 }
 
 // usOf is t in microseconds since the epoch, open when t is zero (an open bound).

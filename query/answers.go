@@ -54,10 +54,10 @@ func defaultQuestions(ctx context.Context, s *Set, everyEndpoint bool) error {
 		func() error { _, err := s.Hedging(ctx); return err },
 		func() error { _, err := s.Linking(ctx); return err },
 		func() error { _, err := s.Backoff(ctx, 0, 0); return err },
-		func() error { _, _, err := s.TopGroups(ctx, "route", DefaultTop); return err },
+		func() error { _, err := s.rankedGroups(ctx, "route", DefaultTop); return err },
 	}
 	if everyEndpoint {
-		asks = append(asks, func() error { _, _, err := s.TopGroups(ctx, "route", 0); return err })
+		asks = append(asks, func() error { _, err := s.rankedGroups(ctx, "route", 0); return err })
 	}
 	for _, ask := range asks {
 		if err := ask(); err != nil {
@@ -199,7 +199,7 @@ func (s *Set) answerDefaults(ctx context.Context, everyEndpoint bool) (map[strin
 // questions and every endpoint: what a cluster stores for Options.Answers. Then it calls
 // cut, if set, with the rows of each of the Set's CutTables: what a cluster stores for
 // Options.Cut.
-func Answer(ctx context.Context, db *sql.DB, o Options, cut func(CutTable, *sql.Rows) error) (map[string][]byte, error) {
+func Answer(ctx context.Context, db *sql.DB, o Options, cut func(CutTable, CutRows) error) (map[string][]byte, error) {
 	if o.MaxGap <= 0 {
 		o.MaxGap = DefaultMaxGap
 	}
@@ -216,12 +216,9 @@ func Answer(ctx context.Context, db *sql.DB, o Options, cut func(CutTable, *sql.
 		return answers, err
 	}
 	for _, t := range CutTables() {
-		rows, err := s.conn.QueryContext(ctx, "SELECT * FROM "+s.table+"_"+t.Name)
-		if err != nil {
-			return nil, err
-		}
-		err = cut(t, rows)
-		if cerr := rows.Close(); err == nil {
+		rows := &sliceRows{ctx: ctx, conn: s.conn, table: s.table + "_" + t.Name}
+		err := cut(t, rows)
+		if cerr := rows.close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
@@ -229,6 +226,78 @@ func Answer(ctx context.Context, db *sql.DB, o Options, cut func(CutTable, *sql.
 		}
 	}
 	return answers, nil
+}
+
+// CutRows are the rows of a table of the cache that Answer gives its cut function.
+type CutRows interface {
+	ColumnTypes() ([]*sql.ColumnType, error)
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// sliceRows reads a table a slice of rows at a time, by rowid (DuckDB skips the other
+// row groups): the driver holds a query's whole result in memory, outside DuckDB's
+// limit, and the attempts of 10M lines took 450 MB so.
+type sliceRows struct {
+	ctx   context.Context
+	conn  setConn
+	table string
+	rows  *sql.Rows
+	from  int64          // the rowid the current slice starts at
+	last  *sql.NullInt64 // the table's last rowid, once read
+	err   error
+}
+
+// rowSlice is how many rows sliceRows reads at a time.
+const rowSlice = 1 << 14
+
+func (r *sliceRows) query() bool {
+	if r.last == nil {
+		// rowids have gaps where rows were deleted (sumInto), so the end is the last
+		r.last = new(sql.NullInt64)
+		if r.err = r.conn.QueryRowContext(r.ctx, "SELECT max(rowid) FROM "+r.table).Scan(r.last); r.err != nil {
+			return false
+		}
+	}
+	r.rows, r.err = r.conn.QueryContext(r.ctx, fmt.Sprintf("SELECT * FROM %s WHERE rowid >= %d AND rowid < %d", r.table, r.from, r.from+rowSlice))
+	return r.err == nil
+}
+
+func (r *sliceRows) ColumnTypes() ([]*sql.ColumnType, error) {
+	if r.rows == nil && !r.query() {
+		return nil, r.err
+	}
+	return r.rows.ColumnTypes()
+}
+
+func (r *sliceRows) Next() bool {
+	for r.err == nil {
+		if r.rows == nil && !r.query() {
+			return false
+		}
+		if r.rows.Next() {
+			return true
+		}
+		r.from += rowSlice
+		if r.err = r.close(); r.err != nil || !r.last.Valid || r.from > r.last.Int64 {
+			return false
+		}
+	}
+	return false
+}
+
+func (r *sliceRows) Scan(dest ...any) error { return r.rows.Scan(dest...) }
+
+func (r *sliceRows) Err() error { return r.err }
+
+func (r *sliceRows) close() error {
+	if r.rows == nil {
+		return nil
+	}
+	err := errors.Join(r.rows.Err(), r.rows.Close())
+	r.rows = nil
+	return err
 }
 
 // checkAnswers compares the answers this program stored with those s, a Set of every row
