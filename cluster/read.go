@@ -68,7 +68,7 @@ type traffic struct {
 // The loader's memory is bounded, whatever the rows: the database is a temporary file,
 // which DuckDB spills to under workMemory, and the Go heap is held to workHeap while it
 // is open. In memory, the lines to link and the counts of 10M lines took the loader to
-// 2.3 GiB, which a memory limit alone could not bound (DuckDB cannot evict an in-memory
+// 2.2 GiB, which a memory limit alone could not bound (DuckDB cannot evict an in-memory
 // database's tables).
 func materialize(ctx context.Context, cl *Cluster, o query.Options, every bool) (*sql.DB, func(), traffic, error) {
 	dir, err := workDir()
