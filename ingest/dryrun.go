@@ -1,9 +1,11 @@
 package ingest
 
 import (
+	"bufio"
 	"io"
 
 	"github.com/retrylens/retrylens/parse"
+	"github.com/retrylens/retrylens/traces"
 )
 
 // Sample is how one of a file's first lines parses.
@@ -22,12 +24,24 @@ func DryRun(path string, stdin io.Reader, f *parse.Format, n int) (*parse.Format
 		return nil, nil, err
 	}
 	defer in.Close()
-	if f == nil {
-		if f, err = Detect(in.r); err != nil {
+	src := io.Reader(in.r)
+	if b, _ := in.r.Peek(64); traces.IsOTLP(b) {
+		// the attempt lines ingest would write from the traces, as they come
+		pr, pw := io.Pipe()
+		defer pr.Close()
+		go func() { _, err := traces.Convert(in.r, pw); pw.CloseWithError(err) }()
+		src = pr
+		if f, err = parse.Preset("otel"); err != nil {
 			return nil, nil, err
 		}
 	}
-	r := parse.NewReader(in.r, f)
+	br := bufio.NewReaderSize(src, 256<<10)
+	if f == nil {
+		if f, err = Detect(br); err != nil {
+			return nil, nil, err
+		}
+	}
+	r := parse.NewReader(br, f)
 	var out []Sample
 	for len(out) < n {
 		rec, err := r.Read()

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/retrylens/retrylens/parse"
+	"github.com/retrylens/retrylens/traces"
 )
 
 // input is one log stream, decompressed.
@@ -115,6 +116,44 @@ func spoolStream(ctx context.Context, path string, opt Options) (string, bool, e
 		return "", false, fmt.Errorf("read the stream: %w", err)
 	}
 	return tmp.Name(), true, nil
+}
+
+// spoolTraces converts the file at path, when it holds OTLP JSON (traces.IsOTLP, gzipped
+// or not), to attempt lines in a spool file beside streams' (Options.Spool), whose path
+// it returns; "" for any other file.
+func spoolTraces(ctx context.Context, path string, opt Options) (string, error) {
+	in, err := openInput(path, nil)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	if b, _ := in.r.Peek(64); !traces.IsOTLP(b) {
+		return "", nil
+	}
+	dir, prefix := os.TempDir(), "retrylens-traces-"
+	if opt.Spool != "" {
+		dir, prefix = filepath.Split(opt.Spool)
+		if dir == "" {
+			dir = "."
+		}
+	}
+	tmp, err := os.CreateTemp(dir, prefix+"*")
+	if err != nil {
+		return "", fmt.Errorf("spool the traces: %w", err)
+	}
+	w := bufio.NewWriterSize(tmp, 256<<10)
+	_, err = traces.Convert(readerCtx{ctx, in.r}, w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("read the traces: %w", err)
+	}
+	return tmp.Name(), nil
 }
 
 // readerCtx stops reading when its context is done.

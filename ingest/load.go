@@ -357,6 +357,21 @@ func loadFile(ctx context.Context, st store, path string, opt Options) (File, er
 	if stream {
 		defer os.Remove(src)
 	}
+	// OpenTelemetry traces become attempt lines in a spool file, loaded as the otel
+	// preset: the same traces give the same lines, and a file that grew lines that start
+	// with them (package traces), so the registry knows what it loaded.
+	format := opt.Format
+	spans, err := spoolTraces(ctx, src, opt)
+	if err != nil {
+		return out, err
+	}
+	if spans != "" {
+		defer os.Remove(spans)
+		src, stream = spans, true
+		if format, err = parse.Preset("otel"); err != nil {
+			return out, err
+		}
+	}
 	// What to load: only what no load has covered yet, up to the file's last newline (a
 	// last line still being written is left for the next run), in chunks that each
 	// commit with their registry entry; read once no other loader holds the file.
@@ -420,7 +435,6 @@ func loadFile(ctx context.Context, st store, path string, opt Options) (File, er
 		defer bar.Close()
 		in.r = bufio.NewReaderSize(io.TeeReader(in.r, bar), 256<<10)
 	}
-	format := opt.Format
 	if format == nil {
 		if format, err = Detect(in.r); err != nil {
 			return out, err

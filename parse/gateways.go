@@ -83,6 +83,25 @@ var kongKeys = map[string]field{
 	"tries":                             fieldProxyTryList,
 }
 
+// otelKeys read the attempt lines package traces writes from OpenTelemetry spans: the
+// span's start and duration, the client's service, and the attempt number under its
+// family's header name (HTTP resends as x-retry-attempt, gRPC attempts as
+// grpc-previous-rpc-attempts).
+var otelKeys = map[string]field{
+	"span_start":                 fieldTimeStart,
+	"span_duration_ns":           fieldDurationNS,
+	"method":                     fieldMethod,
+	"uri":                        fieldURI,
+	"host":                       fieldHost,
+	"status":                     fieldStatus,
+	"client":                     fieldRemoteAddr,
+	"service":                    fieldUserAgent,
+	"x_retry_attempt":            fieldAttemptRetry,
+	"grpc_previous_rpc_attempts": fieldAttemptGRPC,
+	"grpc_status":                fieldErrorCode,
+	"request_id":                 fieldRequestID,
+}
+
 // requestHeaders are the request headers retrylens reads, with their fields.
 var requestHeaders = map[string]field{
 	"user-agent": fieldUserAgent, "referer": fieldReferer, "x-retry-reason": fieldRetryReason,

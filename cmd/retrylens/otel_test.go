@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// OpenTelemetry traces as input: the hand-made OTLP file of testdata/otel gives the
+// figures worked by hand in its README; loaded again it adds nothing; loaded as it grew
+// (its first three documents, then all five) it gives the same rows as at once.
+func TestTraces(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join("..", "..", "testdata", "otel", "traces.json")
+	type metrics struct {
+		Requests, FirstAttempts, Retries, Recovered, Exhausted                      int
+		Amplification, RetryRate, RetrySuccessRate, EffectiveSuccess, ActualSuccess float64
+		Status5xxFirst, Status5xxRetry, Status429First, Status429Retry              int
+	}
+	want := metrics{Requests: 15, FirstAttempts: 8, Retries: 7, Recovered: 4, Exhausted: 1,
+		Amplification: 1.875, RetryRate: 0.625, RetrySuccessRate: 4.0 / 7, EffectiveSuccess: 0.75, ActualSuccess: 0.4,
+		Status5xxFirst: 3, Status5xxRetry: 3, Status429First: 2}
+	summary := func(db string) (metrics, map[string]int) {
+		t.Helper()
+		out, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json")
+		if code != 0 {
+			t.Fatalf("report: exit %d: %s", code, stderr)
+		}
+		var r struct {
+			Summary map[string]any `json:"summary"`
+			Linking map[string]int `json:"linking"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		num := func(k string) float64 { f, _ := r.Summary[k].(float64); return f }
+		return metrics{int(num("requests")), int(num("first_attempts")), int(num("retries")), int(num("recovered")), int(num("exhausted")),
+			num("amplification"), num("retry_rate"), num("retry_success_rate"), num("effective_success"), num("actual_success"),
+			int(num("status_5xx_first")), int(num("status_5xx_retry")), int(num("status_429_first")), int(num("status_429_retry"))}, r.Linking
+	}
+
+	out, stderr, code := retrylens(t, nil, "ingest", "--dry-run=1", src)
+	for _, want := range []string{"format otel", "  attempt          0 (from grpc-previous-rpc-attempts)", "  status           503", "  error_code       UNAVAILABLE"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("dry run of the traces lacks %q:\n%s", want, out)
+		}
+	}
+
+	db := filepath.Join(t.TempDir(), "t.duckdb")
+	out, stderr, code = retrylens(t, nil, "ingest", "--db", db, src)
+	if code != 0 || !strings.Contains(stderr, "otel format, 15 lines, 15 rows, 0 rejected") {
+		t.Fatalf("ingest: exit %d: %s%s", code, out, stderr)
+	}
+	got, linking := summary(db)
+	if got != want {
+		t.Errorf("figures from the traces:\n got %+v\nwant %+v", got, want)
+	}
+	if linking["request_id"] != 7 || linking["heuristic"] != 1 {
+		t.Errorf("linking %v, want 7 by request id and 1 by client, method and URI", linking)
+	}
+	if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, src); code != 0 || !strings.Contains(stderr, "skipped, already loaded") {
+		t.Errorf("the same traces again: exit %d: %s", code, stderr)
+	}
+
+	// a file that grew: its first three documents, then all of it
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.SplitAfter(string(b), "\n")
+	grown := filepath.Join(t.TempDir(), "traces.json")
+	db2 := filepath.Join(t.TempDir(), "t.duckdb")
+	for _, n := range []int{3, len(docs)} {
+		if err := os.WriteFile(grown, []byte(strings.Join(docs[:n], "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, stderr, code := retrylens(t, nil, "ingest", "--db", db2, grown); code != 0 {
+			t.Fatalf("ingest of %d documents: exit %d: %s%s", n, code, out, stderr)
+		}
+	}
+	if got2, _ := summary(db2); got2 != want {
+		t.Errorf("loaded as it grew:\n got %+v\nwant %+v", got2, want)
+	}
+}
