@@ -96,14 +96,7 @@ func spoolStream(ctx context.Context, path string, opt Options) (string, bool, e
 		defer f.Close()
 		src = f
 	}
-	dir, prefix := os.TempDir(), "retrylens-stream-"
-	if opt.Spool != "" {
-		dir, prefix = filepath.Split(opt.Spool)
-		if dir == "" {
-			dir = "."
-		}
-	}
-	tmp, err := os.CreateTemp(dir, prefix+"*")
+	tmp, err := createSpool(opt, "retrylens-stream-")
 	if err != nil {
 		return "", false, fmt.Errorf("spool the stream: %w", err)
 	}
@@ -130,14 +123,7 @@ func spoolTraces(ctx context.Context, path string, opt Options) (string, error) 
 	if b, _ := in.r.Peek(64); !traces.IsOTLP(b) {
 		return "", nil
 	}
-	dir, prefix := os.TempDir(), "retrylens-traces-"
-	if opt.Spool != "" {
-		dir, prefix = filepath.Split(opt.Spool)
-		if dir == "" {
-			dir = "."
-		}
-	}
-	tmp, err := os.CreateTemp(dir, prefix+"*")
+	tmp, err := createSpool(opt, "retrylens-traces-")
 	if err != nil {
 		return "", fmt.Errorf("spool the traces: %w", err)
 	}
@@ -154,6 +140,20 @@ func spoolTraces(ctx context.Context, path string, opt Options) (string, error) 
 		return "", fmt.Errorf("read the traces: %w", err)
 	}
 	return tmp.Name(), nil
+}
+
+// createSpool creates a spool file: under Options.Spool's prefix (beside the database, so
+// that removeSpools finds a killed run's), else in the system's temporary folder named
+// with prefix.
+func createSpool(opt Options, prefix string) (*os.File, error) {
+	dir := os.TempDir()
+	if opt.Spool != "" {
+		dir, prefix = filepath.Split(opt.Spool)
+		if dir == "" {
+			dir = "."
+		}
+	}
+	return os.CreateTemp(dir, prefix+"*")
 }
 
 // readerCtx stops reading when its context is done.
