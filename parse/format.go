@@ -67,6 +67,36 @@ type step struct {
 	match  literal
 	str    uintptr // the offset in Record of the string the value is stored in as is; 0 for set
 	quoted bool    // the value sits between '"'s: scan for an unescaped quote
+	// list: an unquoted upstream variable before a space, which nginx writes as a list
+	// with ", " between tries and " : " between internal redirects (ingress-nginx's
+	// default format): its value goes on past those (listEnd)
+	list bool
+}
+
+// listVariables are the variables nginx writes as a list of the upstream tries.
+var listVariables = map[string]bool{
+	"upstream_addr": true, "upstream_status": true, "upstream_response_time": true, "upstream_connect_time": true,
+	"upstream_header_time": true, "upstream_response_length": true, "upstream_bytes_received": true, "upstream_bytes_sent": true,
+}
+
+// listEnd is where an unquoted list value ends, given that its first item ends at end
+// (before a space): past each ", " and " : " that joins another item.
+func listEnd(s string, end int) int {
+	for {
+		switch {
+		case end > 0 && s[end-1] == ',' && end+1 < len(s):
+			end++
+		case strings.HasPrefix(s[end:], " : ") && end+3 < len(s):
+			end += 3
+		default:
+			return end
+		}
+		next := strings.IndexByte(s[end:], ' ')
+		if next < 0 {
+			return len(s)
+		}
+		end += next
+	}
 }
 
 // Preset formats by name.
@@ -170,6 +200,7 @@ func Compile(src string, esc Escape) (*Format, error) {
 	for i := range f.steps {
 		s := &f.steps[i]
 		s.quoted = strings.HasSuffix(prev, `"`) && strings.HasPrefix(s.lit, `"`)
+		s.list = !s.quoted && listVariables[s.name] && strings.HasPrefix(s.lit, " ")
 		s.match = newLiteral(s.lit)
 		f.plainLits = f.plainLits && plain(s.lit)
 		s.str = stringFields[s.field]

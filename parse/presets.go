@@ -18,41 +18,61 @@ type PresetInfo struct {
 	// Example is a line of it, for the presets AppendRecord does not write (the others'
 	// examples are written from a record).
 	Example string
-	new     func() *Format
+	// Sees is which retries its lines show (docs/formats.md, "Which layer"): a client's
+	// (an attempt header or span), the gateway's own (its tries of the upstream), both,
+	// or neither.
+	Sees string
+	new  func() *Format
 }
+
+// The layers a preset sees (PresetInfo.Sees).
+const (
+	SeesBoth    = "client and gateway retries"
+	SeesClient  = "client retries"
+	SeesGateway = "gateway retries (client retries only with --infer-attempts)"
+	SeesNeither = "no retries (client retries only with --infer-attempts)"
+)
+
+// IngressNginx is ingress-nginx's default log_format (upstreaminfo): the gateway's tries
+// as lists, and $req_id, nginx's own id of each request, which is no client's key.
+const IngressNginx = `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" ` +
+	`$request_length $request_time [$proxy_upstream_name] [$proxy_alternative_upstream_name] $upstream_addr ` +
+	`$upstream_response_length $upstream_response_time $upstream_status $req_id`
 
 // presets are every preset, in the order detection tries them: the most specific first
 // (retry-sdk before retry before combined, each extending the next one's lines).
 var presets = []PresetInfo{
-	{Name: "retry-sdk-full", About: "retry-sdk plus the error code answered (x-amzn-ErrorType), which tells throttles that are not 429, the operation (X-Amz-Target), which tells reads that are POSTs, and retry-after-ms",
+	{Name: "retry-sdk-full", Sees: SeesBoth, About: "retry-sdk plus the error code answered (x-amzn-ErrorType), which tells throttles that are not 429, the operation (X-Amz-Target), which tells reads that are POSTs, and retry-after-ms",
 		new: func() *Format { return mustCompile("retry-sdk-full", RetrySDKFull, EscapeDefault) }},
-	{Name: "retry-sdk", About: "retry plus the SDKs' own headers: amz-sdk-request, amz-sdk-invocation-id, x-stainless-retry-count",
+	{Name: "retry-sdk", Sees: SeesBoth, About: "retry plus the SDKs' own headers: amz-sdk-request, amz-sdk-invocation-id, x-stainless-retry-count",
 		new: func() *Format { return mustCompile("retry-sdk", RetrySDK, EscapeDefault) }},
-	{Name: "retry", About: "combined plus request time, upstream status, the retry headers and $msec",
+	{Name: "retry", Sees: SeesBoth, About: "combined plus request time, upstream status, the retry headers and $msec",
 		new: func() *Format { return mustCompile("retry", Retry, EscapeDefault) }},
-	{Name: "haproxy", About: "HAProxy's option httplog, raw or behind syslog, capturing X-Retry-Attempt, X-Request-Id, Idempotency-Key and User-Agent in that order (--haproxy-captures)",
+	{Name: "haproxy", Sees: SeesBoth, About: "HAProxy's option httplog, raw or behind syslog, capturing X-Retry-Attempt, X-Request-Id, Idempotency-Key and User-Agent in that order (--haproxy-captures)",
 		Example: `10.0.0.7:53412 [29/Nov/2026:14:20:01.500] web api/s1 0/0/1/11/12 502 157 - - ---- 1/1/0/0/0 0/0 {1|req-7f3a||checkout-web/2.3} "GET /api/orders/1042 HTTP/1.1"`,
 		new:     func() *Format { f, _ := HAProxy(nil); return f }},
-	{Name: "combined", About: "nginx's default log_format (and Apache's Combined Log Format); no attempt numbers",
+	{Name: "ingress-nginx", Sees: SeesGateway, About: "ingress-nginx's default log_format (upstreaminfo): the upstream tries as lists, no attempt header",
+		new: func() *Format { return mustCompile("ingress-nginx", IngressNginx, EscapeDefault) }},
+	{Name: "combined", Sees: SeesNeither, About: "nginx's default log_format (and Apache's Combined Log Format); no attempt numbers",
 		new: func() *Format { return mustCompile("combined", Combined, EscapeDefault) }},
-	{Name: "nginx-json", About: "one JSON object per line from a log_format with escape=json, keys named after the variables",
+	{Name: "nginx-json", Sees: SeesBoth, About: "one JSON object per line from a log_format with escape=json, keys named after the variables",
 		new: func() *Format { return &Format{Name: "nginx-json", dialect: jsonDialect{jsonNginx}, keys: variables} }},
-	{Name: "caddy", About: "Caddy's default JSON access log (log { format json })",
+	{Name: "caddy", Sees: SeesClient, About: "Caddy's default JSON access log (log { format json })",
 		new: func() *Format {
 			return &Format{Name: "caddy", dialect: jsonDialect{jsonCaddy}, keys: caddyKeys, foldKeys: true}
 		}},
-	{Name: "envoy", About: "Envoy's JSON access log with Istio's key names (start_time, duration ms, response_code, …) plus x_retry_attempt, x_envoy_attempt_count and upstream_request_attempt_count",
+	{Name: "envoy", Sees: SeesBoth, About: "Envoy's JSON access log with Istio's key names (start_time, duration ms, response_code, …) plus x_retry_attempt, x_envoy_attempt_count and upstream_request_attempt_count",
 		Example: `{"start_time":"2026-11-29T14:20:01.500Z","method":"GET","path":"/api/orders/1042","protocol":"HTTP/1.1","response_code":502,"duration":12,"bytes_sent":157,"user_agent":"checkout-web/2.3","request_id":"req-7f3a","authority":"shop.local","upstream_host":"10.0.0.9:8080","downstream_remote_address":"10.0.0.7:53412","upstream_request_attempt_count":1,"x_retry_attempt":"1"}`,
 		new:     func() *Format { return &Format{Name: "envoy", dialect: jsonDialect{}, keys: envoyKeys, foldKeys: true} }},
-	{Name: "traefik", About: "Traefik's JSON access log (StartUTC, Duration ns, RetryAttempts) with request headers kept (accessLog.fields.headers)",
+	{Name: "traefik", Sees: SeesBoth, About: "Traefik's JSON access log (StartUTC, Duration ns, RetryAttempts) with request headers kept (accessLog.fields.headers)",
 		Example: `{"ClientHost":"10.0.0.7","DownstreamStatus":502,"DownstreamContentSize":157,"Duration":12000000,"OriginStatus":502,"RequestHost":"shop.local","RequestMethod":"GET","RequestPath":"/api/orders/1042","RequestProtocol":"HTTP/1.1","RetryAttempts":0,"ServiceAddr":"10.0.0.9:8080","StartUTC":"2026-11-29T14:20:01.5Z","request_User-Agent":"checkout-web/2.3","request_X-Retry-Attempt":"1","request_X-Request-Id":"req-7f3a"}`,
 		new: func() *Format {
 			return &Format{Name: "traefik", dialect: jsonDialect{}, keys: traefikKeys, foldKeys: true}
 		}},
-	{Name: "kong", About: "the JSON of Kong's logging plugins (file-log, http-log): started_at, latencies.request, request.headers, tries",
+	{Name: "kong", Sees: SeesBoth, About: "the JSON of Kong's logging plugins (file-log, http-log): started_at, latencies.request, request.headers, tries",
 		Example: `{"request":{"method":"GET","uri":"/api/orders/1042","headers":{"host":"shop.local","user-agent":"checkout-web/2.3","x-retry-attempt":"1","x-request-id":"req-7f3a"}},"response":{"status":502,"size":157},"tries":[{"ip":"10.0.0.9","port":8080}],"client_ip":"10.0.0.7","started_at":1795962001500,"latencies":{"request":12}}`,
 		new:     func() *Format { return &Format{Name: "kong", dialect: jsonDialect{}, keys: kongKeys, foldKeys: true} }},
-	{Name: "otel", About: "attempts from OpenTelemetry client spans, as ingest writes them from OTLP JSON (given the OTLP file, ingest converts it itself)",
+	{Name: "otel", Sees: SeesClient, About: "attempts from OpenTelemetry client spans, as ingest writes them from OTLP JSON (given the OTLP file, ingest converts it itself)",
 		Example: `{"span_start":"2026-11-29T14:20:01.5Z","span_duration_ns":12000000,"method":"GET","uri":"/api/orders/1042","host":"shop.local","status":502,"client":"web-1","service":"checkout-web/2.3","x_retry_attempt":1,"request_id":"4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-e64da301","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"b7ad6b7169203331"}`,
 		new:     func() *Format { return &Format{Name: "otel", dialect: jsonDialect{}, keys: otelKeys} }},
 }

@@ -38,6 +38,13 @@ func (f *Format) parseClean(r *Record, st *state, s string) bool {
 		if end < 0 {
 			return false
 		}
+		if sp.list {
+			// the items past the first were not scanned for what needs decoding
+			e := end
+			if end = listEnd(s, end); !sp.match.at(s, end) || !plain(s[e:end]) {
+				return false
+			}
+		}
 		if v := s[i:end]; sp.field != fieldIgnore && len(v) > 0 && (len(v) > 1 || v[0] != '-') {
 			if sp.str != 0 { // a string field of the Record, stored as is
 				*(*string)(unsafe.Add(unsafe.Pointer(r), sp.str)) = v
@@ -74,6 +81,11 @@ func (f *Format) parseGeneral(r *Record, st *state, s string, clean bool) *Error
 			end = quotedEnd(s, i, &sp.match)
 		default:
 			end = indexFrom(s, i, &sp.match)
+		}
+		if end >= 0 && sp.list {
+			if end = listEnd(s, end); !sp.match.at(s, end) {
+				end = -1
+			}
 		}
 		if end < 0 {
 			return errAt(i, ErrLiteral, "want %q after $%s, found %s", sp.lit, sp.name, excerpt(s, i, 24))

@@ -30,7 +30,7 @@ func (e *env) formatsCmd() *cobra.Command {
 				if f.HasFormatter() {
 					line = string(f.AppendRecord(nil, &example))
 				}
-				fmt.Fprintf(&b, "%s\n  %s\n  %s\n", p.Name, p.About, line)
+				fmt.Fprintf(&b, "%s\n  %s; sees %s\n  %s\n", p.Name, p.About, p.Sees, line)
 			}
 			_, err := fmt.Fprint(e.stdout, b.String())
 			return err
