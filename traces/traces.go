@@ -291,7 +291,7 @@ func (c *converter) line(sp ptrace.Span, client, service string) (Line, bool) {
 	if n, ok := integer(a, "previous-rpc-attempts"); ok {
 		// gRPC: a call is one HTTP/2 POST to /service/method, answered 200 with its
 		// status in the trailers (the parser maps a code other than OK to its HTTP status)
-		l.Method, l.URI, l.Status = "POST", "/"+strings.TrimPrefix(sp.Name(), "Attempt."), 200
+		l.Method, l.URI, l.Status = "POST", grpcPath(strings.TrimPrefix(sp.Name(), "Attempt.")), 200
 		l.GRPCAttempt = &n
 		l.GRPCStatus = grpcCode(sp, a)
 		l.RequestID = parent
@@ -342,9 +342,22 @@ func (c *converter) line(sp ptrace.Span, client, service string) (Line, bool) {
 	return l, true
 }
 
+// grpcPath is the HTTP/2 path of a gRPC method as an attempt span names it: C++ and
+// Java keep the path's slash (shop.Orders/Get), grpc-go writes a dot for it
+// (grpc.health.v1.Health.Check), which is put back before the method's name.
+func grpcPath(name string) string {
+	if !strings.Contains(name, "/") {
+		if i := strings.LastIndexByte(name, '.'); i > 0 {
+			name = name[:i] + "/" + name[i+1:]
+		}
+	}
+	return "/" + name
+}
+
 // grpcCode is an attempt's gRPC status code as a number: rpc.grpc.status_code where the
 // instrumentation records it, else from the span's status (OK, or an error whose message
-// names its code: "code = Unavailable", "UNAVAILABLE"), else UNKNOWN for an error.
+// names its code: "code = Unavailable", "UNAVAILABLE"), else UNKNOWN for an error
+// (grpc-go records the status's message alone: its failures read as 500).
 func grpcCode(sp ptrace.Span, a pcommon.Map) string {
 	if n, ok := integer(a, "rpc.grpc.status_code"); ok {
 		return strconv.Itoa(n)

@@ -104,3 +104,18 @@ func TestConvertDocuments(t *testing.T) {
 		}
 	}
 }
+
+// A gRPC attempt span's name gives the method's HTTP/2 path, as C++ and Java write it and
+// as grpc-go does, with a dot for the slash.
+func TestGRPCPath(t *testing.T) {
+	for name, want := range map[string]string{
+		"shop.Orders/Get":                   "/shop.Orders/Get",
+		"grpc.health.v1.Health.Check":       "/grpc.health.v1.Health/Check",
+		"grpc.testing.EchoTestService/Echo": "/grpc.testing.EchoTestService/Echo",
+		"Check":                             "/Check",
+	} {
+		if got := grpcPath(name); got != want {
+			t.Errorf("grpcPath(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
