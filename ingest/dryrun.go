@@ -25,7 +25,7 @@ func DryRun(path string, stdin io.Reader, f *parse.Format, n int) (*parse.Format
 	}
 	defer in.Close()
 	src := io.Reader(in.r)
-	if b, _ := in.r.Peek(64); traces.IsOTLP(b) {
+	if b, _ := in.r.Peek(64); traces.IsTraces(b) {
 		// the attempt lines ingest would write from the traces, as they come
 		pr, pw := io.Pipe()
 		defer pr.Close()

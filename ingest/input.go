@@ -111,7 +111,7 @@ func spoolStream(ctx context.Context, path string, opt Options) (string, bool, e
 	return tmp.Name(), true, nil
 }
 
-// spoolTraces converts the file at path, when it holds OTLP JSON (traces.IsOTLP, gzipped
+// spoolTraces converts the file at path, when it holds OTLP JSON (traces.IsTraces, gzipped
 // or not), to attempt lines in a spool file beside streams' (Options.Spool), whose path
 // it returns; "" for any other file.
 func spoolTraces(ctx context.Context, path string, opt Options) (string, error) {
@@ -120,7 +120,7 @@ func spoolTraces(ctx context.Context, path string, opt Options) (string, error) 
 		return "", err
 	}
 	defer in.Close()
-	if b, _ := in.r.Peek(64); !traces.IsOTLP(b) {
+	if b, _ := in.r.Peek(64); !traces.IsTraces(b) {
 		return "", nil
 	}
 	tmp, err := createSpool(opt, "retrylens-traces-")

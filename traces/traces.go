@@ -1,6 +1,6 @@
 // Package traces turns OpenTelemetry traces into attempt lines: OTLP JSON (what the
 // Collector's file exporter writes, one ExportTraceServiceRequest a line, or one document
-// over several lines), each client span that is one attempt of a call becoming one JSON
+// over several lines) or Jaeger's JSON (jaeger.go), each client span that is one attempt of a call becoming one JSON
 // line of parse's otel preset, which ingest then loads like an access log's
 // (docs/formats.md, "Traces").
 //
@@ -26,6 +26,7 @@ package traces
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ import (
 	"io"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,8 +80,8 @@ type Stats struct {
 // head matches the start of an OTLP JSON document.
 var head = regexp.MustCompile(`^\s*\{\s*"resource_?[sS]pans"\s*:`)
 
-// IsOTLP reports whether b, the start of a file, is OTLP JSON.
-func IsOTLP(b []byte) bool { return head.Match(b) }
+// IsTraces reports whether b, the start of a file, is traces: OTLP JSON or Jaeger's JSON.
+func IsTraces(b []byte) bool { return head.Match(b) || jaegerHead.Match(b) }
 
 // Convert writes a line to w for each attempt span in the OTLP JSON r holds: documents
 // one a line, or spread over lines. A document cut short at the end (a file still being
@@ -117,7 +119,7 @@ func Convert(r io.Reader, w io.Writer) (Stats, error) {
 			from = line + 1
 			continue
 		}
-		if len(doc) > 0 && bytes.HasPrefix(b, []byte(`{"resource`)) {
+		if len(doc) > 0 && (bytes.HasPrefix(b, []byte(`{"resource`)) || bytes.HasPrefix(b, []byte(`{"data"`))) {
 			// a document that never closed, cut short by the next one a line starts
 			line--
 			if err := reject("cut short"); err != nil {
@@ -135,7 +137,13 @@ func Convert(r io.Reader, w io.Writer) (Stats, error) {
 			}
 		case ok:
 			st.Documents++
-			td, uerr := u.UnmarshalTraces(doc)
+			var td ptrace.Traces
+			var uerr error
+			if jaegerHead.Match(doc) {
+				td, uerr = fromJaeger(doc)
+			} else {
+				td, uerr = u.UnmarshalTraces(doc)
+			}
 			if uerr != nil {
 				if err := reject(uerr.Error()); err != nil {
 					return st, err
@@ -245,9 +253,14 @@ func (r *recent[V]) put(k string, v V) {
 	r.cur[k] = v
 }
 
-// lines returns the attempts of one document, in its order.
+// lines returns the attempts of one document in the order they started (a Jaeger
+// document is in traces' order, and a redirect is told from the span before it).
 func (c *converter) lines(td ptrace.Traces, st *Stats) []Line {
-	var out []Line
+	type spanOf struct {
+		sp              ptrace.Span
+		client, service string
+	}
+	var spans []spanOf
 	for _, rs := range td.ResourceSpans().All() {
 		res := rs.Resource().Attributes()
 		service := str(res, "service.name")
@@ -263,11 +276,16 @@ func (c *converter) lines(td ptrace.Traces, st *Stats) []Line {
 		}
 		for _, ss := range rs.ScopeSpans().All() {
 			for _, sp := range ss.Spans().All() {
-				st.Spans++
-				if l, ok := c.line(sp, client, service); ok {
-					out = append(out, l)
-				}
+				spans = append(spans, spanOf{sp, client, service})
 			}
+		}
+	}
+	slices.SortStableFunc(spans, func(a, b spanOf) int { return cmp.Compare(a.sp.StartTimestamp(), b.sp.StartTimestamp()) })
+	var out []Line
+	for _, s := range spans {
+		st.Spans++
+		if l, ok := c.line(s.sp, s.client, s.service); ok {
+			out = append(out, l)
 		}
 	}
 	return out

@@ -22,6 +22,12 @@ func FuzzConvert(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
+	j, err := os.ReadFile("../testdata/otel/jaeger.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(j)
+	f.Add([]byte(`{"data":[{"spans":[{"traceID":"1","spanID":"2","startTime":1,"duration":-5,"tags":[{"key":"span.kind","type":"string","value":"client"},{"key":"http.request.method","type":"string","value":"GET"},{"key":"http.request.resend_count","type":"int64","value":"x"}]}]}]}`))
 	f.Add([]byte(`{"resourceSpans":[]}` + "\n" + `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"01","spanId":"02","kind":3}]}]}]}`))
 	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"kind":3,"attributes":[{"key":"http.request.method","value":{"stringValue":"GET"}},{"key":"url.full","value":{"stringValue":"http://a/%zz"}}]}]}]}]}`))
 	otel, err := parse.Preset("otel")

@@ -9,7 +9,7 @@ import (
 )
 
 // OpenTelemetry traces as input: the hand-made OTLP file of testdata/otel gives the
-// figures worked by hand in its README; loaded again it adds nothing; loaded as it grew
+// figures worked by hand in its README, and so does its Jaeger JSON; loaded again it adds nothing; loaded as it grew
 // (its first three documents, then all five) it gives the same rows as at once.
 func TestTraces(t *testing.T) {
 	t.Parallel()
@@ -59,6 +59,14 @@ func TestTraces(t *testing.T) {
 	}
 	if linking["request_id"] != 7 || linking["heuristic"] != 1 {
 		t.Errorf("linking %v, want 7 by request id and 1 by client, method and URI", linking)
+	}
+	// the same spans as Jaeger's JSON (one document over many lines, traces in its order)
+	dbj := filepath.Join(t.TempDir(), "t.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--db", dbj, filepath.Join("..", "..", "testdata", "otel", "jaeger.json")); code != 0 {
+		t.Fatalf("ingest of jaeger.json: exit %d: %s", code, stderr)
+	}
+	if gotj, _ := summary(dbj); gotj != want {
+		t.Errorf("figures from Jaeger's JSON:\n got %+v\nwant %+v", gotj, want)
 	}
 	if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, src); code != 0 || !strings.Contains(stderr, "skipped, already loaded") {
 		t.Errorf("the same traces again: exit %d: %s", code, stderr)
