@@ -1,8 +1,8 @@
 // Package traces turns OpenTelemetry traces into attempt lines: OTLP JSON (what the
 // Collector's file exporter writes, one ExportTraceServiceRequest a line, or one document
-// over several lines) or Jaeger's JSON (jaeger.go), each client span that is one attempt of a call becoming one JSON
-// line of parse's otel preset, which ingest then loads like an access log's
-// (docs/formats.md, "Traces").
+// over several lines) or Jaeger's JSON (jaeger.go), each client span that is one attempt
+// of a call becoming one JSON line of parse's otel preset, which ingest then loads like
+// an access log's (docs/formats.md, "Traces").
 //
 // What is an attempt, and of which request:
 //
@@ -74,7 +74,7 @@ type Stats struct {
 	Documents int // OTLP documents (requests)
 	Spans     int // spans in them
 	Attempts  int // lines written
-	Bad       int // documents that were not OTLP JSON, each a rejected line
+	Bad       int // documents that were not trace JSON, each a rejected line
 }
 
 // head matches the start of an OTLP JSON document.
@@ -83,10 +83,11 @@ var head = regexp.MustCompile(`^\s*\{\s*"resource_?[sS]pans"\s*:`)
 // IsTraces reports whether b, the start of a file, is traces: OTLP JSON or Jaeger's JSON.
 func IsTraces(b []byte) bool { return head.Match(b) || jaegerHead.Match(b) }
 
-// Convert writes a line to w for each attempt span in the OTLP JSON r holds: documents
-// one a line, or spread over lines. A document cut short at the end (a file still being
-// written) is left for the next time; one that is not OTLP JSON becomes a line saying so,
-// with its lines in the file, which the preset rejects, and the next line starts afresh.
+// Convert writes a line to w for each attempt span in the traces r holds (OTLP or
+// Jaeger JSON): documents one a line, or spread over lines. A document cut short at the
+// end (a file still being written) is left for the next time; one that cannot be read
+// becomes a line saying why, with its lines in the file, which the preset rejects, and
+// the next line starts afresh.
 func Convert(r io.Reader, w io.Writer) (Stats, error) {
 	var st Stats
 	var c converter
@@ -103,7 +104,7 @@ func Convert(r io.Reader, w io.Writer) (Stats, error) {
 		if line > from {
 			at = fmt.Sprintf("lines %d-%d", from, line)
 		}
-		return enc.Encode(rejected{fmt.Sprintf("not OTLP JSON (%s): %s", at, why)})
+		return enc.Encode(rejected{fmt.Sprintf("not trace JSON (%s): %s", at, why)})
 	}
 	for {
 		b, err := br.ReadSlice('\n')

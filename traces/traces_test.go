@@ -82,8 +82,8 @@ func TestConvertDocuments(t *testing.T) {
 		in   string
 		want []string // each line: an attempt's x_retry_attempt, or the rejection
 	}{
-		{string(b), []string{"not OTLP JSON (line 2): not one JSON object", "0", "1"}},
-		{unclosed, []string{"not OTLP JSON (line 2): not one JSON object", "not OTLP JSON (line 3): cut short", "0", "1"}},
+		{string(b), []string{"not trace JSON (line 2): not one JSON object", "0", "1"}},
+		{unclosed, []string{"not trace JSON (line 2): not one JSON object", "not trace JSON (line 3): cut short", "0", "1"}},
 	} {
 		var out bytes.Buffer
 		st, err := Convert(strings.NewReader(c.in), &out)
