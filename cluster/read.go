@@ -65,11 +65,12 @@ type traffic struct {
 // (see fill) for the stored answers and cache, which are of every row. Open the Set on
 // it with o.Counted; close it with the function returned, which removes it.
 //
-// The loader's memory is bounded, whatever the rows: the database is a temporary file,
+// The loader's memory is bounded while the work fits: the database is a temporary file,
 // which DuckDB spills to under workMemory, and the Go heap is held to workHeap while it
-// is open. In memory, the lines to link and the counts of 10M lines took the loader to
-// 2.2 GiB, which a memory limit alone could not bound (DuckDB cannot evict an in-memory
-// database's tables).
+// is open (10M lines: 555 MiB; at 20M the Set's temporary tables outgrow the limit and
+// answerWithin asks again without it). In memory, the lines to link and the counts of
+// 10M lines took the loader to 2.2 GiB, which a memory limit alone could not bound
+// (DuckDB cannot evict an in-memory database's tables).
 func materialize(ctx context.Context, cl *Cluster, o query.Options, every bool) (*sql.DB, func(), traffic, error) {
 	dir, err := workDir()
 	if err != nil {
