@@ -111,9 +111,9 @@ func spoolStream(ctx context.Context, path string, opt Options) (string, bool, e
 	return tmp.Name(), true, nil
 }
 
-// spoolTraces converts the file at path, when it holds OTLP JSON (traces.IsTraces, gzipped
-// or not), to attempt lines in a spool file beside streams' (Options.Spool), whose path
-// it returns; "" for any other file.
+// spoolTraces converts the file at path, when it holds traces (OTLP or Jaeger JSON,
+// gzipped or not: traces.IsTraces), to attempt lines in a spool file beside streams'
+// (Options.Spool), whose path it returns; "" for any other file.
 func spoolTraces(ctx context.Context, path string, opt Options) (string, error) {
 	in, err := openInput(path, nil)
 	if err != nil {
