@@ -18,8 +18,8 @@
 //     client, method and URI; a resend that follows its client's 3xx to another URL is
 //     then that URL's first attempt.
 //
-// Every other span (server, internal, a gRPC call's own span, a client span of neither
-// kind) is counted and left out. Numbering reads only the spans before, so that the lines
+// Every other span (server, internal but a gRPC attempt, which grpc-go makes internal, a
+// gRPC call's own span, a client span of neither kind) is counted and left out. Numbering reads only the spans before, so that the lines
 // of a file that grew start with the lines of what it was: ingest loads only the new ones.
 package traces
 
