@@ -58,10 +58,14 @@ http {
         keepalive 32;
     }
     server {
-        listen {{.Addr}};
+        listen {{.Addr}}{{if .GRPC}} http2{{end}};
         access_log {{.TextLog}} retry;
         access_log {{.JSONLog}} retry_json;
         location / {
+            {{- if .GRPC}}
+            grpc_pass grpc://backend;
+        }
+        {{- else}}
             proxy_pass http://backend;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
@@ -73,6 +77,7 @@ http {
             {{- end}}
             proxy_read_timeout 30s;
         }
+        {{- end}}
         # limit_req's own throttling: 503 past 10 requests a second, with Retry-After
         # under /api/throttled-ra, without it under /api/throttled
         location /api/throttled-ra {
@@ -108,6 +113,8 @@ type NginxOptions struct {
 	SecondsOnly bool
 	// Format is the text log's log_format; "" is the retry preset's.
 	Format string
+	// GRPC makes nginx a gRPC gateway: HTTP/2 without TLS, grpc_pass to the upstreams.
+	GRPC bool
 }
 
 // StartNginxWith starts nginx in dir as o says, and waits until it accepts connections.
@@ -142,7 +149,7 @@ func StartNginxWith(dir string, o NginxOptions) (*Nginx, error) {
 		format = strings.Replace(format, "msec=$msec", "msec=-", 1)
 	}
 	err = confTmpl.Execute(&conf, map[string]any{
-		"Dir": dir, "Addr": addr, "Upstreams": o.Upstreams, "NextUpstream": o.NextUpstream, "TextLog": n.TextLog, "JSONLog": n.JSONLog,
+		"Dir": dir, "Addr": addr, "Upstreams": o.Upstreams, "NextUpstream": o.NextUpstream, "TextLog": n.TextLog, "JSONLog": n.JSONLog, "GRPC": o.GRPC,
 		"Retry": format, "JSON": JSONFormat,
 	})
 	if err != nil {

@@ -131,7 +131,7 @@ func value(r *Record, f field) string {
 		return r.IdempotencyKey
 	case fieldInvocationID:
 		return r.InvocationID
-	case fieldErrorCode:
+	case fieldErrorCode, fieldGRPCStatus:
 		return r.ErrorCode
 	case fieldOperation:
 		return r.Operation

@@ -48,6 +48,7 @@ const (
 	fieldProxyTryList   // a JSON array with one element per try (Kong's tries)
 	fieldRemoteAddrPort // "ip:port" or "[ip6]:port": the port is dropped
 	fieldRetryAfterMs   // retry-after-ms (ms), which the Stainless clients honour before Retry-After
+	fieldGRPCStatus     // grpc-status: the call's gRPC status, an error code (ErrorCode) but OK
 	// Attempt sources, in the order of precedence docs/formats.md gives.
 	fieldAttemptRetry
 	fieldAttemptStainless
@@ -106,10 +107,10 @@ var variables = map[string]field{
 	"http_grpc_previous_rpc_attempts":      fieldAttemptGRPC,
 	"upstream_http_x_amzn_errortype":       fieldErrorCode,
 	"sent_http_x_amzn_errortype":           fieldErrorCode,
-	"upstream_http_grpc_status":            fieldErrorCode,
-	"sent_http_grpc_status":                fieldErrorCode,
-	"upstream_trailer_grpc_status":         fieldErrorCode,
-	"sent_trailer_grpc_status":             fieldErrorCode,
+	"upstream_http_grpc_status":            fieldGRPCStatus,
+	"sent_http_grpc_status":                fieldGRPCStatus,
+	"upstream_trailer_grpc_status":         fieldGRPCStatus,
+	"sent_trailer_grpc_status":             fieldGRPCStatus,
 	"http_x_amz_target":                    fieldOperation,
 }
 
@@ -142,6 +143,7 @@ type state struct {
 	timeLocalPos      int
 	tries             int // the proxy's tries from fieldProxyTries/Retries/TryList; 0 when absent
 	retryAfterMs      string
+	grpc              bool // the line logs a gRPC status: it is a gRPC call
 }
 
 // set stores one decoded value. An empty value or "-" means absent and never reaches set.
@@ -242,6 +244,8 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 		st.retryAfterMs = v
 	case fieldErrorCode:
 		r.ErrorCode = errorCode(v)
+	case fieldGRPCStatus:
+		r.ErrorCode, st.grpc = errorCode(v), true
 	case fieldOperation:
 		r.Operation = v
 	case fieldTimeAny:
@@ -291,7 +295,8 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 // finish folds the attempt headers into Attempt, first source in that order wins. A header
 // whose value is not a number (it is client-controlled) leaves the line untagged rather
 // than rejecting it.
-func finish(r *Record, st *state, only int) {
+func finish(r *Record, st *state, f *Format) {
+	only := f.only
 	if !st.start.IsZero() && r.Time.IsZero() {
 		r.Time = st.start
 		if r.RequestTime > 0 {
@@ -328,6 +333,12 @@ func finish(r *Record, st *state, only int) {
 		}
 		r.Attempt, r.AttemptSource, r.MaxAttempts = n, attemptSources[i], max
 		return
+	}
+	// A gRPC client sends grpc-previous-rpc-attempts on its retries and hedges only (gRFC
+	// A6), never on a call's first attempt: a gRPC call logged without it, where the format
+	// logs it, is a first attempt.
+	if st.grpc && (only == 0 || only-1 == int(fieldAttemptGRPC-firstAttemptField)) && f.logs(fieldAttemptGRPC) {
+		r.Attempt, r.AttemptSource = 0, attemptSources[fieldAttemptGRPC-firstAttemptField]
 	}
 }
 

@@ -2,6 +2,7 @@ package parse
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -42,6 +43,21 @@ type Format struct {
 	only     int // 1 + the index in attemptSources of the one attempt header to read; 0 for all
 
 	plainLits bool // the text between variables is ASCII without a backslash: parseClean applies
+}
+
+// logs reports whether f reads field fl from its lines.
+func (f *Format) logs(fl field) bool {
+	for _, s := range f.steps {
+		if s.field == fl {
+			return true
+		}
+	}
+	for _, v := range f.keys {
+		if v == fl {
+			return true
+		}
+	}
+	return slices.Contains(f.captures, fl)
 }
 
 // AttemptSources are the attempt headers retrylens reads, in the order docs/formats.md gives.
@@ -132,7 +148,7 @@ var caddyKeys = map[string]field{
 	"resp_headers.retry-after":      fieldRetryAfter,
 	"resp_headers.retry-after-ms":   fieldRetryAfterMs,
 	"resp_headers.x-amzn-errortype": fieldErrorCode,
-	"resp_headers.grpc-status":      fieldErrorCode,
+	"resp_headers.grpc-status":      fieldGRPCStatus,
 }
 
 // JSON reports whether the format reads JSON objects (its fields are keys), not text.

@@ -39,7 +39,7 @@ var envoyKeys = map[string]field{
 	"retry_after":                    fieldRetryAfter,
 	"retry_after_ms":                 fieldRetryAfterMs,
 	"x_amzn_errortype":               fieldErrorCode,
-	"grpc_status":                    fieldErrorCode,
+	"grpc_status":                    fieldGRPCStatus,
 	"x_amz_target":                   fieldOperation,
 }
 
@@ -98,7 +98,7 @@ var otelKeys = map[string]field{
 	"service":                    fieldUserAgent,
 	"x_retry_attempt":            fieldAttemptRetry,
 	"grpc_previous_rpc_attempts": fieldAttemptGRPC,
-	"grpc_status":                fieldErrorCode,
+	"grpc_status":                fieldGRPCStatus,
 	"request_id":                 fieldRequestID,
 }
 

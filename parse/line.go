@@ -62,6 +62,6 @@ func (f *Format) parse(r *Record, s string) *Error {
 			r.Time = t
 		}
 	}
-	finish(r, &st, f.only)
+	finish(r, &st, f)
 	return nil
 }

@@ -594,3 +594,41 @@ func TestGRPCStatus(t *testing.T) {
 		}
 	}
 }
+
+// A gRPC client sends grpc-previous-rpc-attempts on retries only (gRFC A6): a gRPC call
+// (its grpc-status logged) without it is a first attempt, where the format logs the
+// header; a line that is no gRPC call, or a format without the header, stays untagged.
+func TestGRPCFirstAttempt(t *testing.T) {
+	withHeader, err := Compile(`$msec $status "$upstream_trailer_grpc_status" "$http_grpc_previous_rpc_attempts"`, EscapeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := Compile(`$msec $status "$upstream_trailer_grpc_status"`, EscapeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envoy, _ := Preset("envoy")
+	onlyRetry, err := withHeader.OnlyAttemptHeader("x-retry-attempt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		format  *Format
+		line    string
+		attempt int
+		status  int
+	}{
+		{withHeader, `1764374400.123 200 "14" "-"`, 0, 503},
+		{withHeader, `1764374400.123 200 "0" "-"`, 0, 200},
+		{withHeader, `1764374400.123 200 "0" "2"`, 2, 200},
+		{withHeader, `1764374400.123 200 "-" "-"`, -1, 200}, // no gRPC call
+		{without, `1764374400.123 200 "14"`, -1, 503},
+		{onlyRetry, `1764374400.123 200 "14" "-"`, -1, 503},
+		{envoy, `{"start_time":"2026-11-29T00:00:00.000Z","method":"POST","path":"/shop.Cart/Get","response_code":200,"grpc_status":"14"}`, 0, 503},
+	} {
+		r, err := c.format.ParseLine([]byte(c.line))
+		if err != nil || r.Attempt != c.attempt || r.Status != c.status {
+			t.Errorf("%s: attempt %d, status %d, %v; want %d, %d", c.line, r.Attempt, r.Status, err, c.attempt, c.status)
+		}
+	}
+}

@@ -6,9 +6,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
+
+	"github.com/retrylens/retrylens/lab"
+	"github.com/retrylens/retrylens/parse"
 )
 
 // TestTracedClient runs a real traced client: grpc-go with a retry policy and its
@@ -25,11 +31,28 @@ func TestTracedClient(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the traced client (lab/otel, its own module): %v\n%s", err, out)
 	}
+	// through nginx as a gRPC gateway, logging the attempt header, the call's status (in
+	// the headers of a trailers-only answer, else the trailers) and the trace context
+	up, err := lab.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	format := parse.Retry + ` gs="$upstream_trailer_grpc_status" gh="$upstream_http_grpc_status" ga="$http_grpc_previous_rpc_attempts" tp="$http_traceparent"`
+	ng, err := lab.StartNginxWith(filepath.Join(dir, "nginx"), lab.NginxOptions{Upstreams: []string{up}, GRPC: true, Format: format})
+	if errors.Is(err, lab.ErrNoNginx) && os.Getenv("CI") == "" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	traces := filepath.Join(dir, "traces.json")
-	run := exec.Command(client, "-calls", "60", "-out", traces)
+	run := exec.Command(client, "-calls", "60", "-out", traces, "-listen", up, "-target", ng.Addr)
 	var stderr bytes.Buffer
 	run.Stderr = &stderr
 	out, err := run.Output()
+	if serr := ng.Stop(); err == nil {
+		err = serr
+	}
 	if err != nil {
 		t.Fatalf("otelclient: %v\n%s", err, stderr.Bytes())
 	}
@@ -57,28 +80,60 @@ func TestTracedClient(t *testing.T) {
 		t.Fatalf("the client's record: %d calls, %d recovered, %d exhausted; want 60 and some of each", calls, recovered, exhausted)
 	}
 
-	db := filepath.Join(dir, "t.duckdb")
-	if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, traces); code != 0 {
-		t.Fatalf("ingest: exit %d: %s", code, stderr)
-	}
-	js, stderr2, code := retrylens(t, nil, "report", "--db", db, "--format", "json")
-	if code != 0 {
-		t.Fatalf("report: exit %d: %s", code, stderr2)
-	}
-	var r struct {
-		Summary map[string]any
-		Linking map[string]int
-	}
-	if err := json.Unmarshal([]byte(js), &r); err != nil {
-		t.Fatal(err)
-	}
-	num := func(k string) int { f, _ := r.Summary[k].(float64); return int(f) }
-	got := [5]int{num("requests"), num("first_attempts"), num("retries"), num("recovered"), num("exhausted")}
 	want := [5]int{attempts, calls, attempts - calls, recovered, exhausted}
+	// the traces alone, every call linked by its span
+	report := func(what string, args ...string) ([5]int, map[string]int) {
+		t.Helper()
+		db := filepath.Join(t.TempDir(), "t.duckdb")
+		if _, stderr, code := retrylens(t, nil, append([]string{"ingest", "--db", db}, args...)...); code != 0 {
+			t.Fatalf("ingest of %s: exit %d: %s", what, code, stderr)
+		}
+		js, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json")
+		if code != 0 {
+			t.Fatalf("report of %s: exit %d: %s", what, code, stderr)
+		}
+		var r struct {
+			Summary map[string]any
+			Linking map[string]int
+		}
+		if err := json.Unmarshal([]byte(js), &r); err != nil {
+			t.Fatal(err)
+		}
+		num := func(k string) int { f, _ := r.Summary[k].(float64); return int(f) }
+		return [5]int{num("requests"), num("first_attempts"), num("retries"), num("recovered"), num("exhausted")}, r.Linking
+	}
+	got, linking := report("the traces", traces)
 	if got != want {
 		t.Errorf("attempts, first attempts, retries, recovered, exhausted from the traces %v; the client's record %v", got, want)
 	}
-	if r.Linking["request_id"] != calls || r.Linking["heuristic"] != 0 {
-		t.Errorf("linking %v: want every one of %d calls linked by its span", r.Linking, calls)
+	if linking["request_id"] != calls || linking["heuristic"] != 0 {
+		t.Errorf("linking %v: want every one of %d calls linked by its span", linking, calls)
+	}
+	// the gateway's log alone: the first attempts carry no attempt header (a gRPC client
+	// sends it on retries only), the calls no key (linked by client, method and URI)
+	if got, _ := report("nginx's log", "--nginx-format", format, ng.TextLog); got != want {
+		t.Errorf("attempts, first attempts, retries, recovered, exhausted from nginx's log %v; the client's record %v", got, want)
+	}
+	// every attempt span is in the gateway's log, by the span id its trace context carries
+	spans := map[string]bool{}
+	b, err := os.ReadFile(traces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`"spanId":"([0-9a-f]{16})","parentSpanId":"[0-9a-f]{16}","flags":\d+,"name":"Attempt\.`).FindAllSubmatch(b, -1) {
+		spans[string(m[1])] = true
+	}
+	logged, err := os.ReadFile(ng.TextLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	matched := 0
+	for _, m := range regexp.MustCompile(`tp="00-[0-9a-f]{32}-([0-9a-f]{16})-\d\d"`).FindAllSubmatch(logged, -1) {
+		if spans[string(m[1])] {
+			matched++
+		}
+	}
+	if len(spans) != attempts || matched != attempts {
+		t.Errorf("%d attempt spans, %d of them in nginx's log by trace context; want %d and all", len(spans), matched, attempts)
 	}
 }

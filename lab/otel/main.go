@@ -8,6 +8,7 @@
 // prints as JSON lines.
 //
 //	otelclient -calls 60 -out traces.json > truth.jsonl
+//	otelclient -listen 127.0.0.1:9001 -target 127.0.0.1:8080 …   # through a gateway
 package main
 
 import (
@@ -80,13 +81,15 @@ func (h *health) Check(ctx context.Context, req *grpc_health_v1.HealthCheckReque
 func main() {
 	calls := flag.Int("calls", 60, "calls to make; call i asks the server to fail its first i%6 attempts")
 	out := flag.String("out", "traces.json", "where the receiver writes the OTLP JSON")
+	listen := flag.String("listen", "127.0.0.1:0", "the server's address")
+	target := flag.String("target", "", "the address the client calls, a gateway in front of the server (default: the server)")
 	flag.Parse()
-	if err := run(*calls, *out); err != nil {
+	if err := run(*calls, *out, *listen, *target); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(calls int, out string) error {
+func run(calls int, out, listen, target string) error {
 	f, err := os.Create(out)
 	if err != nil {
 		return err
@@ -98,9 +101,12 @@ func run(calls int, out string) error {
 	}
 	defer recv.Close()
 
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
+	}
+	if target == "" {
+		target = lis.Addr().String()
 	}
 	h := &health{attempts: map[string]int{}}
 	srv := grpc.NewServer()
@@ -120,7 +126,7 @@ func run(calls int, out string) error {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	retry := fmt.Sprintf(`{"methodConfig":[{"name":[{"service":"grpc.health.v1.Health"}],"retryPolicy":{
 		"maxAttempts":%d,"initialBackoff":"0.01s","maxBackoff":"0.05s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}`, maxAttempts)
-	cc, err := grpc.NewClient(lis.Addr().String(),
+	cc, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultServiceConfig(retry),
 		grpcotel.DialOption(grpcotel.Options{TraceOptions: opentelemetry.TraceOptions{
