@@ -337,8 +337,9 @@ func finish(r *Record, st *state, f *Format) {
 	// A gRPC client sends grpc-previous-rpc-attempts on its retries and hedges only (gRFC
 	// A6), never on a call's first attempt: a gRPC call logged without it, where the format
 	// logs it, is a first attempt.
-	if st.grpc && (only == 0 || only-1 == int(fieldAttemptGRPC-firstAttemptField)) && f.logs(fieldAttemptGRPC) {
-		r.Attempt, r.AttemptSource = 0, attemptSources[fieldAttemptGRPC-firstAttemptField]
+	grpcAt := fieldAttemptGRPC - firstAttemptField
+	if st.grpc && st.attempt[grpcAt] == "" && (only == 0 || only-1 == int(grpcAt)) && f.logs(fieldAttemptGRPC) {
+		r.Attempt, r.AttemptSource = 0, attemptSources[grpcAt]
 	}
 }
 

@@ -147,6 +147,7 @@ var mappable = map[string]field{
 	"retry_after":                fieldRetryAfter,
 	"retry_reason":               fieldRetryReason,
 	"error_code":                 fieldErrorCode,
+	"grpc_status":                fieldGRPCStatus,
 	"operation":                  fieldOperation,
 	"attempt":                    fieldAttemptRetry,
 	"x-retry-attempt":            fieldAttemptRetry,

@@ -621,7 +621,8 @@ func TestGRPCFirstAttempt(t *testing.T) {
 		{withHeader, `1764374400.123 200 "14" "-"`, 0, 503},
 		{withHeader, `1764374400.123 200 "0" "-"`, 0, 200},
 		{withHeader, `1764374400.123 200 "0" "2"`, 2, 200},
-		{withHeader, `1764374400.123 200 "-" "-"`, -1, 200}, // no gRPC call
+		{withHeader, `1764374400.123 200 "-" "-"`, -1, 200},  // no gRPC call
+		{withHeader, `1764374400.123 200 "14" "x"`, -1, 503}, // a header that is no number: untagged
 		{without, `1764374400.123 200 "14"`, -1, 503},
 		{onlyRetry, `1764374400.123 200 "14" "-"`, -1, 503},
 		{envoy, `{"start_time":"2026-11-29T00:00:00.000Z","method":"POST","path":"/shop.Cart/Get","response_code":200,"grpc_status":"14"}`, 0, 503},
