@@ -113,22 +113,23 @@ func spoolStream(ctx context.Context, path string, opt Options) (string, bool, e
 
 // spoolTraces converts the file at path, when it holds traces (OTLP or Jaeger JSON,
 // gzipped or not: traces.IsTraces), to attempt lines in a spool file beside streams'
-// (Options.Spool), whose path it returns; "" for any other file.
-func spoolTraces(ctx context.Context, path string, opt Options) (string, error) {
+// (Options.Spool), whose path it returns with what Convert read; "" for any other file.
+func spoolTraces(ctx context.Context, path string, opt Options) (string, traces.Stats, error) {
+	var st traces.Stats
 	in, err := openInput(path, nil)
 	if err != nil {
-		return "", err
+		return "", st, err
 	}
 	defer in.Close()
 	if b, _ := in.r.Peek(64); !traces.IsTraces(b) {
-		return "", nil
+		return "", st, nil
 	}
 	tmp, err := createSpool(opt, "retrylens-traces-")
 	if err != nil {
-		return "", fmt.Errorf("spool the traces: %w", err)
+		return "", st, fmt.Errorf("spool the traces: %w", err)
 	}
 	w := bufio.NewWriterSize(tmp, 256<<10)
-	_, err = traces.Convert(readerCtx{ctx, in.r}, w)
+	st, err = traces.Convert(readerCtx{ctx, in.r}, w)
 	if err == nil {
 		err = w.Flush()
 	}
@@ -137,9 +138,9 @@ func spoolTraces(ctx context.Context, path string, opt Options) (string, error) 
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return "", fmt.Errorf("read the traces: %w", err)
+		return "", st, fmt.Errorf("read the traces: %w", err)
 	}
-	return tmp.Name(), nil
+	return tmp.Name(), st, nil
 }
 
 // createSpool creates a spool file: under Options.Spool's prefix (beside the database, so

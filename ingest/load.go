@@ -126,6 +126,9 @@ type File struct {
 	Samples []Reject
 	First   time.Time
 	Last    time.Time
+	// Unfinished is the first line of a trace document the file ends inside (still being
+	// written), whose spans are read once it is complete; 0 when none.
+	Unfinished int
 }
 
 // Result sums up a load.
@@ -361,10 +364,11 @@ func loadFile(ctx context.Context, st store, path string, opt Options) (File, er
 	// preset: the same traces give the same lines, and a file that grew lines that start
 	// with them (package traces), so the registry knows what it loaded.
 	format := opt.Format
-	spans, err := spoolTraces(ctx, src, opt)
+	spans, read, err := spoolTraces(ctx, src, opt)
 	if err != nil {
 		return out, err
 	}
+	out.Unfinished = read.Unfinished
 	if spans != "" {
 		defer os.Remove(spans)
 		src, stream = spans, true

@@ -41,6 +41,10 @@ func WriteSummary(w io.Writer, res *Result) error {
 		fmt.Fprintf(&b, "%s: %s format, %d lines, %d rows, %d rejected\n", sanitize.Text(f.Path), f.Format, f.Lines, f.Rows, f.Rejected)
 	}
 	for _, f := range res.Files {
+		if f.Unfinished > 0 {
+			fmt.Fprintf(&b, "note: %s: the trace document from line %d on is unfinished (still being written?): its spans are read once it is complete\n",
+				sanitize.Text(f.Path), f.Unfinished)
+		}
 		switch {
 		case f.Repeats > 0 && f.Deduped:
 			fmt.Fprintf(&b, "%s: %d lines left out, repeating rows already loaded (--dedupe)\n", sanitize.Text(f.Path), f.Repeats)

@@ -8,6 +8,9 @@ var grpcCodes = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "D
 	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
 	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
 
+// GRPCCodes returns gRPC's status code names by number (OK is 0).
+func GRPCCodes() []string { return append([]string(nil), grpcCodes[:]...) }
+
 // grpcHTTPStatus is the HTTP status of each gRPC code but OK, as google.rpc.Code states
 // it (CANCELLED: 499, the client gave up).
 var grpcHTTPStatus = map[string]int{

@@ -39,6 +39,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrylens/retrylens/parse"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -75,6 +76,9 @@ type Stats struct {
 	Spans     int // spans in them
 	Attempts  int // lines written
 	Bad       int // documents that were not trace JSON, each a rejected line
+	// Unfinished is the first line of a document the input ends inside (a file still
+	// being written), which is left for the next time; 0 when none.
+	Unfinished int
 }
 
 // head matches the start of an OTLP JSON document.
@@ -163,7 +167,11 @@ func Convert(r io.Reader, w io.Writer) (Stats, error) {
 			}
 		}
 		if err != nil {
-			return st, nil // the end; a document cut short waits for the rest
+			// the end; a document cut short waits for the rest
+			if len(bytes.TrimSpace(doc)) > 0 && !ok && !bad {
+				st.Unfinished = from
+			}
+			return st, nil
 		}
 		doc, scan, from = doc[:0], depth{}, line+1
 	}
@@ -385,18 +393,13 @@ func grpcCode(sp ptrace.Span, a pcommon.Map) string {
 		return "0"
 	}
 	msg := strings.ToUpper(strings.ReplaceAll(sp.Status().Message(), "_", ""))
-	for i, name := range grpcCodes {
+	for i, name := range parse.GRPCCodes() {
 		if i > 0 && strings.Contains(msg, strings.ReplaceAll(name, "_", "")) {
 			return strconv.Itoa(i)
 		}
 	}
 	return "2"
 }
-
-// grpcCodes are gRPC's status codes by number.
-var grpcCodes = []string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
-	"OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
 
 func str(m pcommon.Map, k string) string {
 	if v, ok := m.Get(k); ok {

@@ -79,11 +79,13 @@ func TestConvertDocuments(t *testing.T) {
 	lines := strings.SplitAfter(string(b), "\n")
 	unclosed := strings.Join(lines[:2], "") + `{"resourceSpans":[` + "\n" + strings.Join(lines[2:], "")
 	for _, c := range []struct {
-		in   string
-		want []string // each line: an attempt's x_retry_attempt, or the rejection
+		in         string
+		want       []string // each line: an attempt's x_retry_attempt, or the rejection
+		unfinished int      // the line the last document, unfinished, starts at
 	}{
-		{string(b), []string{"not trace JSON (line 2): not one JSON object", "0", "1"}},
-		{unclosed, []string{"not trace JSON (line 2): not one JSON object", "not trace JSON (line 3): cut short", "0", "1"}},
+		{string(b), []string{"not trace JSON (line 2): not one JSON object", "0", "1"}, 8},
+		{unclosed, []string{"not trace JSON (line 2): not one JSON object", "not trace JSON (line 3): cut short", "0", "1"}, 9},
+		{strings.Join(lines[:7], ""), []string{"not trace JSON (line 2): not one JSON object", "0", "1"}, 0},
 	} {
 		var out bytes.Buffer
 		st, err := Convert(strings.NewReader(c.in), &out)
@@ -105,8 +107,8 @@ func TestConvertDocuments(t *testing.T) {
 				got = append(got, v.Error)
 			}
 		}
-		if !slices.Equal(got, c.want) || st.Attempts != 2 {
-			t.Errorf("lines %q (%+v), want %q", got, st, c.want)
+		if !slices.Equal(got, c.want) || st.Attempts != 2 || st.Unfinished != c.unfinished {
+			t.Errorf("lines %q (%+v), want %q, the unfinished document at line %d", got, st, c.want, c.unfinished)
 		}
 	}
 }

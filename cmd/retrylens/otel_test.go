@@ -9,8 +9,9 @@ import (
 )
 
 // OpenTelemetry traces as input: the hand-made OTLP file of testdata/otel gives the
-// figures worked by hand in its README, and so does its Jaeger JSON; loaded again it adds nothing; loaded as it grew
-// (its first three documents, then all five) it gives the same rows as at once.
+// figures worked by hand in its README, and so does its Jaeger JSON; loaded again it adds
+// nothing; loaded as it grew (three documents and half the fourth, which it says is
+// unfinished, then all five) it gives the same rows as at once.
 func TestTraces(t *testing.T) {
 	t.Parallel()
 	src := filepath.Join("..", "..", "testdata", "otel", "traces.json")
@@ -80,12 +81,19 @@ func TestTraces(t *testing.T) {
 	docs := strings.SplitAfter(string(b), "\n")
 	grown := filepath.Join(t.TempDir(), "traces.json")
 	db2 := filepath.Join(t.TempDir(), "t.duckdb")
-	for _, n := range []int{3, len(docs)} {
-		if err := os.WriteFile(grown, []byte(strings.Join(docs[:n], "")), 0o644); err != nil {
+	// the fourth half written: said, and read once complete
+	half := strings.Join(docs[:3], "") + docs[3][:len(docs[3])/2]
+	for _, content := range []string{half, strings.Join(docs, "")} {
+		if err := os.WriteFile(grown, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if out, stderr, code := retrylens(t, nil, "ingest", "--db", db2, grown); code != 0 {
-			t.Fatalf("ingest of %d documents: exit %d: %s%s", n, code, out, stderr)
+		out, stderr, code := retrylens(t, nil, "ingest", "--db", db2, grown)
+		if code != 0 {
+			t.Fatalf("ingest of %d bytes: exit %d: %s%s", len(content), code, out, stderr)
+		}
+		unfinished := strings.Contains(stderr, "the trace document from line 4 on is unfinished")
+		if unfinished != (content == half) {
+			t.Errorf("ingest of %d bytes: says an unfinished document %v, want %v:\n%s", len(content), unfinished, content == half, stderr)
 		}
 	}
 	if got2, _ := summary(db2); got2 != want {
