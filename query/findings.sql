@@ -6,7 +6,7 @@
 WITH g AS MATERIALIZED (
     SELECT lkey, {{template "example"}} AS example, attempt, {{template "gap_ms"}} AS gap_ms
     FROM {{.Table}}_attempts
-    WHERE {{template "waited"}} AND NOT {{template "whole_second"}} -- 3 ms means nothing to a clock of seconds
+    WHERE {{template "waited"}} AND file_id NOT IN (SELECT file_id FROM {{.Table}}_coarse) -- 3 ms means nothing to a clock of seconds
 ),
 gs AS (
     SELECT attempt, median(gap_ms) AS med, count(*) AS n FROM g GROUP BY attempt

@@ -146,16 +146,34 @@ SELECT l.* REPLACE (
     coalesce(NOT f.reused_key AND l.logged_attempt IS NULL, false) AS keyed_first,
     coalesce(f.reused_key, false) AS reused_key,
     coalesce(l.logged_attempt IS NOT NULL AND f.attempt <> l.logged_attempt, false) AS renumbered
-FROM {{.Table}}_lines l LEFT JOIN {{.Table}}_fix f ON f.file_id = l.file_id AND f.line = l.line
+FROM {{.Table}}_lines l LEFT JOIN {{.Table}}_fix f ON f.file_id = l.file_id AND f.line = l.line;
+-- The loads of logs timed to the second (the slack, below): those of a path none of whose
+-- loads starts or ends off a whole second. Not one line alone: a log timed to the
+-- millisecond puts one line in a thousand on a whole second, and nginx logs the lines of
+-- one event loop pass at one millisecond. Rows without a load in the registry (a
+-- cluster's, read into a working database) by their own load's rows in the context.
+CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_coarse AS
+SELECT file_id FROM files
+WHERE path NOT IN (SELECT path FROM files
+                   WHERE epoch_us(first_ts) % 1000000 <> 0 OR epoch_us(last_ts) % 1000000 <> 0)
+UNION ALL
+SELECT file_id FROM {{.Table}}_lines
+WHERE file_id NOT IN (SELECT file_id FROM files)
+GROUP BY file_id
+HAVING bool_and(epoch_us(ts) % 1000000 = 0)
 {{end}}
 
 {{define "prepare_hrows"}}
 -- The rows the heuristic links: tagged, without a strong key, by the client, user agent,
 -- method and URI they link by (hk).
 CREATE TEMP TABLE {{.Table}}_hrows AS
-SELECT file_id, line, hash(remote_addr, user_agent, method, uri) AS hk, logged_attempt AS attempt, ts, started, status
-FROM {{.Table}}_rows
-WHERE logged_attempt IS NOT NULL AND NOT has_skey
+WITH h AS (
+    SELECT file_id, line, hash(remote_addr, user_agent, method, uri) AS hk, logged_attempt AS attempt, ts, started, status
+    FROM {{.Table}}_rows
+    WHERE logged_attempt IS NOT NULL AND NOT has_skey
+)
+SELECT *, {{template "coarse" .}}
+FROM h
 {{end}}
 
 {{define "prepare_hlink"}}
@@ -182,7 +200,7 @@ CREATE TEMP TABLE {{.Table}}_hpush AS
 SELECT hk, ts, chain FROM {{.Table}}_hlink
 WHERE attempt = {{.Level}} - 1 AND NOT coalesce(status BETWEEN 200 AND 299, false);
 CREATE TEMP TABLE {{.Table}}_hpop AS
-SELECT file_id, line, hk, attempt, ts, started, status
+SELECT file_id, line, hk, attempt, ts, started, status, coarse
 FROM {{.Table}}_hrows WHERE attempt {{if .Last}}>={{else}}={{end}} {{.Level}};
 {{template "hstack" .}}
 INSERT INTO {{.Table}}_hlink
@@ -404,13 +422,15 @@ widest table. */}}
 the logs (a request can log the same attempt number twice). */}}
 {{define "attempt_order"}}{'a': attempt, 't': ts, 'f': file_id, 'l': line}{{end}}
 
-{{- /* How far apart two times must be for the log to tell their order: a line timed to
-the second ($time_local without $msec) can be up to a second off; one timed to the
+{{- /* How far apart two times must be for the log to tell their order: a line timed to the
+second ($time_local without $msec) can be up to a second off; one timed to the
 millisecond a millisecond (its start is its end less its request time, each truncated:
 nginx takes both from one clock, so a retry never starts before the attempt it follows
-ended; two apart by 2 ms overlapped). */}}
-{{define "slack"}}CASE WHEN {{template "whole_second"}} THEN INTERVAL 1 SECOND ELSE INTERVAL 1 MILLISECOND END{{end}}
-{{define "whole_second"}}epoch_us(ts) % 1000000 = 0{{end}}
+ended; two apart by 2 ms overlapped). Rows carry coarse, below. */}}
+{{define "slack"}}CASE WHEN coarse THEN INTERVAL 1 SECOND ELSE INTERVAL 1 MILLISECOND END{{end}}
+
+{{- /* Whether a row is timed to the second: its load is (prepare_rows' _coarse). */}}
+{{define "coarse"}}file_id IN (SELECT file_id FROM {{.Table}}_coarse) AS coarse{{end}}
 
 {{- /* The rows of every logical request that has a retry (or was linked by the heuristic
 or inference), over the whole context, with the columns the logical metrics, loops,
@@ -449,7 +469,7 @@ WITH m AS (
     FROM ({{template "multi_rows" .}})
 ),
 nw AS (
-    SELECT file_id, line, lkey, attempt, ts, started, status,
+    SELECT file_id, line, lkey, attempt, ts, started, status, {{template "coarse" .}},
         lag({'status': status, 'ts': ts, 'started': started, 'retry_after': retry_after, 'error_code': error_code}) OVER w AS prev,
         first_value({'status': status, 'upstream_status': upstream_status, 'attempt': attempt, 'ts': ts, 'in_range': in_range}) OVER w AS first,
         -- when the attempts before this one that were answered had all ended, and those
@@ -468,7 +488,7 @@ nw AS (
     WINDOW w AS (PARTITION BY lkey ORDER BY attempt, ts)
 ),
 f AS (
-    SELECT file_id, line, lkey, attempt, ts, prev, first,
+    SELECT file_id, line, lkey, attempt, ts, prev, first, coarse,
         -- a hedge where the log can tell, beyond the slack (which heuristic linking allows
         -- too): it started before an answered one ended, or ended before (a retry sent after
         -- them ends after them); or, in a log timed finer than the second, one the client
@@ -478,8 +498,8 @@ f AS (
         -- or, finer than the second, it was abandoned as an earlier attempt's 2xx answered,
         -- having started no later: within the slack of both (no client retries after a 2xx)
         coalesce(started < answered_until - {{template "slack"}} OR ts < answered_until - {{template "slack"}}
-                 OR (NOT {{template "whole_second"}} AND abandoned_until >= ts - {{template "slack"}})
-                 OR (NOT {{template "whole_second"}} AND status IN (0, 499)
+                 OR (NOT coarse AND abandoned_until >= ts - {{template "slack"}})
+                 OR (NOT coarse AND status IN (0, 499)
                      AND started <= ok_before + {{template "slack"}} AND ts <= ok_before + {{template "slack"}}), false) AS hedge,
         coalesce(ok = {'t': ts, 'f': file_id, 'l': line}, false) AS won,
         -- abandoned while a 2xx of its request was answered (started before it, within the slack)
@@ -493,7 +513,7 @@ f AS (
 -- has won). On the narrow rows, as nw.
 fh AS (
     SELECT file_id, line, lkey, prev, first, won, lost,
-        hedge OR coalesce(lost AND NOT {{template "whole_second"}} AND bool_or(lost)
+        hedge OR coalesce(lost AND NOT coarse AND bool_or(lost)
             OVER (PARTITION BY lkey ORDER BY attempt, ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS hedge
     FROM f
 )

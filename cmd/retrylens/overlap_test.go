@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -68,6 +70,24 @@ func TestOverlappingAttempts(t *testing.T) {
 	if err := os.WriteFile(seconds, regexp.MustCompile(`msec=[0-9.]+`).ReplaceAll(b, []byte("msec=-")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The same log a little later, so that h1's winning hedge is logged on a whole second
+	// (…201.000): one line in a thousand of a log timed to the millisecond is, and that
+	// alone does not make its request's clock the second.
+	onSecond := filepath.Join(t.TempDir(), "access.log")
+	shifted := regexp.MustCompile(`msec=([0-9]+)\.([0-9]{3})`).ReplaceAllFunc(b, func(m []byte) []byte {
+		var sec, ms int64
+		if _, err := fmt.Sscanf(string(m), "msec=%d.%d", &sec, &ms); err != nil {
+			t.Fatal(err)
+		}
+		at := sec*1000 + ms + 926
+		return fmt.Appendf(nil, "msec=%d.%03d", at/1000, at%1000)
+	})
+	if !bytes.Contains(shifted, []byte(`rid="h1" ik="-" retry_after="-" msec=1796119201.000`)) {
+		t.Fatal("h1's hedge is not on a whole second")
+	}
+	if err := os.WriteFile(onSecond, shifted, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	wantSeconds := want
 	wantSeconds.Summary.RetrySuccessRate = f(6.0 / 16)
 	wantSeconds.Summary.CancelledFirst, wantSeconds.Summary.CancelledRetry = 0, 0
@@ -79,7 +99,7 @@ func TestOverlappingAttempts(t *testing.T) {
 	for _, tc := range []struct {
 		name, path string
 		want       overlapReport
-	}{{"milliseconds", log, want}, {"seconds", seconds, wantSeconds}} {
+	}{{"milliseconds", log, want}, {"a line on a whole second", onSecond, want}, {"seconds", seconds, wantSeconds}} {
 		t.Run(tc.name, func(t *testing.T) {
 			stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", tc.path)
 			if code != 0 {
@@ -97,5 +117,29 @@ func TestOverlappingAttempts(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Two whole hedged requests that nginx logged in one event loop pass on a whole second, in
+// a log timed to the millisecond (testdata/overlapping-attempts/EXPECTED.md,
+// one-millisecond.log, from the lab's hedged run): their hedges are hedges. Read one line
+// at a time, such lines were a clock of seconds, and the lab's run failed now and then.
+func TestHedgesOnAWholeSecond(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, code := retrylens(t, nil, "report", "--format", "json",
+		filepath.Join(filepath.Dir(scenario("overlapping-attempts")), "one-millisecond.log"))
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	var got overlapReport
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	h := got.Hedging
+	if h.Requests != 3 || h.Hedges != 5 || h.Wins != 3 || h.Cancelled != 5 {
+		t.Errorf("hedging: %d requests, %d hedges, %d won, %d cancelled; want 3, 5, 3, 5", h.Requests, h.Hedges, h.Wins, h.Cancelled)
+	}
+	if s := got.Summary; s.Requests != 9 || s.FirstAttempts != 4 || s.Retries != 5 || s.EffectiveSuccess == nil || *s.EffectiveSuccess != 1 {
+		t.Errorf("summary: %d lines, %d first attempts, %d retries, effective success %v; want 9, 4, 5, 1", s.Requests, s.FirstAttempts, s.Retries, s.EffectiveSuccess)
 	}
 }
