@@ -75,6 +75,7 @@ var rowColumns = []rowColumn{
 	})},
 	{"error_code", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.ErrorCode })},
 	{"operation", duckdb.TYPE_VARCHAR, "", text(func(r *parse.Record) string { return r.Operation })},
+	{"span_hash", duckdb.TYPE_BIGINT, "", keyHash(func(r *parse.Record) string { return r.Span })},
 }
 
 // keyHash fills a column with the KeyHash of a record's key: "" is NULL.

@@ -60,11 +60,13 @@ CREATE TABLE IF NOT EXISTS requests (
     route                  VARCHAR,     -- the URI path with ids replaced (ingest.Router)
     key_text               VARCHAR,     -- the strong key as logged (Idempotency-Key, else invocation id, else X-Request-Id); NULL when attempt = 0
     error_code             VARCHAR,     -- the upstream's error code where logged (x-amzn-ErrorType, grpc-status): tells throttles that are not 429
-    operation              VARCHAR      -- the operation a request names beside its method where logged (X-Amz-Target): tells reads that are POSTs
+    operation              VARCHAR,     -- the operation a request names beside its method where logged (X-Amz-Target): tells reads that are POSTs
+    span_hash              BIGINT       -- the client span it was sent in (traceparent), or a trace's attempt span: joins the layers
 );
 -- Databases from before them: added in place by any open for writing (ingest, verify --repair).
 ALTER TABLE requests ADD COLUMN IF NOT EXISTS error_code VARCHAR;
 ALTER TABLE requests ADD COLUMN IF NOT EXISTS operation VARCHAR;
+ALTER TABLE requests ADD COLUMN IF NOT EXISTS span_hash BIGINT;
 
 -- Malformed lines: every one counted by reason, the first few of each file kept.
 CREATE TABLE IF NOT EXISTS reject_counts (

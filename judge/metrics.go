@@ -45,7 +45,7 @@ type Metrics struct {
 type Counts [numCounts]int64
 
 // numCounts is len(countColumns) (checked when the package starts).
-const numCounts = 29
+const numCounts = 30
 
 // CountNames are the columns of Counts, in order: those of the count tables (query's
 // metrics.sql and logical.sql; query checks that its catalogue follows this order).
@@ -54,6 +54,7 @@ var CountNames = []string{
 	"status_5xx_first", "status_5xx_retry", "status_429_first", "status_429_retry", "status_499_first", "status_499_retry",
 	"abandoned_first", "abandoned_retry", "cancelled_first", "cancelled_retry", "proxied", "upstream_tries",
 	"strong_firsts", "strong_firsts_ok", "recovered", "exhausted", "logical", "final_ok", "multi_firsts", "multi_firsts_ok",
+	"gateway_recovered",
 }
 
 // countIndex is each column's index in Counts.
@@ -90,4 +91,26 @@ func (s Split) Total() int64 { return s.First + s.Retry }
 type Window struct {
 	Start time.Time
 	Metrics
+}
+
+// Fates are a slice's logical requests by what became of them at each retry layer
+// (docs/metrics.md, "Layers"); they add up to the logical requests effective_success
+// counts: answered 2xx at the client's first attempt, the gateway trying the upstream
+// once (FirstTry) or more (Gateway); answered 2xx at a retry of the client's (Client, the
+// recovered); never answered 2xx after retrying (Exhausted) or without retrying
+// (NotRetried: a failure the client did not retry, or could not).
+type Fates struct {
+	Logical, FirstTry, Gateway, Client, Exhausted, NotRetried int64
+}
+
+// Fates returns the slice's fates, from its counts.
+func (m Metrics) Fates() Fates {
+	c := m.Counts
+	logical := c.Get("strong_firsts") - c.Get("multi_firsts") + c.Get("logical")
+	ok := c.Get("strong_firsts_ok") - c.Get("multi_firsts_ok") + c.Get("final_ok")
+	f := Fates{Logical: logical, Client: c.Get("recovered"), Exhausted: c.Get("exhausted")}
+	f.Gateway = min(c.Get("gateway_recovered"), max(ok-f.Client, 0))
+	f.FirstTry = max(ok-f.Client-f.Gateway, 0)
+	f.NotRetried = max(logical-ok-f.Exhausted, 0)
+	return f
 }

@@ -27,7 +27,7 @@ var canonical = [numFields]string{
 	fieldAttemptRetry: "http_x_retry_attempt", fieldAttemptStainless: "http_x_stainless_retry_count",
 	fieldAttemptEnvoy: "http_x_envoy_attempt_count", fieldAttemptAmz: "http_amz_sdk_request",
 	fieldAttemptGRPC: "http_grpc_previous_rpc_attempts", fieldErrorCode: "upstream_http_x_amzn_errortype",
-	fieldOperation: "http_x_amz_target",
+	fieldOperation: "http_x_amz_target", fieldTraceparent: "http_traceparent",
 }
 
 func appendJSON(dst []byte, r *Record) []byte {
@@ -135,6 +135,11 @@ func value(r *Record, f field) string {
 		return r.ErrorCode
 	case fieldOperation:
 		return r.Operation
+	case fieldTraceparent:
+		if r.Span == "" {
+			return ""
+		}
+		return "00-" + r.Span + "-01"
 	case fieldRetryAfter:
 		return r.RetryAfter
 	}

@@ -49,6 +49,7 @@ const (
 	fieldRemoteAddrPort // "ip:port" or "[ip6]:port": the port is dropped
 	fieldRetryAfterMs   // retry-after-ms (ms), which the Stainless clients honour before Retry-After
 	fieldGRPCStatus     // grpc-status: the call's gRPC status, an error code (ErrorCode) but OK
+	fieldTraceparent    // W3C traceparent: the client span the request was sent in (Span)
 	// Attempt sources, in the order of precedence docs/formats.md gives.
 	fieldAttemptRetry
 	fieldAttemptStainless
@@ -112,6 +113,7 @@ var variables = map[string]field{
 	"upstream_trailer_grpc_status":         fieldGRPCStatus,
 	"sent_trailer_grpc_status":             fieldGRPCStatus,
 	"http_x_amz_target":                    fieldOperation,
+	"http_traceparent":                     fieldTraceparent,
 }
 
 // stringFields maps the fields set stores as is to their string in Record: the text
@@ -248,6 +250,8 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 		r.ErrorCode, st.grpc = errorCode(v), true
 	case fieldOperation:
 		r.Operation = v
+	case fieldTraceparent:
+		r.Span = traceSpan(v)
 	case fieldTimeAny:
 		if st.haveMsec {
 			return nil
@@ -629,4 +633,27 @@ func parseMsec(s string) (time.Time, bool) {
 		}
 	}
 	return time.Unix(sec, int64(ns)).UTC(), true
+}
+
+// traceSpan returns the trace and parent ids of a W3C traceparent header
+// ("00-<32 hex>-<16 hex>-<2 hex>") as "<trace id>-<parent id>" in lower case, the span
+// the client sent the request in; "" for a header that is none (it is client-controlled:
+// a bad one leaves the line without a span rather than rejecting it). A later version
+// may append fields after the flags.
+func traceSpan(v string) string {
+	if len(v) < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-' || (len(v) > 55 && v[55] != '-') || v[:2] == "ff" {
+		return ""
+	}
+	for i := range 55 {
+		if i == 2 || i == 35 || i == 52 {
+			continue
+		}
+		if c := v[i] | 0x20; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return ""
+		}
+	}
+	if v[3:35] == "00000000000000000000000000000000" || v[36:52] == "0000000000000000" {
+		return ""
+	}
+	return strings.ToLower(v[3:52])
 }

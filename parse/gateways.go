@@ -41,6 +41,7 @@ var envoyKeys = map[string]field{
 	"x_amzn_errortype":               fieldErrorCode,
 	"grpc_status":                    fieldGRPCStatus,
 	"x_amz_target":                   fieldOperation,
+	"traceparent":                    fieldTraceparent,
 }
 
 // traefikKeys reads Traefik's JSON access log (accessLog.format=json): StartUTC and
@@ -100,6 +101,7 @@ var otelKeys = map[string]field{
 	"grpc_previous_rpc_attempts": fieldAttemptGRPC,
 	"grpc_status":                fieldGRPCStatus,
 	"request_id":                 fieldRequestID,
+	"traceparent":                fieldTraceparent,
 }
 
 // requestHeaders are the request headers retrylens reads, with their fields.
@@ -109,7 +111,7 @@ var requestHeaders = map[string]field{
 	"amz-sdk-invocation-id": fieldInvocationID, "x-retry-attempt": fieldAttemptRetry,
 	"x-stainless-retry-count": fieldAttemptStainless, "x-envoy-attempt-count": fieldAttemptEnvoy,
 	"amz-sdk-request": fieldAttemptAmz, "grpc-previous-rpc-attempts": fieldAttemptGRPC,
-	"x-amz-target": fieldOperation,
+	"x-amz-target": fieldOperation, "traceparent": fieldTraceparent,
 }
 
 func init() {
@@ -124,6 +126,7 @@ func init() {
 var mappable = map[string]field{
 	"time":                       fieldTimeAny,
 	"start_time":                 fieldTimeStart,
+	"traceparent":                fieldTraceparent,
 	"request_time":               fieldRequestTime,
 	"duration_ms":                fieldDurationMS,
 	"duration_ns":                fieldDurationNS,

@@ -633,3 +633,42 @@ func TestGRPCFirstAttempt(t *testing.T) {
 		}
 	}
 }
+
+// A logged traceparent names the client span the request was sent in, in lower case; a
+// header that is no traceparent (the client sends what it likes) leaves the line without
+// one and is no error. Through nginx text (both parser paths), JSON and Caddy's headers.
+func TestTraceparent(t *testing.T) {
+	text, err := Compile(`$msec $status "$http_traceparent"`, EscapeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caddy, _ := Preset("caddy")
+	const span = "4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"
+	for _, c := range []struct {
+		format *Format
+		line   string
+		span   string
+	}{
+		{text, `1764374400.123 200 "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`, span},
+		{text, `1764374400.123 200 "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-00"`, span},
+		{text, `1764374400.123 200 "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-later"`, span},
+		{text, `1764374400.123 200 "-"`, ""},
+		{text, `1764374400.123 200 "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"`, ""},     // no flags
+		{text, `1764374400.123 200 "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x"`, ""}, // not a field after
+		{text, `1764374400.123 200 "00-00000000000000000000000000000000-00f067aa0ba902b7-01"`, ""},  // the invalid trace id
+		{text, `1764374400.123 200 "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"`, ""},  // the invalid span id
+		{text, `1764374400.123 200 "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`, ""},  // the invalid version
+		{text, `1764374400.123 200 "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01"`, ""},  // not hex
+		{caddy, `{"ts":1764374400.123,"status":200,"request":{"method":"GET","uri":"/","headers":{"Traceparent":["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"]}}}`, span},
+		{caddy, `{"ts":1764374400.123,"status":200,"request":{"method":"GET","uri":"/","headers":{}}}`, ""},
+	} {
+		for _, general := range []bool{false, true} {
+			forceGeneral = general
+			r, err := c.format.ParseLine([]byte(c.line))
+			forceGeneral = false
+			if err != nil || r.Span != c.span {
+				t.Errorf("general path %v: %s: span %q, %v; want %q", general, c.line, r.Span, err, c.span)
+			}
+		}
+	}
+}

@@ -73,7 +73,7 @@ var presets = []PresetInfo{
 		Example: `{"request":{"method":"GET","uri":"/api/orders/1042","headers":{"host":"shop.local","user-agent":"checkout-web/2.3","x-retry-attempt":"1","x-request-id":"req-7f3a"}},"response":{"status":502,"size":157},"tries":[{"ip":"10.0.0.9","port":8080}],"client_ip":"10.0.0.7","started_at":1795962001500,"latencies":{"request":12}}`,
 		new:     func() *Format { return &Format{Name: "kong", dialect: jsonDialect{}, keys: kongKeys, foldKeys: true} }},
 	{Name: "otel", Sees: SeesClient, About: "attempts from OpenTelemetry client spans, as ingest writes them from OTLP JSON or Jaeger's JSON (given those files, ingest converts them itself)",
-		Example: `{"span_start":"2026-11-29T14:20:01.5Z","span_duration_ns":12000000,"method":"GET","uri":"/api/orders/1042","host":"shop.local","status":502,"client":"web-1","service":"checkout-web/2.3","x_retry_attempt":1,"request_id":"4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-e64da301","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"b7ad6b7169203331"}`,
+		Example: `{"span_start":"2026-11-29T14:20:01.5Z","span_duration_ns":12000000,"method":"GET","uri":"/api/orders/1042","host":"shop.local","status":502,"client":"web-1","service":"checkout-web/2.3","x_retry_attempt":1,"request_id":"4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-e64da301","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01"}`,
 		new:     func() *Format { return &Format{Name: "otel", dialect: jsonDialect{}, keys: otelKeys} }},
 }
 

@@ -43,6 +43,11 @@ type Record struct {
 	// Operation is the operation a request names beside its method where the gateway logs
 	// it (X-Amz-Target: "DynamoDB_20120810.GetItem"): a POST that reads (query's reads).
 	Operation string
+	// Span is the client span the request was sent in, "<trace id>-<span id>" in lower
+	// hex, from the W3C traceparent header where logged; for an attempt read from traces
+	// (package traces), the attempt's own span. A span and the gateway's line of the same
+	// attempt share it (docs/metrics.md, "Layers").
+	Span string
 }
 
 // Tagged reports whether the record carries an attempt number.

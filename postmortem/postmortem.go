@@ -52,6 +52,7 @@ type Result struct {
 	Alerts        []judge.Alert
 	Backoff       []query.Backoff
 	Hedging       query.Hedging
+	Layers        query.Layers // traces joined with a gateway's lines (docs/metrics.md, "Layers")
 	Incidents     []query.Incident
 	Sustained     []judge.Sustained // stretches of retry-sustained overload, in the windows
 	// For html: the timeline's buckets (see ChartWidth), logical requests per number of
@@ -98,6 +99,7 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 		func() (err error) { r.Linking, err = set.Linking(ctx); return },
 		func() (err error) { r.Backoff, err = set.Backoff(ctx, o.PolicyBase, o.PolicyMaxRetries); return },
 		func() (err error) { r.Hedging, err = set.Hedging(ctx); return },
+		func() (err error) { r.Layers, err = set.Layers(ctx); return },
 	}
 	switch o.By {
 	case "":

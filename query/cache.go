@@ -162,6 +162,15 @@ func refresh(ctx context.Context, db *sql.DB, answers bool) (string, error) {
 	}
 	// The cache still describes the rows it saw when they are all there, counted the same way.
 	kept := st.version != "" && strings.HasSuffix(st.version, ":"+sqlDigest) && seen == st.rows
+	if kept {
+		// A load joins a gateway's lines and spans loaded before it into one row:
+		// rows it did not touch change (docs/metrics.md, "Layers").
+		layered, err := Layered(ctx, tx)
+		if err != nil {
+			return "", err
+		}
+		kept = !layered
+	}
 	how := CacheRebuilt
 	switch {
 	case kept && rows == st.rows:

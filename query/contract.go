@@ -32,7 +32,8 @@ type TimeCount struct {
 	Cancelled bool      `col:"cancelled"` // abandoned because another attempt of its request won (docs/metrics.md)
 	N         int64     `col:"n,sum"`     // rows
 	Proxied   int64     `col:"proxied,sum"`
-	Tries     int64     `col:"tries,sum"` // the gateway's own upstream tries of the proxied rows
+	Tries     int64     `col:"tries,sum"`      // the gateway's own upstream tries of the proxied rows
+	GWRetried int64     `col:"gw_retried,sum"` // the proxied rows the gateway tried more than once
 }
 
 // The edges table has the time table's rows (TimeCount), per minute, for the context
@@ -52,6 +53,7 @@ type GroupCount struct {
 	N         int64   `col:"n,sum"`
 	Proxied   int64   `col:"proxied,sum"`
 	Tries     int64   `col:"tries,sum"`
+	GWRetried int64   `col:"gw_retried,sum"`
 }
 
 // Bucket is a time bucket and the grouping columns of an attempt: what the groups table

@@ -23,6 +23,9 @@ var rowCounts = []rowCount{
 	{name: "n"},                                      // rows
 	{name: "proxied", of: "upstream_tries"},          // rows the gateway proxied: it logged its tries
 	{name: "tries", of: "upstream_tries", sum: true}, // the upstream tries of those
+	// rows the gateway tried more than once: its own retries (greatest ignores NULL in
+	// DuckDB, and a NULL tries stays NULL in ClickHouse; either way not counted)
+	{name: "gw_retried", of: "nullIf(greatest(upstream_tries, 1), 1)"},
 }
 
 // Engine is an SQL dialect stage one is written in.
@@ -54,6 +57,15 @@ func RowCounts(e Engine) string {
 			x = "toInt64(count(" + c.of + "))"
 		}
 		sel = append(sel, x+" AS "+c.name)
+	}
+	return strings.Join(sel, ", ")
+}
+
+// rowSums is the select list that sums a row count table's counts over its other keys.
+func rowSums() string {
+	var sel []string
+	for _, c := range rowCounts {
+		sel = append(sel, "sum("+c.name+")::BIGINT AS "+c.name)
 	}
 	return strings.Join(sel, ", ")
 }

@@ -281,3 +281,30 @@ func (s *Set) hedging(ctx context.Context) (Hedging, error) {
 	h.P10, h.P50, h.P90 = ptr(p10), ptr(p50), ptr(p90)
 	return h, nil
 }
+
+// Layers is the join of a traced client's attempts with a gateway's lines of the same
+// attempts (docs/metrics.md, "Layers"); zero unless the database holds both.
+type Layers struct {
+	Spans          int64 // attempts read from traces
+	Matched        int64 // of them, those a gateway's line logged the span of
+	UnmatchedLines int64 // gateway lines that logged a span no trace holds
+}
+
+// Layers returns the Set's join of traces and gateway lines.
+func (s *Set) Layers(ctx context.Context) (Layers, error) {
+	var l Layers
+	if layered, err := Layered(ctx, s.conn); err != nil || !layered {
+		return l, err
+	}
+	if err := s.ready(ctx); err != nil {
+		return l, err
+	}
+	q, err := s.statement("layers.sql", "", "time", minuteGrain)
+	if err != nil {
+		return l, err
+	}
+	if err := s.conn.QueryRowContext(ctx, q).Scan(&l.Spans, &l.Matched, &l.UnmatchedLines); err != nil {
+		return l, fmt.Errorf("layers.sql: %w", err)
+	}
+	return l, nil
+}

@@ -6,7 +6,7 @@ WITH g AS (
     -- counts per group, attempt class (NULL, 0, 1, 2 for two and more), status and flags:
     -- the metrics below read these few thousand rows
     SELECT {{.Key}} AS k, CASE WHEN attempt >= 2 THEN 2 ELSE attempt END AS attempt, status, inferred, strong, cancelled,
-           sum(n) AS n, sum(proxied) AS proxied, sum(tries) AS tries
+           sum(n) AS n, sum(proxied) AS proxied, sum(tries) AS tries, sum(gw_retried) AS gw_retried
     FROM {{.Counts}}
     GROUP BY ALL
 ), c AS (
@@ -34,6 +34,9 @@ WITH g AS (
         -- with client attempts: lines that record them, and the tries they made
         sum(proxied)                                                AS proxied,
         coalesce(sum(tries), 0)                                     AS upstream_tries,
+        -- first attempts answered 2xx after the gateway's own retries: requests the
+        -- gateway recovered (docs/metrics.md, "Layers")
+        coalesce(sum(gw_retried) FILTER (attempt = 0 AND status BETWEEN 200 AND 299), 0) AS gateway_recovered,
         -- for logical.sql: first attempts linked by a strong key, and those answered 2xx
         coalesce(sum(n) FILTER (attempt = 0 AND strong), 0)         AS strong_firsts,
         coalesce(sum(n) FILTER (attempt = 0 AND strong AND status BETWEEN 200 AND 299), 0) AS strong_firsts_ok,

@@ -49,12 +49,26 @@ CREATE TEMP TABLE {{.Table}}_p AS SELECT $1::VARCHAR AS route, $2::VARCHAR AS me
 {{end}}
 
 {{define "prepare_rows"}}
+{{- if .Layers}}
+-- Layers (docs/metrics.md): a gateway's line that logged the client span an attempt read
+-- from traces was sent in (traceparent) is that attempt, seen again. It leaves the rows;
+-- the span takes its upstream tries (the gateway's own retries of that attempt).
+CREATE TEMP TABLE {{.Table}}_joined AS
+SELECT file_id, line, span_hash, upstream_tries, upstream_status
+FROM {{or .From "requests"}}
+WHERE span_hash IN (SELECT span_hash FROM {{or .From "requests"}}
+                    WHERE span_hash IS NOT NULL AND ts >= {{.Before}} AND ts < {{.After}}
+                      AND file_id IN (SELECT file_id FROM files WHERE format = 'otel'))
+  AND file_id NOT IN (SELECT file_id FROM files WHERE format = 'otel')
+  AND ts >= {{.Before}} AND ts < {{.After}};
+{{- end}}
 CREATE TEMP VIEW {{.Table}}_lines AS
 SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.route, r.host, r.upstream_addr,
        r.status, r.upstream_status, r.upstream_tries, r.retry_after, r.key_text,
        r.error_code, -- the upstream's error code where logged (x-amzn-ErrorType): throttles that are not 429
        r.operation,  -- the operation a POST names where logged (X-Amz-Target): reads that are POSTs
        r.max_attempts, -- the client's own cap, when its header states it (amz-sdk-request max=)
+       r.span_hash,    -- the client span (Layers)
        -- the keys are their hashes (ingest/keys.go), here under the names of what they hash
        r.idempotency_key_hash AS idempotency_key, r.invocation_id_hash AS invocation_id, r.request_id_hash AS request_id,
        r.attempt AS logged_attempt,
@@ -65,7 +79,14 @@ SELECT r.file_id, r.line, r.ts, r.remote_addr, r.user_agent, r.method, r.uri, r.
             WHEN r.request_id_hash IS NOT NULL THEN 'request_id' END AS skind,
        r.ts - to_microseconds(CAST(coalesce(r.request_time, 0) * 1000000 AS BIGINT)) AS started,
        r.ts >= {{.Since}} AND r.ts < {{.Until}} AS in_range
-FROM {{or .From "requests"}} r
+FROM {{if .Layers}}(
+    SELECT r.* REPLACE (coalesce(r.upstream_tries, j.upstream_tries) AS upstream_tries,
+                        coalesce(r.upstream_status, j.upstream_status) AS upstream_status)
+    FROM {{or .From "requests"}} r
+    ANTI JOIN {{.Table}}_joined x ON x.file_id = r.file_id AND x.line = r.line
+    LEFT JOIN (SELECT span_hash, max(upstream_tries) AS upstream_tries, any_value(upstream_status) AS upstream_status
+               FROM {{.Table}}_joined GROUP BY span_hash) j ON j.span_hash = r.span_hash
+){{else}}{{or .From "requests"}}{{end}} r
 WHERE r.ts >= {{.Before}} AND r.ts < {{.After}}
 {{- if .HasRoute}}
   AND r.route = (SELECT route FROM {{.Table}}_p)
@@ -327,7 +348,7 @@ WHERE in_range
 GROUP BY ALL;
 {{- else}}
 SELECT ts, status, attempt, inferred, strong, linked_by, cancelled,
-       sum(n)::BIGINT AS n, sum(proxied)::BIGINT AS proxied, sum(tries)::BIGINT AS tries
+       {{rowSums}}
 FROM {{.Table}}_groups
 GROUP BY ALL{{if .Sorted}} ORDER BY ts{{end}};
 -- The edges table: the same counts of the context, for alerts that cross the range's bounds

@@ -33,7 +33,8 @@ var sqlFiles embed.FS
 // user: {{.Key}} a grouping expression, {{.Table}} the Set's table.
 var sqlTmpl = template.Must(template.New("").Funcs(template.FuncMap{"retryableFailure": retryableFailureSQL,
 	"throttleCode": throttleCodeSQL, "retryableCode": retryableCodeSQL, "readOperation": readOperationSQL,
-	"rowCounts": func() string { return RowCounts(DuckDB) }}).ParseFS(sqlFiles, "*.sql"))
+	"rowCounts": func() string { return RowCounts(DuckDB) },
+	"rowSums":   rowSums}).ParseFS(sqlFiles, "*.sql"))
 
 // retryableStatuses are the answers, besides every 5xx, that a client retries: the
 // request timed out (408), was throttled (429) or got no answer it waited for (499, 0:
@@ -364,6 +365,12 @@ func prepareGrain(ctx context.Context, conn execer, table, kind string, lit prep
 		}
 		return nil
 	}
+	if slices.Contains(steps, "prepare_rows") {
+		var err error
+		if lit.Layers, err = Layered(ctx, conn); err != nil {
+			return err
+		}
+	}
 	for _, name := range steps {
 		if name == "prepare_chain" {
 			if err := linkHeuristic(ctx, conn, table, run); err != nil {
@@ -493,6 +500,7 @@ type prepareLiterals struct {
 	Sorted                      bool   // the count tables are stored: built in the order ranges cut them by (cacheOrder)
 	Where                       string // one more condition on the rows (cache.go's update)
 	From                        string // the table of rows to read instead of requests (cache.go's update)
+	Layers                      bool   // the rows hold traces and gateway lines: the lines of the spans' attempts are joined into them (prepareGrain sets it)
 }
 
 // wholeMinute reports whether t is a whole minute (or open): a range bound the cache's
@@ -1188,4 +1196,20 @@ func run(rs *sql.Rows, err error) (cols []string, rows [][]any, _ error) {
 		rows = append(rows, vals)
 	}
 	return cols, rows, rs.Err()
+}
+
+// Layered reports whether the database holds both attempts read from traces and a
+// gateway's lines, whose lines of the same attempts are then joined into the spans
+// (prepare.sql's prepare_rows; docs/metrics.md, "Layers").
+func Layered(ctx context.Context, conn execer) (bool, error) {
+	q, ok := conn.(querier)
+	if !ok {
+		return false, fmt.Errorf("layers: %T cannot read", conn)
+	}
+	var layered bool
+	err := q.QueryRowContext(ctx, `SELECT coalesce(bool_or(format = 'otel') AND bool_or(format <> 'otel'), false) FROM files`).Scan(&layered)
+	if err != nil {
+		return false, fmt.Errorf("layers: %w", err)
+	}
+	return layered, nil
 }

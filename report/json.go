@@ -170,6 +170,7 @@ func JSON(w io.Writer, r *Report) error {
 		{key: "backoff", value: backoff},
 		{key: "hedging", value: jsonHedging{Requests: r.Hedging.Requests, Hedges: r.Hedging.Hedges, Wins: r.Hedging.Wins, Cancelled: r.Hedging.Cancelled,
 			P10ms: r.Hedging.P10, P50ms: r.Hedging.P50, P90ms: r.Hedging.P90}},
+		{key: "layers", value: layersJSON(r)},
 		{key: "incidents", value: incidents},
 		{key: "retry_sustained", value: sustained},
 	})
@@ -201,4 +202,32 @@ func toJSONFindings(fs []query.Finding) []jsonFinding {
 		out = append(out, jsonFinding{Kind: f.Kind, Count: f.Count, Attempts: f.Attempts, Examples: ex})
 	}
 	return out
+}
+
+// jsonLayers is query.Layers and the summary's judge.Fates (docs/json.md).
+type jsonLayers struct {
+	Spans          int64    `json:"spans"`
+	Matched        int64    `json:"matched"`
+	MatchRate      *float64 `json:"match_rate"`
+	UnmatchedLines int64    `json:"unmatched_lines"`
+	Fates          struct {
+		Logical            int64 `json:"logical_requests"`
+		FirstTry           int64 `json:"first_try"`
+		GatewayRecovered   int64 `json:"recovered_by_gateway"`
+		ClientRecovered    int64 `json:"recovered_by_client"`
+		Exhausted          int64 `json:"exhausted"`
+		FailedWithoutRetry int64 `json:"failed_without_retry"`
+	} `json:"fates"`
+}
+
+func layersJSON(r *Report) jsonLayers {
+	l, f := r.Layers, r.Summary.Fates()
+	j := jsonLayers{Spans: l.Spans, Matched: l.Matched, UnmatchedLines: l.UnmatchedLines}
+	if l.Spans > 0 {
+		rate := float64(l.Matched) / float64(l.Spans)
+		j.MatchRate = &rate
+	}
+	j.Fates.Logical, j.Fates.FirstTry, j.Fates.GatewayRecovered, j.Fates.ClientRecovered = f.Logical, f.FirstTry, f.Gateway, f.Client
+	j.Fates.Exhausted, j.Fates.FailedWithoutRetry = f.Exhausted, f.NotRetried
+	return j
 }

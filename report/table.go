@@ -322,8 +322,30 @@ func (r *Report) parts(esc func(string) string) parts {
 				100*share, l.HeuristicRetries, l.Retries))
 		}
 	}
+	p.notes = append(p.notes, r.layers()...)
 	p.notes = append(p.notes, r.coverage()...)
 	return p
+}
+
+// layers are the lines on each retry layer: the logical requests' fates, where a
+// gateway's own tries are known (its lines record them, or traces were joined with its
+// lines), and the join's match.
+func (r *Report) layers() []string {
+	var out []string
+	l, f := r.Layers, r.Summary.Fates()
+	if (r.Summary.ProxyAmplification != nil || l.Spans > 0) && f.Logical > 0 {
+		out = append(out, fmt.Sprintf("fates of %s: %d first try, %d recovered by the gateway, %d recovered by the client, %d exhausted, %d failed without a retry",
+			plural(f.Logical, "logical request"), f.FirstTry, f.Gateway, f.Client, f.Exhausted, f.NotRetried))
+	}
+	if l.Spans > 0 {
+		line := fmt.Sprintf("layers: %s from traces, %d matched to the gateway's line of the same attempt by its span (%.1f%%)",
+			plural(l.Spans, "client attempt"), l.Matched, 100*float64(l.Matched)/float64(l.Spans))
+		if l.UnmatchedLines > 0 {
+			line += fmt.Sprintf("; %s logged a span no trace holds", plural(l.UnmatchedLines, "gateway line"))
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // notes are every section's lines, in order, for formats without sections (tsv).

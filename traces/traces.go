@@ -60,8 +60,9 @@ type Line struct {
 	GRPCAttempt *int   `json:"grpc_previous_rpc_attempts,omitempty"`
 	GRPCStatus  string `json:"grpc_status,omitempty"`
 	RequestID   string `json:"request_id,omitempty"`
-	TraceID     string `json:"trace_id"`
-	SpanID      string `json:"span_id"`
+	// The attempt's own span as a W3C traceparent: the gateway's line of the same attempt
+	// logs the same (docs/metrics.md, "Layers").
+	Traceparent string `json:"traceparent"`
 }
 
 // rejected stands for a document that could not be read: a line the otel preset
@@ -304,16 +305,15 @@ func (c *converter) line(sp ptrace.Span, client, service string) (Line, bool) {
 	a := sp.Attributes()
 	start, end := sp.StartTimestamp().AsTime(), sp.EndTimestamp().AsTime()
 	l := Line{
-		Start:      start.UTC().Format(time.RFC3339Nano),
-		DurationNS: max(0, end.Sub(start).Nanoseconds()),
-		Client:     client,
-		Service:    service,
-		TraceID:    sp.TraceID().String(),
-		SpanID:     sp.SpanID().String(),
+		Start:       start.UTC().Format(time.RFC3339Nano),
+		DurationNS:  max(0, end.Sub(start).Nanoseconds()),
+		Client:      client,
+		Service:     service,
+		Traceparent: "00-" + sp.TraceID().String() + "-" + sp.SpanID().String() + "-01",
 	}
 	parent := ""
 	if !sp.ParentSpanID().IsEmpty() {
-		parent = l.TraceID + "-" + sp.ParentSpanID().String()
+		parent = sp.TraceID().String() + "-" + sp.ParentSpanID().String()
 	}
 	if n, ok := integer(a, "previous-rpc-attempts"); ok {
 		// gRPC: a call is one HTTP/2 POST to /service/method, answered 200 with its

@@ -100,3 +100,70 @@ func TestTraces(t *testing.T) {
 		t.Errorf("loaded as it grew:\n got %+v\nwant %+v", got2, want)
 	}
 }
+
+// Every retry layer at once (testdata/otel/README.md, "gateway.log"): the traces and a
+// gateway's lines of the same attempts in one database give the figures worked by hand,
+// each attempt counted once, whichever is loaded first and whether in one ingest or two;
+// the gateway's own retries show in the fates, the join in its match.
+func TestLayers(t *testing.T) {
+	t.Parallel()
+	traces, gateway := filepath.Join("..", "..", "testdata", "otel", "traces.json"), filepath.Join("..", "..", "testdata", "otel", "gateway.log")
+	type summary struct {
+		Requests, FirstAttempts, Retries, Recovered, Exhausted int
+		EffectiveSuccess, ProxyAmplification                  float64
+	}
+	type fates struct {
+		Logical            int `json:"logical_requests"`
+		FirstTry           int `json:"first_try"`
+		Gateway            int `json:"recovered_by_gateway"`
+		Client             int `json:"recovered_by_client"`
+		Exhausted          int `json:"exhausted"`
+		FailedWithoutRetry int `json:"failed_without_retry"`
+	}
+	type layers struct {
+		Spans          int     `json:"spans"`
+		Matched        int     `json:"matched"`
+		MatchRate      float64 `json:"match_rate"`
+		UnmatchedLines int     `json:"unmatched_lines"`
+		Fates          fates   `json:"fates"`
+	}
+	want := struct {
+		Summary summary
+		Layers  layers
+	}{
+		summary{Requests: 16, FirstAttempts: 9, Retries: 7, Recovered: 4, Exhausted: 1, EffectiveSuccess: 7.0 / 9, ProxyAmplification: 17.0 / 15},
+		layers{Spans: 15, Matched: 14, MatchRate: 14.0 / 15, UnmatchedLines: 1,
+			Fates: fates{Logical: 9, FirstTry: 2, Gateway: 1, Client: 4, Exhausted: 1, FailedWithoutRetry: 1}},
+	}
+	for _, loads := range [][][]string{{{traces, gateway}}, {{gateway}, {traces}}, {{traces}, {gateway}}} {
+		db := filepath.Join(t.TempDir(), "r.duckdb")
+		for _, files := range loads {
+			if _, stderr, code := retrylens(t, nil, append([]string{"ingest", "--db", db}, files...)...); code != 0 {
+				t.Fatalf("ingest %v: exit %d: %s", files, code, stderr)
+			}
+		}
+		out, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json")
+		if code != 0 {
+			t.Fatalf("report: exit %d: %s", code, stderr)
+		}
+		var got struct {
+			Summary struct {
+				Requests           int     `json:"requests"`
+				FirstAttempts      int     `json:"first_attempts"`
+				Retries            int     `json:"retries"`
+				Recovered          int     `json:"recovered"`
+				Exhausted          int     `json:"exhausted"`
+				EffectiveSuccess   float64 `json:"effective_success"`
+				ProxyAmplification float64 `json:"proxy_amplification"`
+			} `json:"summary"`
+			Layers layers `json:"layers"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		s := summary(got.Summary)
+		if s != want.Summary || got.Layers != want.Layers {
+			t.Errorf("loaded as %v:\n got  %+v\n      %+v\n want %+v\n      %+v", loads, s, got.Layers, want.Summary, want.Layers)
+		}
+	}
+}
