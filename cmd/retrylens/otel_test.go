@@ -110,7 +110,7 @@ func TestLayers(t *testing.T) {
 	traces, gateway := filepath.Join("..", "..", "testdata", "otel", "traces.json"), filepath.Join("..", "..", "testdata", "otel", "gateway.log")
 	type summary struct {
 		Requests, FirstAttempts, Retries, Recovered, Exhausted int
-		EffectiveSuccess, ProxyAmplification                  float64
+		EffectiveSuccess, ProxyAmplification                   float64
 	}
 	type fates struct {
 		Logical            int `json:"logical_requests"`
