@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,7 +58,7 @@ func TestTracedClient(t *testing.T) {
 		t.Fatalf("otelclient: %v\n%s", err, stderr.Bytes())
 	}
 	// the truth: each call's attempts as the server answered them, and how it ended
-	var calls, attempts, recovered, exhausted int
+	var calls, attempts, recovered, exhausted, firstTry, notRetried int
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		var c struct {
@@ -74,6 +75,10 @@ func TestTracedClient(t *testing.T) {
 			recovered++
 		case c.Code != "OK" && c.Attempts > 1:
 			exhausted++
+		case c.Code == "OK":
+			firstTry++
+		default:
+			notRetried++
 		}
 	}
 	if calls != 60 || recovered == 0 || exhausted == 0 {
@@ -82,11 +87,18 @@ func TestTracedClient(t *testing.T) {
 
 	want := [5]int{attempts, calls, attempts - calls, recovered, exhausted}
 	// the traces alone, every call linked by its span
-	report := func(what string, args ...string) ([5]int, map[string]int) {
+	type layers struct {
+		Spans, Matched int
+		Fates          map[string]int
+	}
+	var lastLayers layers
+	report := func(what string, loads ...[]string) ([5]int, map[string]int) {
 		t.Helper()
 		db := filepath.Join(t.TempDir(), "t.duckdb")
-		if _, stderr, code := retrylens(t, nil, append([]string{"ingest", "--db", db}, args...)...); code != 0 {
-			t.Fatalf("ingest of %s: exit %d: %s", what, code, stderr)
+		for _, args := range loads {
+			if _, stderr, code := retrylens(t, nil, append([]string{"ingest", "--db", db}, args...)...); code != 0 {
+				t.Fatalf("ingest of %s: exit %d: %s", what, code, stderr)
+			}
 		}
 		js, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json")
 		if code != 0 {
@@ -95,14 +107,16 @@ func TestTracedClient(t *testing.T) {
 		var r struct {
 			Summary map[string]any
 			Linking map[string]int
+			Layers  layers
 		}
 		if err := json.Unmarshal([]byte(js), &r); err != nil {
 			t.Fatal(err)
 		}
+		lastLayers = r.Layers
 		num := func(k string) int { f, _ := r.Summary[k].(float64); return int(f) }
 		return [5]int{num("requests"), num("first_attempts"), num("retries"), num("recovered"), num("exhausted")}, r.Linking
 	}
-	got, linking := report("the traces", traces)
+	got, linking := report("the traces", []string{traces})
 	if got != want {
 		t.Errorf("attempts, first attempts, retries, recovered, exhausted from the traces %v; the client's record %v", got, want)
 	}
@@ -111,7 +125,8 @@ func TestTracedClient(t *testing.T) {
 	}
 	// the gateway's log alone: the first attempts carry no attempt header (a gRPC client
 	// sends it on retries only), the calls no key (linked by client, method and URI)
-	if got, _ := report("nginx's log", "--nginx-format", format, ng.TextLog); got != want {
+	nginxLog := []string{"--nginx-format", format, ng.TextLog}
+	if got, _ := report("nginx's log", nginxLog); got != want {
 		t.Errorf("attempts, first attempts, retries, recovered, exhausted from nginx's log %v; the client's record %v", got, want)
 	}
 	// every attempt span is in the gateway's log, by the span id its trace context carries
@@ -135,5 +150,15 @@ func TestTracedClient(t *testing.T) {
 	}
 	if len(spans) != attempts || matched != attempts {
 		t.Errorf("%d attempt spans, %d of them in nginx's log by trace context; want %d and all", len(spans), matched, attempts)
+	}
+	// both in one database: each attempt once, every span matched to its line, and the
+	// fates as the record has them (one upstream: nginx never tries twice)
+	if got, _ := report("the traces and nginx's log", []string{traces}, nginxLog); got != want {
+		t.Errorf("attempts, first attempts, retries, recovered, exhausted from both %v; the client's record %v", got, want)
+	}
+	wantFates := map[string]int{"logical_requests": calls, "first_try": firstTry, "recovered_by_gateway": 0,
+		"recovered_by_client": recovered, "exhausted": exhausted, "failed_without_retry": notRetried}
+	if l := lastLayers; l.Spans != attempts || l.Matched != matched || !maps.Equal(l.Fates, wantFates) {
+		t.Errorf("layers: %d spans, %d matched, fates %v; want %d, %d, %v", l.Spans, l.Matched, l.Fates, attempts, matched, wantFates)
 	}
 }
