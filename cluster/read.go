@@ -226,9 +226,10 @@ func fill(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options, every, 
 		}
 	}
 	// DuckDB's requests stores the keys as hashes, and the strong key's text (key_text)
-	// after route, then error_code and operation, read last.
+	// after route, then error_code and operation, read last; span_hash, last, stays NULL (a
+	// cluster keeps no spans: docs/metrics.md, "Layers").
 	cols = append(cols, "error_code", "operation")
-	row := make([]any, len(all)+3)
+	row := make([]any, len(all)+4)
 	keyAt := map[string]int{}
 	for i, c := range all {
 		keyAt[c] = i

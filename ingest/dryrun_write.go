@@ -77,5 +77,6 @@ func fields(r *parse.Record) [][2]string {
 	add("retry_after", r.RetryAfter)
 	add("error_code", r.ErrorCode)
 	add("operation", r.Operation)
+	add("span", r.Span) // the client span (traceparent): joins a trace's attempt
 	return out
 }

@@ -76,6 +76,7 @@ func FuzzJSON(f *testing.F) {
 func FuzzCompile(f *testing.F) {
 	f.Add(Retry, `127.0.0.1 - - [29/Nov/2026:22:42:43 +0000] "GET / HTTP/1.1" 200 3 "-" "-"`)
 	f.Add(`log_format j escape=json '{"s":"$status","t":"$msec"}';`, `{"s":"200","t":"1.5"}`)
+	f.Add(`$msec $status tp="$http_traceparent"`, `1795960800.500 200 tp="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`)
 	f.Fuzz(func(t *testing.T, src, line string) {
 		format, err := Compile(src, EscapeDefault)
 		if err != nil {
