@@ -52,6 +52,9 @@ http {
     log_format retry_json escape=json '{{.JSON}}';
     limit_req_zone $binary_remote_addr zone=lab:1m rate=10r/s;
     upstream backend {
+        {{- if .Random}}
+        random;
+        {{- end}}
         {{- range .Upstreams}}
         server {{.}} max_fails=0;
         {{- end}}
@@ -115,6 +118,9 @@ type NginxOptions struct {
 	Format string
 	// GRPC makes nginx a gRPC gateway: HTTP/2 without TLS, grpc_pass to the upstreams.
 	GRPC bool
+	// Random takes the upstreams at random (an address listed twice is twice as likely)
+	// rather than in turn, whose cycle a client's own cycle of attempts can keep in step.
+	Random bool
 }
 
 // StartNginxWith starts nginx in dir as o says, and waits until it accepts connections.
@@ -149,7 +155,7 @@ func StartNginxWith(dir string, o NginxOptions) (*Nginx, error) {
 		format = strings.Replace(format, "msec=$msec", "msec=-", 1)
 	}
 	err = confTmpl.Execute(&conf, map[string]any{
-		"Dir": dir, "Addr": addr, "Upstreams": o.Upstreams, "NextUpstream": o.NextUpstream, "TextLog": n.TextLog, "JSONLog": n.JSONLog, "GRPC": o.GRPC,
+		"Dir": dir, "Addr": addr, "Upstreams": o.Upstreams, "NextUpstream": o.NextUpstream, "TextLog": n.TextLog, "JSONLog": n.JSONLog, "GRPC": o.GRPC, "Random": o.Random,
 		"Retry": format, "JSON": JSONFormat,
 	})
 	if err != nil {

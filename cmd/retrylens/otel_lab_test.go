@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/retrylens/retrylens/lab"
@@ -23,7 +24,8 @@ import (
 // exporter and written as OTLP JSON (lab/otel, its own module). The report from the
 // traces alone must equal the client's and the server's record: calls, attempts (the
 // server counts what it answered), retries, recovered and exhausted calls, every call
-// linked by its span.
+// linked by its span; so must nginx's log, and both in one database, where every span is
+// matched to its line and the fates are the record's and nginx's own retries'.
 func TestTracedClient(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -38,8 +40,16 @@ func TestTracedClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A second upstream nobody listens on, listed three times: nginx, taking an upstream at
+	// random, tries it first for three attempts in four, is refused and tries again until
+	// it reaches the live one (its own retries, "502, 200" in $upstream_status). Of the ten
+	// calls answered at their first attempt, all ten reach it at once one run in a million.
+	dead, err := lab.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
 	format := parse.Retry + ` gs="$upstream_trailer_grpc_status" gh="$upstream_http_grpc_status" ga="$http_grpc_previous_rpc_attempts" tp="$http_traceparent"`
-	ng, err := lab.StartNginxWith(filepath.Join(dir, "nginx"), lab.NginxOptions{Upstreams: []string{up}, GRPC: true, Format: format})
+	ng, err := lab.StartNginxWith(filepath.Join(dir, "nginx"), lab.NginxOptions{Upstreams: []string{up, dead, dead, dead}, GRPC: true, Format: format, Random: true})
 	if errors.Is(err, lab.ErrNoNginx) && os.Getenv("CI") == "" {
 		t.Skip(err)
 	}
@@ -151,12 +161,24 @@ func TestTracedClient(t *testing.T) {
 	if len(spans) != attempts || matched != attempts {
 		t.Errorf("%d attempt spans, %d of them in nginx's log by trace context; want %d and all", len(spans), matched, attempts)
 	}
+	// The calls nginx recovered, from its log: first attempts (no attempt header) whose
+	// call answered OK after nginx tried more than one upstream.
+	byGateway := 0
+	defer func() { t.Logf("nginx recovered %d calls", byGateway) }()
+	for _, m := range regexp.MustCompile(`us="([^"]*)".* gs="([^"]*)" gh="([^"]*)" ga="([^"]*)"`).FindAllSubmatch(logged, -1) {
+		if strings.Contains(string(m[1]), ",") && (string(m[2]) == "0" || string(m[3]) == "0") && string(m[4]) == "-" {
+			byGateway++
+		}
+	}
+	if byGateway == 0 {
+		t.Errorf("no call recovered by nginx: want some, with a dead upstream tried first three times in four")
+	}
 	// both in one database: each attempt once, every span matched to its line, and the
-	// fates as the record has them (one upstream: nginx never tries twice)
+	// fates as the record and nginx's log have them
 	if got, _ := report("the traces and nginx's log", []string{traces}, nginxLog); got != want {
 		t.Errorf("attempts, first attempts, retries, recovered, exhausted from both %v; the client's record %v", got, want)
 	}
-	wantFates := map[string]int{"logical_requests": calls, "first_try": firstTry, "recovered_by_gateway": 0,
+	wantFates := map[string]int{"logical_requests": calls, "first_try": firstTry - byGateway, "recovered_by_gateway": byGateway,
 		"recovered_by_client": recovered, "exhausted": exhausted, "failed_without_retry": notRetried}
 	if l := lastLayers; l.Spans != attempts || l.Matched != matched || !maps.Equal(l.Fates, wantFates) {
 		t.Errorf("layers: %d spans, %d matched, fates %v; want %d, %d, %v", l.Spans, l.Matched, l.Fates, attempts, matched, wantFates)
