@@ -45,7 +45,7 @@ type Metrics struct {
 type Counts [numCounts]int64
 
 // numCounts is len(countColumns) (checked when the package starts).
-const numCounts = 30
+const numCounts = 33
 
 // CountNames are the columns of Counts, in order: those of the count tables (query's
 // metrics.sql and logical.sql; query checks that its catalogue follows this order).
@@ -54,7 +54,7 @@ var CountNames = []string{
 	"status_5xx_first", "status_5xx_retry", "status_429_first", "status_429_retry", "status_499_first", "status_499_retry",
 	"abandoned_first", "abandoned_retry", "cancelled_first", "cancelled_retry", "proxied", "upstream_tries",
 	"strong_firsts", "strong_firsts_ok", "recovered", "exhausted", "logical", "final_ok", "multi_firsts", "multi_firsts_ok",
-	"gateway_recovered",
+	"gateway_recovered", "strong_firsts_denied", "denied", "multi_firsts_denied",
 }
 
 // countIndex is each column's index in Counts.
@@ -97,10 +97,11 @@ type Window struct {
 // (docs/metrics.md, "Layers"); they add up to the logical requests effective_success
 // counts: answered 2xx at the client's first attempt, the gateway trying the upstream
 // once (FirstTry) or more (Gateway); answered 2xx at a retry of the client's (Client, the
-// recovered); never answered 2xx after retrying (Exhausted) or without retrying
-// (NotRetried: a failure the client did not retry, or could not).
+// recovered); never answered 2xx, the last attempt a failure the client retries below
+// the cap it stated (BudgetDenied: its retry budget or quota, or its deadline, said no),
+// else after retrying (Exhausted) or without retrying (NotRetried).
 type Fates struct {
-	Logical, FirstTry, Gateway, Client, Exhausted, NotRetried int64
+	Logical, FirstTry, Gateway, Client, Exhausted, BudgetDenied, NotRetried int64
 }
 
 // Fates returns the slice's fates, from its counts.
@@ -108,9 +109,17 @@ func (m Metrics) Fates() Fates {
 	c := m.Counts
 	logical := c.Get("strong_firsts") - c.Get("multi_firsts") + c.Get("logical")
 	ok := c.Get("strong_firsts_ok") - c.Get("multi_firsts_ok") + c.Get("final_ok")
-	f := Fates{Logical: logical, Client: c.Get("recovered"), Exhausted: c.Get("exhausted")}
+	f := Fates{Logical: logical, Client: c.Get("recovered")}
 	f.Gateway = min(c.Get("gateway_recovered"), max(ok-f.Client, 0))
 	f.FirstTry = max(ok-f.Client-f.Gateway, 0)
-	f.NotRetried = max(logical-ok-f.Exhausted, 0)
+	// Denied after retrying (of the exhausted: retried, never 2xx), or at the first
+	// attempt (strong-keyed requests of one attempt: the SDKs that state a cap send a key).
+	failed := max(logical-ok, 0)
+	exhausted := min(c.Get("exhausted"), failed)
+	deniedRetried := min(c.Get("denied"), exhausted)
+	deniedFirst := min(max(c.Get("strong_firsts_denied")-c.Get("multi_firsts_denied"), 0), failed-exhausted)
+	f.BudgetDenied = deniedRetried + deniedFirst
+	f.Exhausted = exhausted - deniedRetried
+	f.NotRetried = failed - exhausted - deniedFirst
 	return f
 }

@@ -30,6 +30,20 @@ func codeIn(col string, codes []string) string {
 
 func throttleCodeSQL(col string) string { return codeIn(col, ThrottleCodes) }
 
+// belowCapSQL is whether a row (its columns named after prefix p) failed as a client
+// retries (RetryableFailure, or a code the SDKs retry) and stopped below the cap its
+// client stated (amz-sdk-request's max=): a request that ends so was denied a retry its
+// policy allowed, by its retry budget or quota, or its deadline (docs/metrics.md,
+// "Layers"). Plain SQL that DuckDB and ClickHouse read alike: a NULL is no.
+func belowCapSQL(p string) string {
+	codes := append(append([]string{}, ThrottleCodes...), TransientCodes...)
+	for i, c := range codes {
+		codes[i] = "'" + strings.ReplaceAll(c, "'", "''") + "'"
+	}
+	return fmt.Sprintf("(%[1]smax_attempts > %[1]sattempt + 1 AND (%[2]s OR %[1]serror_code IN (%[3]s)))",
+		p, retryableFailureSQL(p+"status"), strings.Join(codes, ", "))
+}
+
 // retryableCodeSQL is whether col is a code the SDKs retry: a throttle or a transient one.
 func retryableCodeSQL(col string) string {
 	return codeIn(col, append(append([]string{}, ThrottleCodes...), TransientCodes...))

@@ -34,6 +34,7 @@ type TimeCount struct {
 	Proxied   int64     `col:"proxied,sum"`
 	Tries     int64     `col:"tries,sum"`      // the gateway's own upstream tries of the proxied rows
 	GWRetried int64     `col:"gw_retried,sum"` // the proxied rows the gateway tried more than once
+	BelowCap  int64     `col:"below_cap,sum"`  // failed retryably below their client's stated cap (belowCapSQL)
 }
 
 // The edges table has the time table's rows (TimeCount), per minute, for the context
@@ -54,6 +55,7 @@ type GroupCount struct {
 	Proxied   int64   `col:"proxied,sum"`
 	Tries     int64   `col:"tries,sum"`
 	GWRetried int64   `col:"gw_retried,sum"`
+	BelowCap  int64   `col:"below_cap,sum"`
 }
 
 // Bucket is a time bucket and the grouping columns of an attempt: what the groups table
@@ -77,6 +79,7 @@ type LogicalCount struct {
 	Exhausted int64 `col:"exhausted,sum"` // retried, never 2xx
 	Logical   int64 `col:"logical,sum"`
 	FinalOK   int64 `col:"final_ok,sum"` // final attempt 2xx
+	Denied    int64 `col:"denied,sum"`   // exhausted, but the last attempt below its client's stated cap (belowCapSQL)
 }
 
 // FirstCount is a row of the firsts table: the strong-keyed first attempts (attempt 0)
@@ -86,6 +89,9 @@ type FirstCount struct {
 	Bucket
 	Firsts   int64 `col:"firsts,sum"`
 	FirstsOK int64 `col:"firsts_ok,sum"`
+	// those that failed below their client's stated cap (belowCapSQL): the time table's
+	// such strong first attempts less these are the requests denied their first retry
+	FirstsDenied int64 `col:"firsts_denied,sum"`
 }
 
 // AttemptRow is a row of the attempts table: one attempt of a logical request that has

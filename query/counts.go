@@ -14,9 +14,10 @@ import (
 // render them in their own SQL from here, so that a new count is one line here and one
 // field of the contract's types (TestRowCounts holds the two to each other).
 type rowCount struct {
-	name string
-	of   string // the column counted (its non-NULL values) or summed; "" counts rows
-	sum  bool
+	name  string
+	of    string // the column counted (its non-NULL values) or summed; "" counts rows
+	sum   bool
+	where string // or the rows this condition holds for (SQL both engines read alike)
 }
 
 var rowCounts = []rowCount{
@@ -26,6 +27,8 @@ var rowCounts = []rowCount{
 	// rows the gateway tried more than once: its own retries (greatest ignores NULL in
 	// DuckDB, and a NULL tries stays NULL in ClickHouse; either way not counted)
 	{name: "gw_retried", of: "nullIf(greatest(upstream_tries, 1), 1)"},
+	// rows that failed as a client retries, below the cap their client stated
+	{name: "below_cap", where: belowCapSQL("")},
 }
 
 // Engine is an SQL dialect stage one is written in.
@@ -43,6 +46,10 @@ func RowCounts(e Engine) string {
 	for _, c := range rowCounts {
 		var x string
 		switch {
+		case e == DuckDB && c.where != "":
+			x = "count(*) FILTER (WHERE " + c.where + ")"
+		case c.where != "":
+			x = "toInt64(countIf(" + c.where + "))"
 		case e == DuckDB && c.of == "":
 			x = "count(*)"
 		case e == DuckDB && c.sum:

@@ -8,12 +8,12 @@
 -- (the firsts table: multi_firsts) to get effective_success.
 WITH lg AS (
     SELECT {{.Key}} AS k, sum(recovered) AS recovered, sum(exhausted) AS exhausted,
-        sum(logical) AS logical, sum(final_ok) AS final_ok
+        sum(logical) AS logical, sum(final_ok) AS final_ok, sum(denied) AS denied
     FROM {{.Logical}}
     GROUP BY k
 ),
 mf AS (
-    SELECT {{.Key}} AS k, sum(firsts) AS firsts, sum(firsts_ok) AS firsts_ok
+    SELECT {{.Key}} AS k, sum(firsts) AS firsts, sum(firsts_ok) AS firsts_ok, sum(firsts_denied) AS firsts_denied
     FROM {{.Firsts}}
     GROUP BY k
 )
@@ -24,6 +24,8 @@ SELECT
     coalesce(lg.logical, 0)::BIGINT   AS logical,
     coalesce(lg.final_ok, 0)::BIGINT  AS final_ok,
     coalesce(mf.firsts, 0)::BIGINT    AS multi_firsts,
-    coalesce(mf.firsts_ok, 0)::BIGINT AS multi_firsts_ok
+    coalesce(mf.firsts_ok, 0)::BIGINT AS multi_firsts_ok,
+    coalesce(lg.denied, 0)::BIGINT    AS denied,
+    coalesce(mf.firsts_denied, 0)::BIGINT AS multi_firsts_denied
 FROM lg FULL JOIN mf USING (k)
 ORDER BY k

@@ -18,10 +18,13 @@ type counts struct {
 	abandoned, cancelled         judge.Split
 	proxied, tries               int64 // lines that record the proxy's tries, and those tries
 	gatewayRecovered             int64 // first attempts answered 2xx after the gateway's own retries
-	strongFirsts, strongFirstsOK int64 // strong-keyed first attempts over all rows
-	recovered, exhausted         int64
-	logical, finalOK             int64 // requests in _attempts, and those ending 2xx
-	multiFirsts, multiFirstsOK   int64 // strong-keyed first attempts of requests in _attempts
+	// failed below their client's stated cap: strong first attempts over all rows, the
+	// requests of _attempts that ended so, and the strong first attempts of those requests
+	strongFirstsDenied, denied, multiFirstsDenied int64
+	strongFirsts, strongFirstsOK                  int64 // strong-keyed first attempts over all rows
+	recovered, exhausted                          int64
+	logical, finalOK                              int64 // requests in _attempts, and those ending 2xx
+	multiFirsts, multiFirstsOK                    int64 // strong-keyed first attempts of requests in _attempts
 }
 
 // countColumn is a count's column and its place in counts.
@@ -35,36 +38,39 @@ type countColumn struct {
 // added field by field (add). A new count is its SQL line, its judge.CountNames entry, its
 // field and its line here; a figure over it is one line of judge.Figures.
 var countPlaces = map[string]func(*counts) *int64{
-	"requests":          func(c *counts) *int64 { return &c.requests },
-	"untagged":          func(c *counts) *int64 { return &c.untagged },
-	"inferred":          func(c *counts) *int64 { return &c.inferred },
-	"tagged":            func(c *counts) *int64 { return &c.tagged },
-	"first_attempts":    func(c *counts) *int64 { return &c.first },
-	"retries":           func(c *counts) *int64 { return &c.retries },
-	"second_attempts":   func(c *counts) *int64 { return &c.second },
-	"retries_ok":        func(c *counts) *int64 { return &c.retriesOK },
-	"tagged_ok":         func(c *counts) *int64 { return &c.taggedOK },
-	"status_5xx_first":  func(c *counts) *int64 { return &c.s5xx.First },
-	"status_5xx_retry":  func(c *counts) *int64 { return &c.s5xx.Retry },
-	"status_429_first":  func(c *counts) *int64 { return &c.s429.First },
-	"status_429_retry":  func(c *counts) *int64 { return &c.s429.Retry },
-	"status_499_first":  func(c *counts) *int64 { return &c.s499.First },
-	"status_499_retry":  func(c *counts) *int64 { return &c.s499.Retry },
-	"abandoned_first":   func(c *counts) *int64 { return &c.abandoned.First },
-	"abandoned_retry":   func(c *counts) *int64 { return &c.abandoned.Retry },
-	"cancelled_first":   func(c *counts) *int64 { return &c.cancelled.First },
-	"cancelled_retry":   func(c *counts) *int64 { return &c.cancelled.Retry },
-	"proxied":           func(c *counts) *int64 { return &c.proxied },
-	"upstream_tries":    func(c *counts) *int64 { return &c.tries },
-	"gateway_recovered": func(c *counts) *int64 { return &c.gatewayRecovered },
-	"strong_firsts":     func(c *counts) *int64 { return &c.strongFirsts },
-	"strong_firsts_ok":  func(c *counts) *int64 { return &c.strongFirstsOK },
-	"recovered":         func(c *counts) *int64 { return &c.recovered },
-	"exhausted":         func(c *counts) *int64 { return &c.exhausted },
-	"logical":           func(c *counts) *int64 { return &c.logical },
-	"final_ok":          func(c *counts) *int64 { return &c.finalOK },
-	"multi_firsts":      func(c *counts) *int64 { return &c.multiFirsts },
-	"multi_firsts_ok":   func(c *counts) *int64 { return &c.multiFirstsOK },
+	"requests":             func(c *counts) *int64 { return &c.requests },
+	"untagged":             func(c *counts) *int64 { return &c.untagged },
+	"inferred":             func(c *counts) *int64 { return &c.inferred },
+	"tagged":               func(c *counts) *int64 { return &c.tagged },
+	"first_attempts":       func(c *counts) *int64 { return &c.first },
+	"retries":              func(c *counts) *int64 { return &c.retries },
+	"second_attempts":      func(c *counts) *int64 { return &c.second },
+	"retries_ok":           func(c *counts) *int64 { return &c.retriesOK },
+	"tagged_ok":            func(c *counts) *int64 { return &c.taggedOK },
+	"status_5xx_first":     func(c *counts) *int64 { return &c.s5xx.First },
+	"status_5xx_retry":     func(c *counts) *int64 { return &c.s5xx.Retry },
+	"status_429_first":     func(c *counts) *int64 { return &c.s429.First },
+	"status_429_retry":     func(c *counts) *int64 { return &c.s429.Retry },
+	"status_499_first":     func(c *counts) *int64 { return &c.s499.First },
+	"status_499_retry":     func(c *counts) *int64 { return &c.s499.Retry },
+	"abandoned_first":      func(c *counts) *int64 { return &c.abandoned.First },
+	"abandoned_retry":      func(c *counts) *int64 { return &c.abandoned.Retry },
+	"cancelled_first":      func(c *counts) *int64 { return &c.cancelled.First },
+	"cancelled_retry":      func(c *counts) *int64 { return &c.cancelled.Retry },
+	"proxied":              func(c *counts) *int64 { return &c.proxied },
+	"upstream_tries":       func(c *counts) *int64 { return &c.tries },
+	"gateway_recovered":    func(c *counts) *int64 { return &c.gatewayRecovered },
+	"strong_firsts_denied": func(c *counts) *int64 { return &c.strongFirstsDenied },
+	"denied":               func(c *counts) *int64 { return &c.denied },
+	"multi_firsts_denied":  func(c *counts) *int64 { return &c.multiFirstsDenied },
+	"strong_firsts":        func(c *counts) *int64 { return &c.strongFirsts },
+	"strong_firsts_ok":     func(c *counts) *int64 { return &c.strongFirstsOK },
+	"recovered":            func(c *counts) *int64 { return &c.recovered },
+	"exhausted":            func(c *counts) *int64 { return &c.exhausted },
+	"logical":              func(c *counts) *int64 { return &c.logical },
+	"final_ok":             func(c *counts) *int64 { return &c.finalOK },
+	"multi_firsts":         func(c *counts) *int64 { return &c.multiFirsts },
+	"multi_firsts_ok":      func(c *counts) *int64 { return &c.multiFirstsOK },
 }
 
 // countColumns are the counts in judge.CountNames's order, the order of Metrics.Counts.

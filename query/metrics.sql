@@ -6,7 +6,7 @@ WITH g AS (
     -- counts per group, attempt class (NULL, 0, 1, 2 for two and more), status and flags:
     -- the metrics below read these few thousand rows
     SELECT {{.Key}} AS k, CASE WHEN attempt >= 2 THEN 2 ELSE attempt END AS attempt, status, inferred, strong, cancelled,
-           sum(n) AS n, sum(proxied) AS proxied, sum(tries) AS tries, sum(gw_retried) AS gw_retried
+           sum(n) AS n, sum(proxied) AS proxied, sum(tries) AS tries, sum(gw_retried) AS gw_retried, sum(below_cap) AS below_cap
     FROM {{.Counts}}
     GROUP BY ALL
 ), c AS (
@@ -40,6 +40,7 @@ WITH g AS (
         -- for logical.sql: first attempts linked by a strong key, and those answered 2xx
         coalesce(sum(n) FILTER (attempt = 0 AND strong), 0)         AS strong_firsts,
         coalesce(sum(n) FILTER (attempt = 0 AND strong AND status BETWEEN 200 AND 299), 0) AS strong_firsts_ok,
+        coalesce(sum(below_cap) FILTER (attempt = 0 AND strong), 0)  AS strong_firsts_denied,
         -- abandoned because another attempt of the request won (prepare_multi): not failures
         coalesce(sum(n) FILTER (attempt = 0 AND cancelled), 0)      AS cancelled_first,
         coalesce(sum(n) FILTER (attempt >= 1 AND cancelled), 0)     AS cancelled_retry

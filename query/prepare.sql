@@ -399,21 +399,25 @@ WITH l AS (
     SELECT lkey,
         min({{template "attempt_order"}})               AS first,
         max(attempt)                                    AS last_n,
-        coalesce(bool_or(status BETWEEN 200 AND 299), false) AS any_ok
+        coalesce(bool_or(status BETWEEN 200 AND 299), false) AS any_ok,
+        -- the last attempt, for a request that stopped below its client's cap
+        arg_max({'max_attempts': max_attempts, 'attempt': attempt, 'status': status, 'error_code': error_code},
+                {{template "attempt_order"}})           AS last
     FROM {{.Table}}_attempts
     GROUP BY lkey
 ),
 f AS (
     SELECT time_bucket(to_seconds({{.Grain}}), m.ts, TIMESTAMP '1970-01-01') AS ts, m.method, m.route, m.host,
         m.upstream_addr, m.status, m.attempt, m.status AS first_status, m.attempt AS first_n,
-        l.last_n, l.any_ok
+        l.last_n, l.any_ok, l.last
     FROM l JOIN {{.Table}}_attempts m ON m.file_id = l.first.f AND m.line = l.first.l
 )
 SELECT ts, method, route, host, upstream_addr, status, attempt,
     count(*) FILTER (first_n = 0 AND NOT coalesce(first_status BETWEEN 200 AND 299, false) AND any_ok) AS recovered,
     count(*) FILTER (last_n >= 1 AND NOT any_ok)                                                      AS exhausted,
     count(*)                                                                                          AS logical,
-    count(*) FILTER (any_ok)                                                                          AS final_ok
+    count(*) FILTER (any_ok)                                                                          AS final_ok,
+    count(*) FILTER (last_n >= 1 AND NOT any_ok AND {{belowCap "last."}})                              AS denied
 FROM f
 GROUP BY ALL{{if .Sorted}} ORDER BY ts{{end}}
 {{end}}
@@ -425,7 +429,8 @@ GROUP BY ALL{{if .Sorted}} ORDER BY ts{{end}}
 CREATE {{.Kind}} {{.Table}}_firsts{{.Suffix}} AS
 SELECT time_bucket(to_seconds({{.Grain}}), ts, TIMESTAMP '1970-01-01') AS ts,
     method, route, host, upstream_addr, status, attempt,
-    count(*) AS firsts, count(*) FILTER (status BETWEEN 200 AND 299) AS firsts_ok
+    count(*) AS firsts, count(*) FILTER (status BETWEEN 200 AND 299) AS firsts_ok,
+    count(*) FILTER ({{belowCap ""}}) AS firsts_denied
 FROM {{.Table}}_attempts
 WHERE attempt = 0 AND strong AND ts >= {{.Since}} AND ts < {{.Until}} -- as the time table counts them
 GROUP BY ALL{{if .Sorted}} ORDER BY ts{{end}}

@@ -216,6 +216,7 @@ type jsonLayers struct {
 		GatewayRecovered   int64 `json:"recovered_by_gateway"`
 		ClientRecovered    int64 `json:"recovered_by_client"`
 		Exhausted          int64 `json:"exhausted"`
+		BudgetDenied       int64 `json:"budget_denied"`
 		FailedWithoutRetry int64 `json:"failed_without_retry"`
 	} `json:"fates"`
 }
@@ -228,6 +229,6 @@ func layersJSON(r *Report) jsonLayers {
 		j.MatchRate = &rate
 	}
 	j.Fates.Logical, j.Fates.FirstTry, j.Fates.GatewayRecovered, j.Fates.ClientRecovered = f.Logical, f.FirstTry, f.Gateway, f.Client
-	j.Fates.Exhausted, j.Fates.FailedWithoutRetry = f.Exhausted, f.NotRetried
+	j.Fates.Exhausted, j.Fates.BudgetDenied, j.Fates.FailedWithoutRetry = f.Exhausted, f.BudgetDenied, f.NotRetried
 	return j
 }

@@ -329,13 +329,17 @@ func (r *Report) parts(esc func(string) string) parts {
 
 // layers are the lines on each retry layer: the logical requests' fates, where a
 // gateway's own tries are known (its lines record them, or traces were joined with its
-// lines), and the join's match.
+// lines) or a client was denied a retry, and the join's match.
 func (r *Report) layers() []string {
 	var out []string
 	l, f := r.Layers, r.Summary.Fates()
-	if (r.Summary.ProxyAmplification != nil || l.Spans > 0) && f.Logical > 0 {
-		out = append(out, fmt.Sprintf("fates of %s: %d first try, %d recovered by the gateway, %d recovered by the client, %d exhausted, %d failed without a retry",
-			plural(f.Logical, "logical request"), f.FirstTry, f.Gateway, f.Client, f.Exhausted, f.NotRetried))
+	if (r.Summary.ProxyAmplification != nil || l.Spans > 0 || f.BudgetDenied > 0) && f.Logical > 0 {
+		line := fmt.Sprintf("fates of %s: %d first try, %d recovered by the gateway, %d recovered by the client, %d exhausted, ",
+			plural(f.Logical, "logical request"), f.FirstTry, f.Gateway, f.Client, f.Exhausted)
+		if f.BudgetDenied > 0 {
+			line += fmt.Sprintf("%d denied a retry below their client's cap (budget, quota or deadline), ", f.BudgetDenied)
+		}
+		out = append(out, line+fmt.Sprintf("%d failed without a retry", f.NotRetried))
 	}
 	if l.Spans > 0 {
 		line := fmt.Sprintf("layers: %s from traces, %d matched to the gateway's line of the same attempt by its span (%.1f%%)",

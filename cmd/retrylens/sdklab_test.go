@@ -95,8 +95,10 @@ func TestRealSDKs(t *testing.T) {
 		for _, sdk := range sdks {
 			wg.Go(func() {
 				out := filepath.Join(dir, g.name+"-"+sdk+".jsonl")
+				// aws-sdk-go-v2 with a retry quota of 60 tokens (the SDK's own is 500): it runs
+				// out in the failing phase, and the SDK stops retrying below its cap
 				cmd := exec.Command(client, "-base", g.url, "-sdk", sdk, "-name", g.name+"-"+sdk, "-for", run.String(),
-					"-workers", "3", "-timeout", "1s", "-out", out)
+					"-workers", "3", "-timeout", "1s", "-quota", "60", "-out", out)
 				if sdk == "botocore" {
 					cmd = exec.Command(python, filepath.Join("..", "..", "lab", "sdk", "botocore_client.py"), "--base", g.url,
 						"--name", g.name+"-"+sdk, "--for", fmt.Sprint(run.Seconds()), "--workers", "3", "--timeout", "1", "--out", out)
@@ -131,6 +133,11 @@ func TestRealSDKs(t *testing.T) {
 				Linking struct {
 					InvocationID int64 `json:"invocation_id"`
 				} `json:"linking"`
+				Layers struct {
+					Fates struct {
+						BudgetDenied int64 `json:"budget_denied"`
+					} `json:"fates"`
+				} `json:"layers"`
 			}
 			if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || json.Unmarshal([]byte(stdout), &link) != nil {
 				t.Fatalf("report: exit %d: %s", code, stderr)
@@ -142,7 +149,7 @@ func TestRealSDKs(t *testing.T) {
 				Attempts: r.Summary.FirstAttempts + r.Summary.Retries, Retries: r.Summary.Retries,
 				Recovered: r.Summary.Recovered, Exhausted: r.Summary.Exhausted,
 				AWSCalls: link.Linking.InvocationID, Premature: r.Loops429.PrematureRetries,
-				NonRetryable: nonRetryable, OverCap: overCap,
+				NonRetryable: nonRetryable, OverCap: overCap, Denied: link.Layers.Fates.BudgetDenied,
 			}
 			if got != want.sdkFigures {
 				t.Errorf("report against the SDKs' own record:\n got  %+v\n want %+v", got, want.sdkFigures)
@@ -156,7 +163,7 @@ func TestRealSDKs(t *testing.T) {
 			if !within(r.Loops429.Loops, want.Loops) {
 				t.Errorf("%d 429 loops, the record has %d", r.Loops429.Loops, want.Loops)
 			}
-			if want.Retries == 0 || want.Loops == 0 || want.DoubleWrites == 0 {
+			if want.Retries == 0 || want.Loops == 0 || want.DoubleWrites == 0 || want.Denied == 0 {
 				t.Errorf("the run tests too little: %+v", want)
 			}
 			t.Logf("%s: %+v, %d loops (retrylens %d), %d double writes (retrylens %d)", g.name, got, want.Loops, r.Loops429.Loops, want.DoubleWrites, dup)
@@ -167,12 +174,17 @@ func TestRealSDKs(t *testing.T) {
 // sdkFigures are what TestRealSDKs requires equal.
 type sdkFigures struct {
 	Attempts, Retries, Recovered, Exhausted, AWSCalls, Premature, NonRetryable, OverCap int64
+	Denied                                                                              int64 // the fates' budget-denied
 }
 
 type sdkWant struct {
 	sdkFigures
 	Loops, DoubleWrites int64
 }
+
+// sdkCaps are the attempts the AWS SDKs allow a call by default, which they state in
+// amz-sdk-request (max=): aws-sdk-go-v2's standard retryer 3, botocore's legacy mode 5.
+var sdkCaps = map[string]int{"aws-sdk-go-v2": 3, "botocore": 5}
 
 // within reports whether got is want within 10 % (or 1).
 func within(got, want int64) bool {
@@ -227,6 +239,9 @@ func sdkTruth(record []sdkAttempt, writes map[string]int) sdkWant {
 		}
 		if !ok && len(as) > 1 {
 			w.Exhausted++
+		}
+		if cap := sdkCaps[as[0].SDK]; !ok && cap > 0 && len(as) < cap {
+			w.Denied++
 		}
 		// the upstream counts an AWS call's writes by its invocation id, the others' by the
 		// call's name

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -90,6 +92,7 @@ func main() {
 	timeout := flag.Duration("timeout", time.Second, "each attempt's timeout")
 	out := flag.String("out", "", "where the attempts go, as JSON lines")
 	name := flag.String("name", "", "what the calls' ids start with (default: -sdk)")
+	quota := flag.Uint("quota", 0, "aws: the standard retryer's retry quota in tokens (0: the SDK's own, 500)")
 	flag.Parse()
 	f, err := os.Create(*out)
 	if err != nil {
@@ -104,7 +107,7 @@ func main() {
 	}
 	switch *sdk {
 	case "aws":
-		call = awsCalls(*base, *name, hc)
+		call = awsCalls(*base, *name, hc, *quota)
 	case "openai":
 		call = openaiCalls(*base, *name, hc, *timeout)
 	default:
@@ -128,12 +131,20 @@ func main() {
 	wg.Wait()
 }
 
-// awsCalls are DynamoDB GetItem, PutItem, S3 GetObject and PutObject in turn.
-func awsCalls(base, name string, hc *http.Client) func(context.Context, int) (string, error) {
+// awsCalls are DynamoDB GetItem, PutItem, S3 GetObject and PutObject in turn, with the
+// standard retryer; a quota other than 0 is its retry quota's size (each retry spends 14
+// tokens, 5 after a throttle; a first-attempt success earns one back): a small one runs
+// out, and the SDK then returns a failure it would retry without retrying it.
+func awsCalls(base, name string, hc *http.Client, quota uint) func(context.Context, int) (string, error) {
 	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDLAB", "secret", ""),
 		HTTPClient: hc, BaseEndpoint: aws.String(base),
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired}
+	if quota > 0 {
+		cfg.Retryer = func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = ratelimit.NewTokenRateLimit(quota) })
+		}
+	}
 	ddb := dynamodb.NewFromConfig(cfg)
 	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
 	return func(ctx context.Context, i int) (string, error) {
