@@ -297,7 +297,7 @@ func TestRowCounts(t *testing.T) {
 		DuckDB: "count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries)::BIGINT AS tries, " +
 			"count(nullIf(greatest(upstream_tries, 1), 1)) AS gw_retried, count(*) FILTER (WHERE " + belowCapSQL("") + ") AS below_cap",
 		ClickHouse: "toInt64(count()) AS n, toInt64(count(upstream_tries)) AS proxied, sum(toNullable(toInt64(upstream_tries))) AS tries, " +
-			"toInt64(count(nullIf(greatest(upstream_tries, 1), 1))) AS gw_retried, toInt64(countIf(" + belowCapSQL("") + ")) AS below_cap",
+			"toInt64(count(nullIf(greatest(upstream_tries, 1), 1))) AS gw_retried, toInt64(countIf(ifNull(" + belowCapSQL("") + ", 0))) AS below_cap",
 	} {
 		if got := RowCounts(e); got != want {
 			t.Errorf("engine %d: %s, want %s", e, got, want)

@@ -48,8 +48,8 @@ func RowCounts(e Engine) string {
 		switch {
 		case e == DuckDB && c.where != "":
 			x = "count(*) FILTER (WHERE " + c.where + ")"
-		case c.where != "":
-			x = "toInt64(countIf(" + c.where + "))"
+		case c.where != "": // a NULL condition makes 18.16's countIf NULL, not 0
+			x = "toInt64(countIf(ifNull(" + c.where + ", 0)))"
 		case e == DuckDB && c.of == "":
 			x = "count(*)"
 		case e == DuckDB && c.sum:

@@ -179,7 +179,7 @@ func TestTracedClient(t *testing.T) {
 		t.Errorf("attempts, first attempts, retries, recovered, exhausted from both %v; the client's record %v", got, want)
 	}
 	wantFates := map[string]int{"logical_requests": calls, "first_try": firstTry - byGateway, "recovered_by_gateway": byGateway,
-		"recovered_by_client": recovered, "exhausted": exhausted, "failed_without_retry": notRetried}
+		"recovered_by_client": recovered, "exhausted": exhausted, "budget_denied": 0, "failed_without_retry": notRetried}
 	if l := lastLayers; l.Spans != attempts || l.Matched != matched || !maps.Equal(l.Fates, wantFates) {
 		t.Errorf("layers: %d spans, %d matched, fates %v; want %d, %d, %v", l.Spans, l.Matched, l.Fates, attempts, matched, wantFates)
 	}
