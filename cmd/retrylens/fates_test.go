@@ -14,15 +14,6 @@ func TestFates(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
 	}
-	type fates struct {
-		Logical            int `json:"logical_requests"`
-		FirstTry           int `json:"first_try"`
-		Gateway            int `json:"recovered_by_gateway"`
-		Client             int `json:"recovered_by_client"`
-		Exhausted          int `json:"exhausted"`
-		BudgetDenied       int `json:"budget_denied"`
-		FailedWithoutRetry int `json:"failed_without_retry"`
-	}
 	var got struct {
 		Summary struct {
 			Requests  int `json:"requests"`
@@ -31,7 +22,7 @@ func TestFates(t *testing.T) {
 			Exhausted int `json:"exhausted"`
 		} `json:"summary"`
 		Layers struct {
-			Fates fates `json:"fates"`
+			Fates jsonFates `json:"fates"`
 		} `json:"layers"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
@@ -40,8 +31,19 @@ func TestFates(t *testing.T) {
 	if s := got.Summary; s.Requests != 12 || s.Retries != 4 || s.Recovered != 1 || s.Exhausted != 2 {
 		t.Errorf("summary %+v: want 12 attempts, 4 retries, 1 recovered, 2 exhausted", s)
 	}
-	want := fates{Logical: 8, FirstTry: 1, Client: 1, Exhausted: 1, BudgetDenied: 3, FailedWithoutRetry: 2}
+	want := jsonFates{Logical: 8, FirstTry: 1, Client: 1, Exhausted: 1, BudgetDenied: 3, FailedWithoutRetry: 2}
 	if got.Layers.Fates != want {
 		t.Errorf("fates %+v, want %+v", got.Layers.Fates, want)
 	}
+}
+
+// jsonFates is the JSON report's layers.fates (docs/json.md).
+type jsonFates struct {
+	Logical            int `json:"logical_requests"`
+	FirstTry           int `json:"first_try"`
+	Gateway            int `json:"recovered_by_gateway"`
+	Client             int `json:"recovered_by_client"`
+	Exhausted          int `json:"exhausted"`
+	BudgetDenied       int `json:"budget_denied"`
+	FailedWithoutRetry int `json:"failed_without_retry"`
 }
