@@ -87,6 +87,10 @@ type step struct {
 	// with ", " between tries and " : " between internal redirects (ingress-nginx's
 	// default format): its value goes on past those (listEnd)
 	list bool
+	// dash: an unquoted variable before a literal that starts with '-': a value that
+	// starts with '-' (nginx's "-" for an absent value) is that, not an empty value
+	// before the literal ("$a-$b" logs "--x" for an absent $a)
+	dash bool
 }
 
 // listVariables are the variables nginx writes as a list of the upstream tries.
@@ -217,6 +221,7 @@ func Compile(src string, esc Escape) (*Format, error) {
 		s := &f.steps[i]
 		s.quoted = strings.HasSuffix(prev, `"`) && strings.HasPrefix(s.lit, `"`)
 		s.list = !s.quoted && listVariables[s.name] && strings.HasPrefix(s.lit, " ")
+		s.dash = !s.quoted && strings.HasPrefix(s.lit, "-")
 		s.match = newLiteral(s.lit)
 		f.plainLits = f.plainLits && plain(s.lit)
 		s.str = stringFields[s.field]

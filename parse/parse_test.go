@@ -672,3 +672,37 @@ func TestTraceparent(t *testing.T) {
 		}
 	}
 }
+
+// A variable before a literal that starts with '-' ("$a-$b"): nginx logs an absent value
+// as "-", so "--x" is an absent $a and x, and a value that starts with '-' is read whole;
+// both parser paths. FuzzCompile found the round trip of such a format changing a record.
+func TestDashAfterVariable(t *testing.T) {
+	f, err := Compile(`$msec $http_x_request_id-$status`, EscapeDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		line, id string
+		status   int
+	}{
+		{"1795960800.500 --503", "", 503},
+		{"1795960800.500 -5-503", "-5", 503},
+		{"1795960800.500 ab-503", "ab", 503},
+		{"1795960800.500 a-b-503", "a", -1}, // the first '-' after a value ends it: "b-503" is no status
+	} {
+		for _, general := range []bool{false, true} {
+			forceGeneral = general
+			r, err := f.ParseLine([]byte(c.line))
+			forceGeneral = false
+			if c.status < 0 {
+				if err == nil {
+					t.Errorf("general path %v: %s parsed: %+v", general, c.line, r)
+				}
+				continue
+			}
+			if err != nil || r.RequestID != c.id || r.Status != c.status {
+				t.Errorf("general path %v: %s: request id %q, status %d, %v; want %q, %d", general, c.line, r.RequestID, r.Status, err, c.id, c.status)
+			}
+		}
+	}
+}

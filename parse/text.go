@@ -33,7 +33,7 @@ func (f *Format) parseClean(r *Record, st *state, s string) bool {
 	steps := f.steps[:len(f.steps)-1]
 	for k := range steps {
 		sp := &steps[k]
-		end, w := findLit(s, i, &sp.match)
+		end, w := findLit(s, i+dashed(sp, s, i), &sp.match)
 		seen |= w
 		if end < 0 {
 			return false
@@ -76,11 +76,11 @@ func (f *Format) parseGeneral(r *Record, st *state, s string, clean bool) *Error
 		case clean:
 			// No backslash in the line: a quoted value ends at the first closing literal
 			// too (nginx writes a quote inside a value as \x22).
-			end, _ = findLit(s, i, &sp.match)
+			end, _ = findLit(s, i+dashed(sp, s, i), &sp.match)
 		case sp.quoted:
 			end = quotedEnd(s, i, &sp.match)
 		default:
-			end = indexFrom(s, i, &sp.match)
+			end = indexFrom(s, i+dashed(sp, s, i), &sp.match)
 		}
 		if end >= 0 && sp.list {
 			if end = listEnd(s, end); !sp.match.at(s, end) {
@@ -117,6 +117,15 @@ func (f *Format) parseGeneral(r *Record, st *state, s string, clean bool) *Error
 		return errAt(i, ErrLiteral, "want %q after $%s, found %s", sp.lit, sp.name, excerpt(s, i, 24))
 	}
 	return f.value(r, st, sp, s, i, end, clean)
+}
+
+// dashed is 1 when the value of step sp at s[i] starts with the '-' its literal starts
+// with (step.dash): the search for the literal starts after it.
+func dashed(sp *step, s string, i int) int {
+	if sp.dash && i < len(s) && s[i] == '-' {
+		return 1
+	}
+	return 0
 }
 
 // value stores the value s[i:end] of step sp: "-" and "" are absent.
