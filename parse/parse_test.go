@@ -643,6 +643,9 @@ func TestTraceparent(t *testing.T) {
 		t.Fatal(err)
 	}
 	caddy, _ := Preset("caddy")
+	envoy, _ := Preset("envoy")
+	traefik, _ := Preset("traefik")
+	kong, _ := Preset("kong")
 	const span = "4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"
 	for _, c := range []struct {
 		format *Format
@@ -661,6 +664,9 @@ func TestTraceparent(t *testing.T) {
 		{text, `1764374400.123 200 "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01"`, ""},  // not hex
 		{caddy, `{"ts":1764374400.123,"status":200,"request":{"method":"GET","uri":"/","headers":{"Traceparent":["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"]}}}`, span},
 		{caddy, `{"ts":1764374400.123,"status":200,"request":{"method":"GET","uri":"/","headers":{}}}`, ""},
+		{envoy, `{"start_time":"2026-11-29T00:00:00.000Z","method":"GET","path":"/","response_code":200,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`, span},
+		{traefik, `{"StartUTC":"2026-11-29T00:00:00Z","Duration":1000,"RequestMethod":"GET","RequestPath":"/","DownstreamStatus":200,"request_Traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`, span},
+		{kong, `{"started_at":1764374400123,"request":{"method":"GET","uri":"/","headers":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}},"response":{"status":200}}`, span},
 	} {
 		for _, general := range []bool{false, true} {
 			forceGeneral = general
