@@ -123,3 +123,14 @@ func (m Metrics) Fates() Fates {
 	f.NotRetried = failed - exhausted - deniedFirst
 	return f
 }
+
+// Each calls yield with each fate's name, as the JSON report and watch's
+// retrylens_request_fates_total name it, and its count, in order.
+func (f Fates) Each(yield func(name string, n int64)) {
+	yield("first_try", f.FirstTry)
+	yield("recovered_by_gateway", f.Gateway)
+	yield("recovered_by_client", f.Client)
+	yield("exhausted", f.Exhausted)
+	yield("budget_denied", f.BudgetDenied)
+	yield("failed_without_retry", f.NotRetried)
+}

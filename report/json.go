@@ -2,6 +2,7 @@ package report
 
 import (
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -206,29 +207,31 @@ func toJSONFindings(fs []query.Finding) []jsonFinding {
 
 // jsonLayers is query.Layers and the summary's judge.Fates (docs/json.md).
 type jsonLayers struct {
-	Spans          int64    `json:"spans"`
-	Matched        int64    `json:"matched"`
-	MatchRate      *float64 `json:"match_rate"`
-	UnmatchedLines int64    `json:"unmatched_lines"`
-	Fates          struct {
-		Logical            int64 `json:"logical_requests"`
-		FirstTry           int64 `json:"first_try"`
-		GatewayRecovered   int64 `json:"recovered_by_gateway"`
-		ClientRecovered    int64 `json:"recovered_by_client"`
-		Exhausted          int64 `json:"exhausted"`
-		BudgetDenied       int64 `json:"budget_denied"`
-		FailedWithoutRetry int64 `json:"failed_without_retry"`
-	} `json:"fates"`
+	Spans          int64     `json:"spans"`
+	Matched        int64     `json:"matched"`
+	MatchRate      *float64  `json:"match_rate"`
+	UnmatchedLines int64     `json:"unmatched_lines"`
+	Fates          jsonFates `json:"fates"`
+}
+
+// jsonFates is judge.Fates: the logical requests, then each fate as Fates.Each names it.
+type jsonFates judge.Fates
+
+func (f jsonFates) MarshalJSON() ([]byte, error) {
+	b := append([]byte(`{"logical_requests":`), strconv.FormatInt(f.Logical, 10)...)
+	judge.Fates(f).Each(func(name string, n int64) {
+		b = append(strconv.AppendQuote(append(b, ','), name), ':')
+		b = strconv.AppendInt(b, n, 10)
+	})
+	return append(b, '}'), nil
 }
 
 func layersJSON(r *Report) jsonLayers {
 	l, f := r.Layers, r.Summary.Fates()
-	j := jsonLayers{Spans: l.Spans, Matched: l.Matched, UnmatchedLines: l.UnmatchedLines}
+	j := jsonLayers{Spans: l.Spans, Matched: l.Matched, UnmatchedLines: l.UnmatchedLines, Fates: jsonFates(f)}
 	if l.Spans > 0 {
 		rate := float64(l.Matched) / float64(l.Spans)
 		j.MatchRate = &rate
 	}
-	j.Fates.Logical, j.Fates.FirstTry, j.Fates.GatewayRecovered, j.Fates.ClientRecovered = f.Logical, f.FirstTry, f.Gateway, f.Client
-	j.Fates.Exhausted, j.Fates.BudgetDenied, j.Fates.FailedWithoutRetry = f.Exhausted, f.BudgetDenied, f.NotRetried
 	return j
 }

@@ -130,6 +130,7 @@ const (
 	abandonedHelp = "Attempts whose answer the client did not wait for (499, or 0), by attempt."
 	cancelledHelp = "Abandoned attempts the client cancelled because another attempt of the request won."
 	outcomeHelp   = "Logical requests by outcome, counted by their first attempt's time: recovered (the first attempt failed, a retry got 2xx), exhausted (retried, never 2xx)."
+	fatesHelp     = "Logical requests by fate at each retry layer (docs/metrics.md, \"Layers\"), counted by their first attempt's time; they add up to the logical requests."
 )
 
 // labelled returns the label names and values of l.
@@ -241,6 +242,9 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 			names, values := l.labelled()
 			emit(l.name, l.help, names, append(slices.Clone(endpoint), values...), c.Get(l.count))
 		}
+		judge.Metrics{Counts: c}.Fates().Each(func(fate string, n int64) {
+			emit("retrylens_request_fates_total", fatesHelp, []string{"fate"}, append(slices.Clone(endpoint), fate), n)
+		})
 		for _, f := range judge.Figures {
 			num, den := f.Sums(c)
 			labels := append(slices.Clone(endpoint), f.Key)

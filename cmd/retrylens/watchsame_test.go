@@ -71,6 +71,9 @@ type liveReport struct {
 	Loops     map[string]any   `json:"loops_429"`
 	Findings  []map[string]any `json:"findings"`
 	Backoff   []map[string]any `json:"backoff"`
+	Layers    struct {
+		Fates map[string]float64 `json:"fates"`
+	} `json:"layers"`
 }
 
 // watchIsTheReport is TestWatchIsTheReport's comparison for one log of a format preset
@@ -224,6 +227,7 @@ func watchIsTheReport(t *testing.T, log, format, window string) {
 	}
 	compared := 0
 	pairs := map[string]map[string][2]float64{} // figure numerators and denominators, per endpoint
+	fates := map[string]float64{}               // summed over the endpoints
 	for name, mf := range page {
 		for _, m := range mf.Metric {
 			compared++
@@ -254,6 +258,8 @@ func watchIsTheReport(t *testing.T, log, format, window string) {
 			case "retrylens_requests_total":
 				key := label(m, "outcome")
 				perEndpoint(m, name+" "+key, func(r map[string]any) float64 { return num(r, key) })
+			case "retrylens_request_fates_total":
+				fates[label(m, "fate")] += value(m)
 			case "retrylens_figure_numerator_total", "retrylens_figure_denominator_total":
 				ep := label(m, "method") + " " + label(m, "route")
 				if pairs[ep] == nil {
@@ -302,6 +308,19 @@ func watchIsTheReport(t *testing.T, log, format, window string) {
 				t.Errorf("/metrics has %s, which this test does not compare with the report", name)
 			}
 		}
+	}
+	// the fates of the whole range, each endpoint's summed (the report's add up to its
+	// logical requests, as watch's must)
+	var total float64
+	for fate, want := range rep.Layers.Fates {
+		if fate == "logical_requests" {
+			continue
+		}
+		same("retrylens_request_fates_total "+fate, fates[fate], want)
+		total += fates[fate]
+	}
+	if len(fates) == 0 || total != rep.Layers.Fates["logical_requests"] {
+		t.Errorf("fates %v add up to %v; the report's logical requests %v", fates, total, rep.Layers.Fates["logical_requests"])
 	}
 	// each figure, per endpoint, is its numerator over its denominator
 	for ep, figs := range pairs {
