@@ -21,12 +21,20 @@ var TransientCodes = sdk.TransientCodes()
 
 // codeIn is the SQL of "col is one of codes" (false when col is NULL).
 func codeIn(col string, codes []string) string {
+	return fmt.Sprintf("coalesce(%s IN (%s), false)", col, quotedList(codes))
+}
+
+// quotedList is codes as SQL string literals, comma-separated.
+func quotedList(codes []string) string {
 	quoted := make([]string, len(codes))
 	for i, c := range codes {
 		quoted[i] = "'" + strings.ReplaceAll(c, "'", "''") + "'"
 	}
-	return fmt.Sprintf("coalesce(%s IN (%s), false)", col, strings.Join(quoted, ", "))
+	return strings.Join(quoted, ", ")
 }
+
+// retriedCodes are the codes the SDKs retry: throttles and transient ones.
+func retriedCodes() []string { return append(append([]string{}, ThrottleCodes...), TransientCodes...) }
 
 func throttleCodeSQL(col string) string { return codeIn(col, ThrottleCodes) }
 
@@ -36,17 +44,13 @@ func throttleCodeSQL(col string) string { return codeIn(col, ThrottleCodes) }
 // policy allowed, by its retry budget or quota, or its deadline (docs/metrics.md,
 // "Layers"). Plain SQL that DuckDB and ClickHouse read alike: a NULL is no.
 func belowCapSQL(p string) string {
-	codes := append(append([]string{}, ThrottleCodes...), TransientCodes...)
-	for i, c := range codes {
-		codes[i] = "'" + strings.ReplaceAll(c, "'", "''") + "'"
-	}
 	return fmt.Sprintf("(%[1]smax_attempts > %[1]sattempt + 1 AND (%[2]s OR %[1]serror_code IN (%[3]s)))",
-		p, retryableFailureSQL(p+"status"), strings.Join(codes, ", "))
+		p, retryableFailureSQL(p+"status"), quotedList(retriedCodes()))
 }
 
 // retryableCodeSQL is whether col is a code the SDKs retry: a throttle or a transient one.
 func retryableCodeSQL(col string) string {
-	return codeIn(col, append(append([]string{}, ThrottleCodes...), TransientCodes...))
+	return codeIn(col, retriedCodes())
 }
 
 // readOperations match the operations (X-Amz-Target, after the service's prefix:
