@@ -163,7 +163,7 @@ var ProgramID = sync.OnceValue(func() string {
 func storeAnswers(ctx context.Context, tx *sql.Tx, version string) error {
 	const table = "cache_answering"
 	s, _, _ := newSet(tx, table, Options{MaxGap: DefaultMaxGap})
-	s.cached = true
+	s.cached, s.storedParts = true, true
 	err := s.build(ctx, nil, nil)
 	var answers map[string][]byte
 	if err == nil {

@@ -48,7 +48,7 @@ var sqlDigest = func() string {
 		panic(err)
 	}
 	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:8])
+	return hex.EncodeToString(h[:8]) + partialsDigest()
 }()
 
 // cacheVersion names the database's content: the loads in the registry, the rows, and
@@ -222,7 +222,7 @@ var cacheLiterals = prepareLiterals{
 // rebuild builds every table of the cache from every row.
 func rebuild(ctx context.Context, tx *sql.Tx) error {
 	var drops []string
-	for _, t := range append(cachedTables(), legacyTables...) {
+	for _, t := range slices.Concat(cachedTables(), partialTables(), legacyTables) {
 		drops = append(drops, "DROP TABLE IF EXISTS "+cacheName+"_"+t)
 	}
 	if err := execAll(ctx, tx, drops...); err != nil {
@@ -247,7 +247,10 @@ func rebuild(ctx context.Context, tx *sql.Tx) error {
 	if err != nil {
 		return err
 	}
-	return dropTemp(ctx, tx, cacheName)
+	if err := dropTemp(ctx, tx, cacheName); err != nil {
+		return err
+	}
+	return buildPartials(ctx, tx)
 }
 
 // CutTable is a table of the stored cache as a range of whole minutes reads it
@@ -318,7 +321,7 @@ const (
 // and asks for a rebuild (again). Both are rare; a clean log never rebuilds.
 func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err error) {
 	defer func() {
-		for _, prefix := range []string{"cache_t", "cache_r", "cache_o", "cache_src", "cache_ids", "cache_k0", "cache_k", "cache_h"} {
+		for _, prefix := range []string{"cache_t", "cache_r", "cache_o", "cache_src", "cache_ids", "cache_k0", "cache_k", "cache_h", "cache_pm"} {
 			if derr := dropTemp(ctx, tx, prefix); err == nil {
 				err = derr
 			}
@@ -408,7 +411,13 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err e
 			qs = append(qs, merge(t, map[string]int{cacheName: 1, "cache_r": -1, "cache_t": 1})...)
 		}
 	}
-	return false, execAll(ctx, tx, qs...)
+	// The partial answers of the minutes the touched requests began in, before or now: each
+	// began at one of its rows, all of them in cache_src.
+	qs = append(qs, "CREATE TEMP TABLE cache_pm AS SELECT DISTINCT "+minuteSQL("ts")+" AS m FROM cache_src")
+	if err := execAll(ctx, tx, qs...); err != nil {
+		return false, err
+	}
+	return false, updatePartials(ctx, tx, "cache_pm")
 }
 
 // merge returns the statements that replace the cache's table t by the sum of the same
@@ -523,20 +532,19 @@ func CheckCache(ctx context.Context, db *sql.DB) (state string, problems []strin
 		return "", nil, fmt.Errorf("build the cache again: %w", err)
 	}
 	for _, t := range cachedTables() {
-		stored, built := cacheName+"_"+t, again+"_"+t
-		var extra, missing int64
-		// Rows are compared by a hash of each (hash of the row as a struct): EXCEPT ALL over
-		// the rows themselves ran out of the cache's memory on cache_attempts of 10M lines. A
-		// difference two rows' hashes hide is a 64-bit collision.
-		err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (SELECT hash(s) FROM `+stored+` s EXCEPT ALL SELECT hash(b) FROM `+built+` b)),
-			(SELECT count(*) FROM (SELECT hash(b) FROM `+built+` b EXCEPT ALL SELECT hash(s) FROM `+stored+` s))`).Scan(&extra, &missing)
+		d, err := differ(ctx, tx, cacheName+"_"+t, again+"_"+t)
 		if err != nil {
-			return "", nil, fmt.Errorf("compare %s: %w", stored, err)
+			return "", nil, err
 		}
-		if extra+missing > 0 {
-			problems = append(problems, fmt.Sprintf("%s: %d stored rows not in the rows' own, %d of theirs missing", stored, extra, missing))
+		if d != "" {
+			problems = append(problems, d)
 		}
 	}
+	differ, err := checkPartials(ctx, tx, again)
+	if err != nil {
+		return "", nil, err
+	}
+	problems = append(problems, differ...)
 	// The answers stored beside them (this program's) equal the rows' own.
 	if stored, err := answersStored(ctx, tx, st.version); err != nil {
 		return "", nil, err
@@ -552,6 +560,23 @@ func CheckCache(ctx context.Context, db *sql.DB) (state string, problems []strin
 		return CacheDiffers, problems, nil
 	}
 	return CacheMatches, nil, nil
+}
+
+// differ compares the stored table with the one built again, row for row, and says how
+// they differ ("" when they do not). Rows are compared by a hash of each (hash of the row
+// as a struct): EXCEPT ALL over the rows themselves ran out of the cache's memory on
+// cache_attempts of 10M lines. A difference two rows' hashes hide is a 64-bit collision.
+func differ(ctx context.Context, tx querier, stored, built string) (string, error) {
+	var extra, missing int64
+	err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (SELECT hash(s) FROM `+stored+` s EXCEPT ALL SELECT hash(b) FROM `+built+` b)),
+		(SELECT count(*) FROM (SELECT hash(b) FROM `+built+` b EXCEPT ALL SELECT hash(s) FROM `+stored+` s))`).Scan(&extra, &missing)
+	if err != nil {
+		return "", fmt.Errorf("compare %s: %w", stored, err)
+	}
+	if extra+missing > 0 {
+		return fmt.Sprintf("%s: %d stored rows not in the rows' own, %d of theirs missing", stored, extra, missing), nil
+	}
+	return "", nil
 }
 
 // Rebuild builds the cache again from every row, whatever its state says.

@@ -39,19 +39,12 @@ func (s *Set) Loops(ctx context.Context) (Loops429, error) {
 
 func (s *Set) loops(ctx context.Context) (Loops429, error) {
 	var l Loops429
-	if err := s.ready(ctx); err != nil {
-		return l, err
-	}
-	q, err := s.statement("loops.sql", "", "time", minuteGrain)
-	if err != nil {
-		return l, err
-	}
 	var share sql.NullFloat64
 	var worst []any
-	err = s.conn.QueryRowContext(ctx, q, worstLoops).Scan(&l.Loops, &l.MaxLength, &l.PrematureRetries, &l.BlindRetries,
+	err := s.merged(ctx, "loops", &l.Loops, &l.MaxLength, &l.PrematureRetries, &l.BlindRetries,
 		&l.UnparsableRetryAfter, &share, &worst)
 	if err != nil {
-		return l, fmt.Errorf("loops.sql: %w", err)
+		return l, err
 	}
 	l.Retry429Share = ptr(share)
 	for _, w := range worst {

@@ -34,7 +34,7 @@ var sqlFiles embed.FS
 var sqlTmpl = template.Must(template.New("").Funcs(template.FuncMap{"retryableFailure": retryableFailureSQL,
 	"throttleCode": throttleCodeSQL, "retryableCode": retryableCodeSQL, "readOperation": readOperationSQL,
 	"rowCounts": func() string { return RowCounts(DuckDB) },
-	"rowSums":   rowSums, "belowCap": belowCapSQL}).ParseFS(sqlFiles, "*.sql"))
+	"rowSums":   rowSums, "belowCap": belowCapSQL, "minute": minuteSQL, "orNull": orNull}).ParseFS(sqlFiles, "*.sql"))
 
 // retryableStatuses are the answers, besides every 5xx, that a client retries: the
 // request timed out (408), was throttled (429) or got no answer it waited for (499, 0:
@@ -157,6 +157,7 @@ type Set struct {
 	answers      func(context.Context, string) ([]byte, bool, error) // the stored answers of this Set's rows, if any (see answered)
 	fill         func(context.Context) error                         // Options.Fill, until ready or withRows has called it
 	cut          bool                                                // Options.Cut, until withRows has read the rows
+	storedParts  bool                                                // the Set reads the stored cache of its database, whose partial answers it merges (partials.go)
 }
 
 var setID atomic.Int64
@@ -202,6 +203,7 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		if err == nil && (all || wholeMinute(o.Since) && wholeMinute(o.Until)) {
 			s.lit.Bounded = !all
 			s.cached, err = cacheFresh(ctx, conn)
+			s.storedParts = s.cached
 			if s.cached && all {
 				s.answers = s.storedAnswer
 			}
@@ -221,7 +223,7 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 // newSet is a Set of o's rows on conn, its tables named after table, before stage one;
 // route and method are the parameters build selects by. o.MaxGap is set.
 func newSet(conn setConn, table string, o Options) (s *Set, route, method any) {
-	s = &Set{conn: conn, table: table, rules: o.Rules, buckets: map[int][]bucket{}, throttle: "429",
+	s = &Set{conn: conn, table: table, rules: o.Rules, buckets: map[int][]bucket{}, throttle: defaultThrottle,
 		since: o.Since, until: o.Until}
 	if len(o.Throttle) > 0 {
 		codes := make([]string, len(o.Throttle))
@@ -277,7 +279,7 @@ func (s *Set) withRows(ctx context.Context) error {
 		return fmt.Errorf("read the rows: %w", err)
 	}
 	if s.cut {
-		s.cut, s.cached, s.lit.Bounded = false, false, false
+		s.cut, s.cached, s.lit.Bounded, s.storedParts = false, false, false, false
 		s.table = fmt.Sprintf("report_rows_%d", setID.Add(1))
 	}
 	return s.build(ctx, nil, nil)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/retrylens/retrylens/internal/testmain"
+	"github.com/retrylens/retrylens/query"
 )
 
 // A log loaded in one go, in 2 parts and in 10 (an ingest each, as a user appending the
@@ -61,7 +62,7 @@ func TestLoadedInParts(t *testing.T) {
 		return append(c, len(lines))
 	}
 
-	tables := []string{"chain", "attempts", "groups", "time", "edges", "logical", "firsts"}
+	tables := query.StoredTables()
 	type loaded struct {
 		tables map[string]string
 		json   string
