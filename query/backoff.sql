@@ -1,12 +1,10 @@
 -- The backoff profile: per attempt number n >= 1, the gaps between an attempt's start and
--- the previous attempt's end, in ms. near_median counts gaps within 3 ms of the median:
--- when most are, the clients retry in lockstep (no jitter). $1 is the declared policy's
--- base delay in ms (0: none); within counts gaps in [base·2^(n−1), base·2^(n−1) + base],
--- the good policy's delay with jitter.
+-- the previous attempt's end, in ms (gaps_partial). near_median counts gaps within 3 ms of
+-- the median: when most are, the clients retry in lockstep (no jitter). $1 is the declared
+-- policy's base delay in ms (0: none); within counts gaps in [base·2^(n−1), base·2^(n−1) +
+-- base], the good policy's delay with jitter.
 WITH g AS (
-    SELECT attempt, {{template "gap_ms"}} AS gap_ms
-    FROM {{.Table}}_attempts
-    WHERE {{template "waited"}}
+    SELECT attempt, gap_ms FROM {{.Part "gaps"}} WHERE {{.Within}}
 ),
 m AS (
     SELECT attempt, median(gap_ms) AS med FROM g GROUP BY attempt

@@ -417,7 +417,7 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err e
 	if err := execAll(ctx, tx, qs...); err != nil {
 		return false, err
 	}
-	return false, updatePartials(ctx, tx, "cache_pm")
+	return false, updatePartials(ctx, tx, "cache_pm", "cache_r", "cache_t")
 }
 
 // merge returns the statements that replace the cache's table t by the sum of the same

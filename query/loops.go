@@ -41,8 +41,9 @@ func (s *Set) loops(ctx context.Context) (Loops429, error) {
 	var l Loops429
 	var share sql.NullFloat64
 	var worst []any
-	err := s.merged(ctx, "loops", &l.Loops, &l.MaxLength, &l.PrematureRetries, &l.BlindRetries,
-		&l.UnparsableRetryAfter, &share, &worst)
+	err := s.merged(ctx, "loops", []any{worstLoops}, func(rows *sql.Rows) error {
+		return rows.Scan(&l.Loops, &l.MaxLength, &l.PrematureRetries, &l.BlindRetries, &l.UnparsableRetryAfter, &share, &worst)
+	}, need{"loops", []any{worstLoops}})
 	if err != nil {
 		return l, err
 	}
@@ -90,35 +91,12 @@ const DefaultMaxAttempts = 3
 // Findings returns the policy findings of the Set; maxAttempts is the cap on attempts per
 // logical request (attempt numbers from maxAttempts on are over it).
 func (s *Set) Findings(ctx context.Context, maxAttempts int) ([]Finding, error) {
-	return answered(ctx, s, fmt.Sprintf("Findings %d", maxAttempts), func() ([]Finding, error) { return s.allFindings(ctx, maxAttempts) })
+	return answered(ctx, s, fmt.Sprintf("Findings %d", maxAttempts), func() ([]Finding, error) { return s.findings(ctx, maxAttempts) })
 }
 
-func (s *Set) allFindings(ctx context.Context, maxAttempts int) ([]Finding, error) {
-	fs, err := s.findings(ctx, maxAttempts, exampleRows)
-	if err != nil {
-		return nil, err
-	}
-	// Examples come from each kind's exampleRows smallest rows; a kind whose rows named
-	// fewer than three of its requests may have more to name (one request retried a
-	// thousand times in a second): ask again with all of them.
-	var most int64
-	for _, f := range fs {
-		if len(f.Examples) < 3 && int64(len(f.Examples)) < f.Count && f.Attempts > exampleRows {
-			most = max(most, f.Attempts)
-		}
-	}
-	if most == 0 {
-		return fs, nil
-	}
-	return s.findings(ctx, maxAttempts, most)
-}
-
-// exampleRows is how many rows of each finding's kind its examples are chosen from first.
-const exampleRows = 1000
-
-func (s *Set) findings(ctx context.Context, maxAttempts int, rows int64) ([]Finding, error) {
+func (s *Set) findings(ctx context.Context, maxAttempts int) ([]Finding, error) {
 	var fs []Finding
-	err := s.query(ctx, "findings.sql", []any{maxAttempts, rows}, func(rows *sql.Rows) error {
+	err := s.merged(ctx, "findings", nil, func(rows *sql.Rows) error {
 		var f Finding
 		var ex []any
 		if err := rows.Scan(&f.Kind, &f.Count, &f.Attempts, &ex); err != nil {
@@ -131,7 +109,7 @@ func (s *Set) findings(ctx context.Context, maxAttempts int, rows int64) ([]Find
 		}
 		fs = append(fs, f)
 		return nil
-	})
+	}, need{"findings", []any{maxAttempts}}, need{name: "gaps"})
 	return fs, err
 }
 
@@ -164,7 +142,7 @@ func (s *Set) Backoff(ctx context.Context, base time.Duration, maxRetries int) (
 func (s *Set) backoff(ctx context.Context, base time.Duration, maxRetries int) ([]Backoff, error) {
 	baseMS := float64(base) / float64(time.Millisecond)
 	var out []Backoff
-	err := s.query(ctx, "backoff.sql", []any{baseMS}, func(rows *sql.Rows) error {
+	err := s.merged(ctx, "backoff", []any{baseMS}, func(rows *sql.Rows) error {
 		var b Backoff
 		var within int64
 		if err := rows.Scan(&b.Attempt, &b.Count, &b.P10, &b.P50, &b.P90, &b.NearMedian, &within); err != nil {
@@ -178,7 +156,7 @@ func (s *Set) backoff(ctx context.Context, base time.Duration, maxRetries int) (
 		b.BeyondRetry = maxRetries > 0 && b.Attempt > maxRetries
 		out = append(out, b)
 		return nil
-	})
+	}, need{name: "gaps"})
 	return out, err
 }
 
@@ -201,7 +179,7 @@ func (s *Set) Gaps(ctx context.Context) ([]GapHistogram, error) {
 
 func (s *Set) gaps(ctx context.Context) ([]GapHistogram, error) {
 	var out []GapHistogram
-	err := s.query(ctx, "gaps.sql", []any{GapEdges}, func(rows *sql.Rows) error {
+	err := s.merged(ctx, "gaps", []any{GapEdges}, func(rows *sql.Rows) error {
 		var attempt, bucket int
 		var n int64
 		var sum float64
@@ -214,7 +192,7 @@ func (s *Set) gaps(ctx context.Context) ([]GapHistogram, error) {
 		out[len(out)-1].Counts[bucket] += n
 		out[len(out)-1].SumMs += sum
 		return nil
-	})
+	}, need{name: "gaps"})
 	return out, err
 }
 
@@ -231,14 +209,14 @@ func (s *Set) AttemptCounts(ctx context.Context) ([]AttemptCount, error) {
 
 func (s *Set) attemptCounts(ctx context.Context) ([]AttemptCount, error) {
 	var out []AttemptCount
-	err := s.query(ctx, "attempt_counts.sql", nil, func(rows *sql.Rows) error {
+	err := s.merged(ctx, "attempt_counts", nil, func(rows *sql.Rows) error {
 		var c AttemptCount
 		if err := rows.Scan(&c.Attempts, &c.Requests); err != nil {
 			return err
 		}
 		out = append(out, c)
 		return nil
-	})
+	}, need{name: "attempt_counts"})
 	return out, err
 }
 
@@ -260,16 +238,12 @@ func (s *Set) Hedging(ctx context.Context) (Hedging, error) {
 
 func (s *Set) hedging(ctx context.Context) (Hedging, error) {
 	var h Hedging
-	if err := s.ready(ctx); err != nil {
-		return h, err
-	}
-	q, err := s.statement("hedging.sql", "", "time", minuteGrain)
+	var p10, p50, p90 sql.NullFloat64
+	err := s.merged(ctx, "hedging", nil, func(rows *sql.Rows) error {
+		return rows.Scan(&h.Requests, &h.Hedges, &h.Wins, &h.Cancelled, &p10, &p50, &p90)
+	}, need{name: "hedging"})
 	if err != nil {
 		return h, err
-	}
-	var p10, p50, p90 sql.NullFloat64
-	if err := s.conn.QueryRowContext(ctx, q).Scan(&h.Requests, &h.Hedges, &h.Wins, &h.Cancelled, &p10, &p50, &p90); err != nil {
-		return h, fmt.Errorf("hedging.sql: %w", err)
 	}
 	h.P10, h.P50, h.P90 = ptr(p10), ptr(p50), ptr(p90)
 	return h, nil

@@ -1,6 +1,6 @@
 -- 429 feedback loops (docs/metrics.md): the merge of the partial answers per minute of
--- first attempt in {{.Parts}} (loops_partial, below), with the share of retries among the
--- throttled answers from the time table. $1: how many of the longest loops to name.
+-- first attempt (loops_partial, below), with the share of retries among the throttled
+-- answers from the time table. $1: how many of the longest loops to name.
 SELECT
     coalesce(sum(loops), 0)::BIGINT                  AS loops,
     coalesce(max(max_length), 0)::BIGINT             AS max_length,
@@ -10,9 +10,9 @@ SELECT
     (SELECT coalesce(sum(n) FILTER (attempt >= 1 AND status IN ({{.Throttle}})), 0)::DOUBLE
           / nullif(sum(n) FILTER (attempt IS NOT NULL AND status IN ({{.Throttle}})), 0)
      FROM {{.Table}}_time) AS retry_429_share,
-    coalesce((SELECT list(w ORDER BY w.length DESC, w.start, w.request)
-              FROM (SELECT unnest(worst) AS w FROM {{.Parts}} WHERE {{.Within}})), [])[1:$1] AS worst
-FROM {{.Parts}}
+    coalesce((SELECT list(w ORDER BY w.length DESC, w.start, w.request, w.route)
+              FROM (SELECT unnest(worst) AS w FROM {{.Part "loops"}} WHERE {{.Within}})), [])[1:$1] AS worst
+FROM {{.Part "loops"}}
 WHERE {{.Within}}
 
 {{/* A loop is a logical request with two or more consecutive attempts throttled: answered
@@ -23,7 +23,7 @@ the requests with a loop, the longest loop, the retries sent before the Retry-Af
 passed (a hedge was sent before the answer it would have waited on), after a throttled
 answer without one, after one that could not be read, and the $1 longest loops, longest
 first, each with the request (its key as logged), its route, when the loop started and its
-length. A request lives in one minute, so the minutes add up. */}}
+length. */}}
 {{define "loops_partial"}}
 WITH a AS (
     SELECT *, {{minute "first_ts"}} AS minute FROM {{.Table}}_attempts {{template "touched" .}}
@@ -44,7 +44,7 @@ runs AS (
 ),
 rm AS (
     SELECT minute, count(DISTINCT lkey) AS loops, max(len) AS max_length,
-           list({'request': example, 'route': route, 'start': start, 'length': len} ORDER BY len DESC, start, example)[1:$1] AS worst
+           list({'request': example, 'route': route, 'start': start, 'length': len} ORDER BY len DESC, start, example, route)[1:$1] AS worst
     FROM runs
     GROUP BY minute
 ),
@@ -65,8 +65,8 @@ FROM am LEFT JOIN rm USING (minute)
 ORDER BY minute
 {{end}}
 
-{{/* touched: only the requests whose first attempt is in a minute of {{.Touched}} (an
-update's minutes), with a bound DuckDB skips the stored table's older row groups by. */}}
+{{/* touched: only the requests whose first attempt is in the minutes an update touched,
+a condition on first_ts (updatePartials). */}}
 {{define "touched"}}
-{{- if .Touched}}WHERE {{minute "first_ts"}} IN (SELECT m FROM {{.Touched}}) AND {{orNull "first_ts"}} >= (SELECT min(m) FROM {{.Touched}}){{end}}
+{{- if .Touched}}WHERE {{.Touched}}{{end}}
 {{- end}}

@@ -158,6 +158,7 @@ type Set struct {
 	fill         func(context.Context) error                         // Options.Fill, until ready or withRows has called it
 	cut          bool                                                // Options.Cut, until withRows has read the rows
 	storedParts  bool                                                // the Set reads the stored cache of its database, whose partial answers it merges (partials.go)
+	ownParts     map[string]bool                                     // the partial tables the Set computed of its own, by name
 }
 
 var setID atomic.Int64
@@ -483,8 +484,12 @@ func (s *Set) statement(name, key, table string, grain int) (string, error) {
 	if table == "groups" {
 		suffix = "" // the logical tables grouped by columns, whatever their grain
 	}
-	err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table, Counts, Logical, Firsts, Throttle string }{
-		key, s.table, s.table + "_" + table + suffix, s.table + "_logical" + suffix, s.table + "_firsts" + suffix, s.throttle})
+	var totals string
+	if name == "rank_groups.sql" && key == Groupings["route"] && s.storedParts && !s.lit.Bounded {
+		totals = cacheName + "_" + routeTotals.Name // every row's, stored (partials.go)
+	}
+	err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table, Counts, Logical, Firsts, Throttle, Totals string }{
+		key, s.table, s.table + "_" + table + suffix, s.table + "_logical" + suffix, s.table + "_firsts" + suffix, s.throttle, totals})
 	if err != nil {
 		return "", err
 	}
@@ -1012,23 +1017,11 @@ func (s *Set) Linking(ctx context.Context) (Linking, error) {
 
 func (s *Set) linking(ctx context.Context) (Linking, error) {
 	var l Linking
-	if err := s.ready(ctx); err != nil {
-		return l, err
-	}
-	q, err := s.statement("linking.sql", "", "time", minuteGrain)
-	if err != nil {
-		return l, err
-	}
-	rows, err := s.conn.QueryContext(ctx, q)
-	if err != nil {
-		return l, fmt.Errorf("linking.sql: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := s.merged(ctx, "linking", nil, func(rows *sql.Rows) error {
 		var by string
 		var n, retries, orphans, untaggedFirsts, after2xx int64
 		if err := rows.Scan(&by, &n, &retries, &orphans, &untaggedFirsts, &after2xx); err != nil {
-			return l, err
+			return err
 		}
 		l.After2xx += after2xx
 		l.Retries += retries
@@ -1046,8 +1039,9 @@ func (s *Set) linking(ctx context.Context) (Linking, error) {
 		case "inferred":
 			l.Inferred = n
 		}
-	}
-	return l, rows.Err()
+		return nil
+	}, need{name: "linking"})
+	return l, err
 }
 
 // query runs a stage-two statement that reads the Set's tables by name.
