@@ -26,7 +26,9 @@ first, each with the request (its key as logged), its route, when the loop start
 length. */}}
 {{define "loops_partial"}}
 WITH a AS (
-    SELECT *, {{minute "first_ts"}} AS minute FROM {{.Table}}_attempts {{template "touched" .}}
+    SELECT {{minute "first_ts"}} AS minute, lkey, key_text, method, uri, route, ts, attempt, status, error_code, hedge,
+        started, prev_end, prev_status, prev_error_code, prev_retry_after, prev_retry_secs
+    FROM {{.Table}}_attempts {{template "touched" .}}
 ),
 r AS (
     SELECT minute, lkey, key_text, coalesce(method, '-') || ' ' || coalesce(uri, '-') AS call,

@@ -239,13 +239,12 @@ func (s *Set) merged(ctx context.Context, file string, args []any, each func(*sq
 		return err
 	}
 	d := partialData{Table: s.table, Throttle: s.throttle, Within: "true", parts: map[string]string{}}
-	stored := s.storedParts && s.throttle == defaultThrottle
-	if stored && s.lit.Bounded {
+	if s.storedParts && s.lit.Bounded {
 		d.Within = "minute >= " + s.lit.Since + " AND minute < " + s.lit.Until
 	}
 	for _, n := range needs {
 		p := partialNamed(n.name)
-		if stored && reflect.DeepEqual(n.args, p.args) {
+		if s.storedParts && reflect.DeepEqual(n.args, p.args) && (!p.throttled || s.throttle == defaultThrottle) {
 			d.parts[n.name] = cacheName + "_p_" + n.name
 			continue
 		}
