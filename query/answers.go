@@ -169,10 +169,7 @@ func storeAnswers(ctx context.Context, tx *sql.Tx, version string) error {
 	if err == nil {
 		answers, err = s.answerDefaults(ctx, false)
 	}
-	if derr := dropTemp(ctx, tx, table); err == nil {
-		err = derr
-	}
-	if err != nil {
+	if err != nil { // (its temporary tables go with refresh's connection)
 		return fmt.Errorf("answers: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM "+answersTable); err != nil {

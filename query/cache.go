@@ -122,12 +122,15 @@ func Refresh(ctx context.Context, db *sql.DB) (string, error) {
 
 // refresh is Refresh, storing the answers of whole reports (storeAnswers) when answers is
 // set.
+//
+// The connection is closed after it, with the temporary tables the update and the answers
+// made: dropping them one by one cost tens of statements a load.
 func refresh(ctx context.Context, db *sql.DB, answers bool) (string, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return "", err
 	}
-	defer conn.Close()
+	defer discard(conn)
 	st, err := storedState(ctx, conn)
 	if err != nil {
 		return "", err
@@ -319,12 +322,16 @@ const (
 // rows this update does not read, and a line that takes another's key can bring in more
 // such lines: when the touched rows have either, now or before, update changes nothing
 // and asks for a rebuild (again). Both are rare; a clean log never rebuilds.
+//
+// Its temporary tables go with refresh's connection, but for a rebuild (again), which
+// makes its own in the same transaction.
 func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err error) {
 	defer func() {
 		for _, prefix := range []string{"cache_t", "cache_r", "cache_o", "cache_src", "cache_ids", "cache_k0", "cache_k", "cache_h", "cache_pm"} {
-			if derr := dropTemp(ctx, tx, prefix); err == nil {
-				err = derr
+			if !again || err != nil {
+				break
 			}
+			err = dropTemp(ctx, tx, prefix)
 		}
 	}()
 	after := fmt.Sprintf("r.file_id > %d", watermark)

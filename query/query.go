@@ -426,8 +426,14 @@ func (s *Set) Cached() bool { return s.cached }
 func (s *Set) Close() error {
 	conn, ok := s.conn.(*sql.Conn)
 	if !ok {
-		return nil // a transaction's (storeAnswers): its owner drops the tables
+		return nil // a transaction's (storeAnswers): its owner's connection takes the tables
 	}
+	return discard(conn)
+}
+
+// discard closes conn for good, not back into the pool, and with it every temporary
+// table and view made on it.
+func discard(conn *sql.Conn) error {
 	err := conn.Raw(func(any) error { return driver.ErrBadConn })
 	if errors.Is(err, driver.ErrBadConn) {
 		err = nil
