@@ -92,17 +92,20 @@ func partialsDigest() string {
 	return hex.EncodeToString(h.Sum(nil)[:4])
 }
 
-// routeTotals is the cache's table of the retries and requests per route
-// (rank_groups.sql's group_totals), which a whole report ranks the endpoints by: the merge
-// of every minute's, kept by adding and taking out what an update's rows count for (the
-// groups table's own delta), so that no load groups every row's counts by route again.
-var routeTotals = CountTable{Name: "routes", Keys: []string{"k"}, Sums: []string{"retries", "requests"}}
+// routeTotals is the cache's table of the counts per route of every row: the groups
+// table summed over its minutes, hosts and ways of linking, keeping what metrics.sql reads
+// (route_totals in rank_groups.sql). A whole report ranks the endpoints by it and counts
+// the ten it shows from it; it is the merge of every minute's, kept by adding and taking
+// out what an update's rows count for (the groups table's own delta), so that no load sums
+// every row's counts by route again.
+var routeTotals = CountTable{Name: "routes",
+	Keys: []string{"method", "route", "attempt", "status", "inferred", "strong", "cancelled"},
+	Sums: []string{"n", "proxied", "tries", "gw_retried", "below_cap"}}
 
 // totalsOf is the route totals of the groups table from.
 func totalsOf(from string) string {
 	var q bytes.Buffer
-	err := sqlTmpl.ExecuteTemplate(&q, "group_totals", struct{ Key, Counts string }{Groupings["route"], from})
-	if err != nil {
+	if err := sqlTmpl.ExecuteTemplate(&q, "route_totals", struct{ Counts string }{from}); err != nil {
 		panic(err) // a template of the program's own, with the fields it reads
 	}
 	return q.String()

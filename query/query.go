@@ -490,12 +490,12 @@ func (s *Set) statement(name, key, table string, grain int) (string, error) {
 	if table == "groups" {
 		suffix = "" // the logical tables grouped by columns, whatever their grain
 	}
-	var totals string
-	if name == "rank_groups.sql" && key == Groupings["route"] && s.storedParts && !s.lit.Bounded {
-		totals = cacheName + "_" + routeTotals.Name // every row's, stored (partials.go)
+	counts := s.table + "_" + table + suffix
+	if table == "routes" {
+		counts = cacheName + "_" + routeTotals.Name // every row's, stored (partials.go)
 	}
-	err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table, Counts, Logical, Firsts, Throttle, Totals string }{
-		key, s.table, s.table + "_" + table + suffix, s.table + "_logical" + suffix, s.table + "_firsts" + suffix, s.throttle, totals})
+	err := sqlTmpl.ExecuteTemplate(&q, name, struct{ Key, Table, Counts, Logical, Firsts, Throttle string }{
+		key, s.table, counts, s.table + "_logical" + suffix, s.table + "_firsts" + suffix, s.throttle})
 	if err != nil {
 		return "", err
 	}
@@ -736,8 +736,21 @@ func (s *Set) topGroups(ctx context.Context, by string, top int) (gs []groupCoun
 		return nil, 0, err
 	}
 	table, only := "groups", []string(nil)
+	// Every row of the stored cache, by route: the stored route totals rank the routes and
+	// count those shown; only the alerts read their minutes.
+	totals := top > 0 && by == "route" && s.storedParts && !s.lit.Bounded
+	counts := "groups"
+	if totals {
+		counts = "routes"
+	}
+	// keep makes the Set's table name of the rows of from in the groups shown
+	keep := func(name, from string) error {
+		q := "CREATE OR REPLACE TEMP TABLE " + s.table + "_" + name + " AS SELECT * FROM " + from + " WHERE (" + key + ") IN (SELECT unnest($1::VARCHAR[]))"
+		_, err := s.conn.ExecContext(ctx, q, only)
+		return err
+	}
 	if top > 0 {
-		rank, err := s.statement("rank_groups.sql", key, "groups", minuteGrain)
+		rank, err := s.statement("rank_groups.sql", key, counts, minuteGrain)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -754,13 +767,16 @@ func (s *Set) topGroups(ctx context.Context, by string, top int) (gs []groupCoun
 		}
 		more = retried - len(only)
 		// the rows of those groups, which the counts and the alerts below read
-		table = "gtop"
-		q := "CREATE OR REPLACE TEMP TABLE " + s.table + "_gtop AS SELECT * FROM " + s.table + "_groups WHERE (" + key + ") IN (SELECT unnest($1::VARCHAR[]))"
-		if _, err := s.conn.ExecContext(ctx, q, only); err != nil {
+		table, counts = "gtop", "gtop"
+		from := s.table + "_groups"
+		if totals {
+			counts, from = "rtop", cacheName+"_"+routeTotals.Name
+		}
+		if err := keep(counts, from); err != nil {
 			return nil, 0, err
 		}
 	}
-	entries, err := s.grouped(ctx, key, table, minuteGrain, only, func() any { return new(sql.NullString) })
+	entries, err := s.grouped(ctx, key, counts, minuteGrain, only, func() any { return new(sql.NullString) })
 	if err != nil {
 		return nil, 0, err
 	}
@@ -769,7 +785,11 @@ func (s *Set) topGroups(ctx context.Context, by string, top int) (gs []groupCoun
 		gs[i] = groupCounts{key: e.k.(*sql.NullString).String, c: e.c}
 	}
 	sortGroups(gs)
-	fired, err := s.groupAlerts(ctx, key, table, gs)
+	var before func() error
+	if totals {
+		before = func() error { return keep("gtop", s.table+"_groups") }
+	}
+	fired, err := s.groupAlerts(ctx, key, table, gs, before)
 	for i := range gs {
 		if rules := fired[gs[i].key]; len(rules) > 0 {
 			gs[i].fired = rules
@@ -831,7 +851,9 @@ func (s *Set) alerts(ctx context.Context) ([]judge.Alert, error) {
 // range's and the windows'. Only the minutes of groups that have a minute with the
 // evidence an alert needs are read (alert_groups.sql), among the groups whose totals have
 // it: a report of 100K routes has a few of them, not millions of minutes.
-func (s *Set) groupAlerts(ctx context.Context, key, table string, gs []groupCounts) (map[string][]string, error) {
+//
+// before, when set, is run first when some group has that evidence: it makes table.
+func (s *Set) groupAlerts(ctx context.Context, key, table string, gs []groupCounts, before func() error) (map[string][]string, error) {
 	first, retries := judge.LeastEvidence(s.rules)
 	fired := map[string][]string{}
 	if err := s.ready(ctx); err != nil {
@@ -845,6 +867,11 @@ func (s *Set) groupAlerts(ctx context.Context, key, table string, gs []groupCoun
 	}
 	if len(keys) == 0 {
 		return fired, nil
+	}
+	if before != nil {
+		if err := before(); err != nil {
+			return nil, err
+		}
 	}
 	candidates := s.table + "_galert_keys"
 	q, err := s.statement("alert_groups.sql", key, table, minuteGrain)
