@@ -139,6 +139,13 @@ func refresh(ctx context.Context, db *sql.DB, answers bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The partial answers are kept up to date by the loads that store the answers; watch's
+	// batches leave them, and the next ingest builds them again (partials.go). (Read before
+	// the transaction: a missing table aborts it.)
+	partsWere, err := partsFresh(ctx, conn)
+	if err != nil {
+		return "", err
+	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return "", err
@@ -151,7 +158,16 @@ func refresh(ctx context.Context, db *sql.DB, answers bool) (string, error) {
 		// Fresh; its answers may have been stored by another version of retrylens.
 		stored, err := answersStored(ctx, tx, v)
 		if err == nil && !stored && answers {
-			if err = storeAnswers(ctx, tx, v); err == nil {
+			if !partsWere {
+				err = buildPartials(ctx, tx)
+			}
+			if err == nil {
+				err = setParts(ctx, tx, v)
+			}
+			if err == nil {
+				err = storeAnswers(ctx, tx, v)
+			}
+			if err == nil {
 				err = tx.Commit()
 			}
 		}
@@ -174,19 +190,27 @@ func refresh(ctx context.Context, db *sql.DB, answers bool) (string, error) {
 		}
 		kept = !layered
 	}
-	how := CacheRebuilt
+	how, parts := CacheRebuilt, true // a rebuild builds the partials
 	switch {
 	case kept && rows == st.rows:
-		how = CacheFresh // only the registry changed: a load that added no row
+		how, parts = CacheFresh, partsWere // only the registry changed: a load that added no row
 	case kept:
-		how = CacheUpdated
+		how, parts = CacheUpdated, partsWere && answers
 		var again bool
-		if again, err = update(ctx, tx, st.watermark); again && err == nil {
-			how = CacheRebuilt
+		if again, err = update(ctx, tx, st.watermark, parts); again && err == nil {
+			how, parts = CacheRebuilt, true
 			err = rebuild(ctx, tx)
 		}
 	default:
 		err = rebuild(ctx, tx)
+	}
+	if err == nil && !parts && answers {
+		parts, err = true, buildPartials(ctx, tx) // after watch's batches
+	}
+	if err == nil && parts {
+		err = setParts(ctx, tx, v)
+	} else if err == nil {
+		err = setParts(ctx, tx, "")
 	}
 	if err != nil {
 		return "", fmt.Errorf("cache: %w", err)
@@ -325,7 +349,9 @@ const (
 //
 // Its temporary tables go with refresh's connection, but for a rebuild (again), which
 // makes its own in the same transaction.
-func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err error) {
+//
+// With parts, it brings the partial answers and the route totals up to date too.
+func update(ctx context.Context, tx *sql.Tx, watermark int64, parts bool) (again bool, err error) {
 	defer func() {
 		for _, prefix := range []string{"cache_t", "cache_r", "cache_o", "cache_src", "cache_ids", "cache_k0", "cache_k", "cache_h", "cache_pm"} {
 			if !again || err != nil {
@@ -420,7 +446,10 @@ func update(ctx context.Context, tx *sql.Tx, watermark int64) (again bool, err e
 	}
 	// The partial answers of the minutes the touched requests began in, before or now: each
 	// began at one of its rows, all of them in cache_src.
-	qs = append(qs, "CREATE TEMP TABLE cache_pm AS SELECT DISTINCT "+minuteSQL("ts")+" AS m FROM cache_src")
+	if err := execAll(ctx, tx, qs...); err != nil || !parts {
+		return false, err
+	}
+	qs = []string{"CREATE TEMP TABLE cache_pm AS SELECT DISTINCT " + minuteSQL("ts") + " AS m FROM cache_src"}
 	if err := execAll(ctx, tx, qs...); err != nil {
 		return false, err
 	}
@@ -529,6 +558,10 @@ func CheckCache(ctx context.Context, db *sql.DB) (state string, problems []strin
 	if fresh, err := cacheFresh(ctx, conn); err != nil || !fresh {
 		return CacheStale, nil, err
 	}
+	partsWere, err := partsFresh(ctx, conn) // (before the transaction: a missing table aborts it)
+	if err != nil {
+		return "", nil, err
+	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return "", nil, err
@@ -547,11 +580,13 @@ func CheckCache(ctx context.Context, db *sql.DB) (state string, problems []strin
 			problems = append(problems, d)
 		}
 	}
-	differ, err := checkPartials(ctx, tx, again)
-	if err != nil {
-		return "", nil, err
+	if partsWere { // (else the next ingest builds them again)
+		differ, err := checkPartials(ctx, tx, again)
+		if err != nil {
+			return "", nil, err
+		}
+		problems = append(problems, differ...)
 	}
-	problems = append(problems, differ...)
 	// The answers stored beside them (this program's) equal the rows' own.
 	if stored, err := answersStored(ctx, tx, st.version); err != nil {
 		return "", nil, err

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/retrylens/retrylens/internal/duckerr"
 )
 
 // Partial answers. An answer that is not a sum of count rows (the 429 loops, the policy
@@ -76,6 +78,27 @@ func renderPartial(name string, d partialData) (string, error) {
 		return "", err
 	}
 	return q.String(), nil
+}
+
+// partsTable holds the cache version the stored partials and route totals describe: they
+// are kept up to date by the loads that store the answers, not by watch's batches, whose
+// reports (ranges) compute their own; the next ingest builds them again.
+const partsTable = cacheName + "_parts"
+
+// partsFresh reports whether the stored partials describe the cache's version.
+func partsFresh(ctx context.Context, q querier) (bool, error) {
+	var fresh bool
+	err := q.QueryRowContext(ctx, "SELECT count(*) > 0 FROM "+partsTable+" WHERE version = (SELECT version FROM "+cacheName+"_state)").Scan(&fresh)
+	if duckerr.Missing(err) {
+		return false, nil
+	}
+	return fresh, err
+}
+
+// setParts records that the stored partials describe the cache's version v ("": none).
+func setParts(ctx context.Context, tx execer, v string) error {
+	return execAll(ctx, tx, "CREATE TABLE IF NOT EXISTS "+partsTable+" (version VARCHAR NOT NULL)", "DELETE FROM "+partsTable,
+		"INSERT INTO "+partsTable+" VALUES ('"+strings.ReplaceAll(v, "'", "''")+"')")
 }
 
 // partialsDigest changes with the partial statements: the cache's version carries it, so

@@ -204,7 +204,9 @@ func Open(ctx context.Context, db *sql.DB, o Options) (*Set, error) {
 		if err == nil && (all || wholeMinute(o.Since) && wholeMinute(o.Until)) {
 			s.lit.Bounded = !all
 			s.cached, err = cacheFresh(ctx, conn)
-			s.storedParts = s.cached
+			if s.cached && err == nil {
+				s.storedParts, err = partsFresh(ctx, conn)
+			}
 			if s.cached && all {
 				s.answers = s.storedAnswer
 			}

@@ -22,7 +22,8 @@ import (
 
 // A log loaded in one go, in 2 parts and in 10 (an ingest each, as a user appending the
 // lines written since), and with a tenth of it loaded last (late lines: a second
-// gateway's log, a late flush) gives the same database: every stored table, row for row
+// gateway's log, a late flush), by ingest and as watch loads it (the partials left until
+// the last load, which builds them), gives the same database: every stored table, row for row
 // (the count tables, the route totals and the partial answers per minute), and the same
 // reports: JSON at a minute and at 10 s, the table, and a range of whole minutes, which
 // merges the stored partials of its minutes. The log is the incident hour (alerts, an
@@ -82,14 +83,16 @@ func TestLoadedInParts(t *testing.T) {
 		!strings.Contains(whole.reports["incident"], `"kind": "synchronised"`) {
 		t.Fatalf("the log has too little in it for the cuts to test: %+v", report)
 	}
-	layouts := map[string][][]int{"2 parts": contiguous(2), "10 parts": contiguous(10), "late lines": late()}
+	// "as watch": loaded through the library, each load's cache brought up to date without
+	// the answers and partials, as watch's batches do, the last one with them
+	layouts := map[string][][]int{"2 parts": contiguous(2), "10 parts": contiguous(10), "late lines": late(), "late lines, as watch": late()}
 	if testmain.EndToEnd {
 		// (a thousand took over ten minutes: a load's fixed cost, ~0.5 s, is what the
 		// answers that merge have yet to bring down)
 		layouts["100 parts"] = contiguous(100)
 	}
 	for name, layout := range layouts {
-		got := loadParts(t, lines, layout, len(layout) > 10)
+		got := loadParts(t, lines, layout, len(layout) > 10 || strings.HasSuffix(name, "as watch"))
 		for table, rows := range whole.tables {
 			if got.tables[table] != rows {
 				t.Errorf("%s: cache_%s differs from the log loaded in one go:\n%s", name, table, firstDiff(rows, got.tables[table], "one go", name))
@@ -163,8 +166,8 @@ type loadedParts struct {
 
 // loadParts loads lines in parts, layout[p] the lines of part p (indexes into lines), one
 // ingest each, and reads back the stored tables and the reports. inProcess loads them
-// through the library (a hundred processes take too long), the last load storing the
-// answers as ingest does.
+// through the library (a hundred processes take too long) as watch does, the last load
+// storing the answers as ingest does.
 func loadParts(t *testing.T, lines []string, layout [][]int, inProcess bool) loadedParts {
 	t.Helper()
 	dir := t.TempDir()
