@@ -35,6 +35,7 @@ type follower struct {
 type fileID struct{ dev, ino uint64 }
 
 type followed struct {
+	id    fileID
 	path  string // where it was last seen
 	size  int64  // as it was before its last load, which read it to its end
 	mtime time.Time
@@ -114,7 +115,7 @@ func (f *follower) inputs() []string {
 			if before[p] {
 				f.rotations++ // a name that pointed at another file: rotation
 			}
-			f.files[id] = &followed{path: p}
+			f.files[id] = &followed{id: id, path: p}
 			if f.take(id, p) {
 				out = append(out, p)
 			}
@@ -142,7 +143,7 @@ func (f *follower) take(id fileID, p string) bool {
 	}
 	fl := f.files[id]
 	if fl == nil {
-		fl = &followed{path: p}
+		fl = &followed{id: id, path: p}
 		f.files[id] = fl
 	}
 	fl.seen, fl.head = st, readHead(p, headBytes)
@@ -166,11 +167,17 @@ func readHead(path string, n int) []byte {
 
 // loaded records that the batch loaded its files: each to its end as it was before the
 // load (lines written during it are read again next time, and the registry of loaded
-// content leaves out what was loaded).
+// content leaves out what was loaded). A file whose name came to point at another file
+// during the batch (a rotation between the look and ingest's open) may not have been
+// read at all: it stays to be read at the next batch, where it is found by its inode.
 func (f *follower) loaded() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, fl := range f.batch {
+		if id, _, ok := stat(fl.path); !ok || id != fl.id {
+			fl.done = false
+			continue
+		}
 		fl.size, fl.mtime, fl.done = fl.seen.Size(), fl.seen.ModTime(), true
 	}
 	f.batch = f.batch[:0]
