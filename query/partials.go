@@ -97,14 +97,18 @@ func partsFresh(ctx context.Context, q querier) (bool, error) {
 
 // setParts records that the stored partials describe the cache's version v ("": none).
 func setParts(ctx context.Context, tx execer, v string) error {
-	return execAll(ctx, tx, "CREATE TABLE IF NOT EXISTS "+partsTable+" (version VARCHAR NOT NULL)", "DELETE FROM "+partsTable,
-		"INSERT INTO "+partsTable+" VALUES ('"+strings.ReplaceAll(v, "'", "''")+"')")
+	if err := execAll(ctx, tx, "CREATE TABLE IF NOT EXISTS "+partsTable+" (version VARCHAR NOT NULL)", "DELETE FROM "+partsTable); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "INSERT INTO "+partsTable+" VALUES ($1)", v)
+	return err
 }
 
-// partialsDigest changes with the partial statements: the cache's version carries it, so
-// that partials another retrylens stored are built again (sqlDigest).
+// partialsDigest changes with the partial statements and the route totals': the cache's
+// version carries it, so that those another retrylens stored are built again (sqlDigest).
 func partialsDigest() string {
 	h := sha256.New()
+	h.Write([]byte(totalsOf("t")))
 	for _, p := range partials {
 		q, err := renderPartial(p.name+"_partial", partialData{Table: "t", Throttle: defaultThrottle, Touched: "c"})
 		if err != nil {
