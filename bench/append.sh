@@ -65,15 +65,15 @@ for r in $(seq "$rounds"); do
     run "$b" append200 "$dir/$b" ingest --db "$dir/a.duckdb" "$dir/t200.log"
   done
 done
-# median and spread of column col of a file
-stat() { sort -n -k"$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { printf "%.2f (%.2f-%.2f)", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
+# spread FILE COL: the median (min-max) of column COL
+spread() { sort -n -k"$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { printf "%.2f (%.2f-%.2f)", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
 med() { sort -n -k1 "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 printf '%-10s %-22s %-22s %-22s %-22s %-28s %-28s %s\n' build ingest table hour json "append 1%" "append 200" "peak MiB (ingest, 1%)"
 for b in $builds; do
   whole=$(med "$dir/$b.ingest")
   share() { awk -v a="$(med "$dir/$b.$1")" -v w="$whole" 'BEGIN { printf "%.0f %%", 100 * a / w }'; }
   peak() { sort -n -k2 "$dir/$b.$1" | awk '{ v[NR] = $2 } END { printf "%.0f", v[int((NR + 1) / 2)] / 1024 }'; }
-  printf '%-10s %-22s %-22s %-22s %-22s %-28s %-28s %s\n' "$b" "$(stat "$dir/$b.ingest" 1)" "$(stat "$dir/$b.table" 1)" \
-    "$([ -f "$dir/$b.hour" ] && stat "$dir/$b.hour" 1)" "$(stat "$dir/$b.json" 1)" \
-    "$(stat "$dir/$b.append1" 1), $(share append1)" "$(stat "$dir/$b.append200" 1), $(share append200)" "$(peak ingest), $(peak append1)"
+  printf '%-10s %-22s %-22s %-22s %-22s %-28s %-28s %s\n' "$b" "$(spread "$dir/$b.ingest" 1)" "$(spread "$dir/$b.table" 1)" \
+    "$([ -f "$dir/$b.hour" ] && spread "$dir/$b.hour" 1)" "$(spread "$dir/$b.json" 1)" \
+    "$(spread "$dir/$b.append1" 1), $(share append1)" "$(spread "$dir/$b.append200" 1), $(share append200)" "$(peak ingest), $(peak append1)"
 done

@@ -23,7 +23,7 @@ attempts, and their strong first attempts. */}}
 {{define "attempt_counts_partial"}}
 WITH per AS (
     SELECT {{minute "first_ts"}} AS minute, lkey, count(*) AS n, count(*) FILTER (attempt = 0 AND strong) AS sf
-    FROM {{.Table}}_attempts {{template "touched" .}}
+    FROM {{.Table}}_attempts WHERE {{.Touched}}
     GROUP BY minute, lkey
 )
 SELECT minute, n, count(*)::BIGINT AS requests, sum(sf)::BIGINT AS strong_firsts

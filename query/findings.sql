@@ -47,7 +47,7 @@ WITH a AS MATERIALIZED (
     SELECT {{minute "first_ts"}} AS minute, lkey, key_text, method, route, uri, ts, attempt, status, error_code, operation,
         idempotency_key, max_attempts, hedge, reused_key, renumbered, prev_status, prev_error_code,
         first_n, first_status, first_upstream_status
-    FROM {{.Table}}_attempts {{template "touched" .}}
+    FROM {{.Table}}_attempts WHERE {{.Touched}}
 ),
 -- Writes (docs/metrics.md, "Writes that may have gone through twice"): per attempt of a
 -- write (a POST that names a read operation, X-Amz-Target's GetItem, is none), whether an

@@ -21,7 +21,7 @@ WITH h AS (
     SELECT {{minute "first_ts"}} AS minute, lkey, hedge, won, cancelled,
         CASE WHEN hedge THEN (epoch_us(started) - epoch_us(prev_started)) / 1000.0 END AS delay_ms
     FROM {{.Table}}_attempts
-    WHERE (hedge OR cancelled){{if .Touched}} AND {{.Touched}}{{end}} -- what every figure counts
+    WHERE (hedge OR cancelled) AND {{.Touched}} -- what every figure counts
 )
 SELECT minute,
     count(DISTINCT lkey) FILTER (hedge) AS requests,

@@ -34,7 +34,7 @@ SELECT {{minute "first_ts"}} AS minute, linked_by,
     count(*) FILTER (prev_end IS NULL) AS logical,
     count(*) FILTER (attempt >= 1 AND prev_end IS NULL) AS orphans,
     count(*) FILTER (after_2xx) AS after_2xx
-FROM {{.Table}}_attempts {{template "touched" .}}
+FROM {{.Table}}_attempts WHERE {{.Touched}}
 GROUP BY ALL
 ORDER BY minute, linked_by
 {{end}}

@@ -28,7 +28,7 @@ length. */}}
 WITH a AS (
     SELECT {{minute "first_ts"}} AS minute, lkey, key_text, method, uri, route, ts, attempt, status, error_code, hedge,
         started, prev_end, prev_status, prev_error_code, prev_retry_after, prev_retry_secs
-    FROM {{.Table}}_attempts {{template "touched" .}}
+    FROM {{.Table}}_attempts WHERE {{.Touched}}
 ),
 r AS (
     SELECT minute, lkey, key_text, coalesce(method, '-') || ' ' || coalesce(uri, '-') AS call,
@@ -66,9 +66,3 @@ SELECT minute, coalesce(rm.loops, 0)::BIGINT AS loops, coalesce(rm.max_length, 0
 FROM am LEFT JOIN rm USING (minute)
 ORDER BY minute
 {{end}}
-
-{{/* touched: only the requests whose first attempt is in the minutes an update touched,
-a condition on first_ts (updatePartials). */}}
-{{define "touched"}}
-{{- if .Touched}}WHERE {{.Touched}}{{end}}
-{{- end}}

@@ -64,7 +64,7 @@ func minuteSQL(col string) string {
 // partialData is what the partial statements are rendered with.
 type partialData struct {
 	Table, Throttle string
-	Touched         string            // a condition on first_ts: only the requests that began in an update's minutes (touchedMinutes)
+	Touched         string            // a condition on first_ts: only the requests that began in an update's minutes (touchedMinutes; "true": all)
 	Within          string            // a merge's condition on the partials' minute
 	parts           map[string]string // the partial tables a merge reads, by name
 }
@@ -73,11 +73,26 @@ type partialData struct {
 func (d partialData) Part(name string) string { return d.parts[name] }
 
 func renderPartial(name string, d partialData) (string, error) {
+	if d.Touched == "" {
+		d.Touched = "true"
+	}
 	var q bytes.Buffer
 	if err := sqlTmpl.ExecuteTemplate(&q, name, d); err != nil {
 		return "", err
 	}
 	return q.String(), nil
+}
+
+// writePartial runs into (CREATE TABLE t AS, INSERT INTO t) with p's statement over d.
+func writePartial(ctx context.Context, tx execer, into string, p partial, d partialData, args []any) error {
+	q, err := renderPartial(p.name+"_partial", d)
+	if err == nil {
+		_, err = tx.ExecContext(ctx, into+" "+q, args...)
+	}
+	if err != nil {
+		return fmt.Errorf("%s_partial: %w", p.name, err)
+	}
+	return nil
 }
 
 // partsTable holds the cache version the stored partials and route totals describe: they
@@ -146,16 +161,12 @@ func buildPartials(ctx context.Context, tx execer) error {
 		return err
 	}
 	for _, p := range partials {
-		q, err := renderPartial(p.name+"_partial", partialData{Table: cacheName, Throttle: defaultThrottle})
-		if err != nil {
-			return err
-		}
 		t := cacheName + "_p_" + p.name
 		if _, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "CREATE TABLE "+t+" AS "+q, p.args...); err != nil {
-			return fmt.Errorf("%s: %w", t, err)
+		if err := writePartial(ctx, tx, "CREATE TABLE "+t+" AS", p, partialData{Table: cacheName, Throttle: defaultThrottle}, p.args); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -178,16 +189,12 @@ func updatePartials(ctx context.Context, tx setConn, touched, before, after stri
 	}
 	d := partialData{Table: cacheName, Throttle: defaultThrottle, Touched: cond}
 	for _, p := range partials {
-		q, err := renderPartial(p.name+"_partial", d)
-		if err != nil {
-			return err
-		}
 		t := cacheName + "_p_" + p.name
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+t+" WHERE minute IN (SELECT m FROM "+touched+")"); err != nil {
 			return fmt.Errorf("%s: %w", t, err)
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO "+t+" "+q, p.args...); err != nil {
-			return fmt.Errorf("%s: %w", t, err)
+		if err := writePartial(ctx, tx, "INSERT INTO "+t, p, d, p.args); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -282,12 +289,9 @@ func (s *Set) merged(ctx context.Context, file string, args []any, each func(*sq
 		// storeAnswers runs in has another name)
 		t := fmt.Sprintf("%s_p_%s%s", s.table, n.name, argsSuffix(n.args))
 		if !s.ownParts[t] {
-			q, err := renderPartial(n.name+"_partial", partialData{Table: s.table, Throttle: s.throttle})
+			err := writePartial(ctx, s.conn, "CREATE OR REPLACE TEMP TABLE "+t+" AS", p, partialData{Table: s.table, Throttle: s.throttle}, n.args)
 			if err != nil {
 				return err
-			}
-			if _, err := s.conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE "+t+" AS "+q, n.args...); err != nil {
-				return fmt.Errorf("%s_partial: %w", n.name, err)
 			}
 			if s.ownParts == nil {
 				s.ownParts = map[string]bool{}
@@ -325,28 +329,27 @@ func partialNamed(name string) partial {
 // the prefix again (CheckCache), row by row, and names each that differs.
 func checkPartials(ctx context.Context, tx querier, again string) ([]string, error) {
 	var problems []string
+	compare := func(stored, built string) error {
+		d, err := differ(ctx, tx, stored, built)
+		if d != "" {
+			problems = append(problems, d)
+		}
+		return err
+	}
 	totals, built := cacheName+"_"+routeTotals.Name, again+"_"+routeTotals.Name
 	if _, err := tx.ExecContext(ctx, "CREATE TEMP TABLE "+built+" AS "+totalsOf(again+"_groups")); err != nil {
 		return nil, fmt.Errorf("%s: %w", built, err)
 	}
-	if d, err := differ(ctx, tx, totals, built); err != nil || d != "" {
-		return append(problems, d), err
+	if err := compare(totals, built); err != nil {
+		return nil, err
 	}
 	for _, p := range partials {
-		q, err := renderPartial(p.name+"_partial", partialData{Table: again, Throttle: defaultThrottle})
-		if err != nil {
+		built := again + "_p_" + p.name
+		if err := writePartial(ctx, tx, "CREATE TEMP TABLE "+built+" AS", p, partialData{Table: again, Throttle: defaultThrottle}, p.args); err != nil {
 			return nil, err
 		}
-		stored, built := cacheName+"_p_"+p.name, again+"_p_"+p.name
-		if _, err := tx.ExecContext(ctx, "CREATE TEMP TABLE "+built+" AS "+q, p.args...); err != nil {
-			return nil, fmt.Errorf("%s: %w", built, err)
-		}
-		d, err := differ(ctx, tx, stored, built)
-		if err != nil {
+		if err := compare(cacheName+"_p_"+p.name, built); err != nil {
 			return nil, err
-		}
-		if d != "" {
-			problems = append(problems, d)
 		}
 	}
 	return problems, nil

@@ -16,6 +16,6 @@ gap histogram and the synchronised finding merge. */}}
 {{define "gaps_partial"}}
 SELECT {{minute "first_ts"}} AS minute, attempt, {{template "gap_ms"}} AS gap_ms, file_id, line
 FROM {{.Table}}_attempts
-WHERE {{template "waited"}}{{if .Touched}} AND {{.Touched}}{{end}}
+WHERE {{template "waited"}} AND {{.Touched}}
 ORDER BY minute, attempt, gap_ms
 {{end}}

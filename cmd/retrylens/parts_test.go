@@ -252,7 +252,7 @@ func loadParts(t *testing.T, lines []string, layout [][]int, inProcess bool) loa
 			t.Fatalf("cache_%s: %v", name, err)
 		}
 		cols, _ := rows.Columns()
-		var lines []string
+		var text []string
 		for rows.Next() {
 			v := make([]any, len(cols))
 			ptrs := make([]any, len(cols))
@@ -272,14 +272,14 @@ func loadParts(t *testing.T, lines []string, layout [][]int, inProcess bool) loa
 					c[2] = "h:" + h[1] + ":" + place(h[2], h[3])
 				}
 			}
-			lines = append(lines, strings.Join(c, "\t"))
+			text = append(text, strings.Join(c, "\t"))
 		}
 		if err := rows.Err(); err != nil {
 			t.Fatal(err)
 		}
 		rows.Close()
-		slices.Sort(lines)
-		got.tables[name] = strings.Join(cols, "\t") + "\n" + strings.Join(lines, "\n")
+		slices.Sort(text)
+		got.tables[name] = strings.Join(cols, "\t") + "\n" + strings.Join(text, "\n")
 	}
 	conn.Close()
 	generatedAt := regexp.MustCompile(`"generated_at": "[^"]*"`)
