@@ -81,6 +81,15 @@ func TestVerify(t *testing.T) {
 	}
 	verify(0, "report cache: matches the rows")
 
+	// So do the partial answers per minute and the route totals (query/partials.go):
+	// each one changed is named.
+	execSQL(t, db, "UPDATE cache_p_attempt_counts SET requests = requests + 1", "UPDATE cache_routes SET n = n + 1")
+	verify(exitDamaged, "report cache: cache_routes: ", "report cache: cache_p_attempt_counts: ")
+	if out, stderr, code := retrylens(t, nil, "verify", "--repair", "--db", db); code != 0 || !strings.Contains(out, "repaired: report cache rebuilt from the rows") {
+		t.Errorf("verify --repair: exit %d\n%s%s", code, out, stderr)
+	}
+	verify(0, "report cache: matches the rows")
+
 	// So does an answer stored for whole reports (query/answers.go).
 	execSQL(t, db, `UPDATE cache_answers SET answer = '{"Loops": 7}' WHERE starts_with(name, 'Loops ')`)
 	verify(exitDamaged, "report cache: cache_answers: the stored answer to Loops differs from the rows' own")
