@@ -43,7 +43,7 @@ attempt that a good client would not have made. $1 is the policy cap on attempts
 (--max-attempts): attempt numbers >= $1 are over it, unless the line states the client's
 own cap (max_attempts). */}}
 {{define "findings_partial"}}
-WITH a AS MATERIALIZED (
+WITH a AS NOT MATERIALIZED (
     SELECT {{minute "first_ts"}} AS minute, lkey, key_text, method, route, uri, ts, attempt, status, error_code, operation,
         idempotency_key, max_attempts, hedge, reused_key, renumbered, prev_status, prev_error_code,
         first_n, first_status, first_upstream_status

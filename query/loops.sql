@@ -25,7 +25,7 @@ answer without one, after one that could not be read, and the $1 longest loops, 
 first, each with the request (its key as logged), its route, when the loop started and its
 length. */}}
 {{define "loops_partial"}}
-WITH a AS (
+WITH a AS NOT MATERIALIZED (
     SELECT {{minute "first_ts"}} AS minute, lkey, key_text, method, uri, route, ts, attempt, status, error_code, hedge,
         started, prev_end, prev_status, prev_error_code, prev_retry_after, prev_retry_secs
     FROM {{.Table}}_attempts WHERE {{.Touched}}
