@@ -95,6 +95,7 @@ type Ingested struct {
 // Health is what a report should say beside the figures.
 type Health struct {
 	Rejected, Lines int64 // lines ingest rejected, of those it read
+	Kept            int64 // rejected lines kept in full (the rejects table): the first of each file
 	// Repeats are rows that repeat rows of another load: the same traffic logged twice,
 	// counted twice by every figure.
 	Repeats int64
@@ -105,15 +106,21 @@ type Health struct {
 
 // Warnings are what a report on the store says beside its figures, a line each: rows
 // that do not match the registry (a killed load, until the next ingest repairs it),
-// rejected lines (in no figure), rows loaded twice (counted twice).
-func (h Health) Warnings() []string {
+// rows loaded twice (counted twice), and with notes the lines ingest rejected (in no
+// figure): the postmortem says so every time, a check or a budget only when they are 1 %
+// of the lines or more.
+func (h Health) Warnings(notes bool) []string {
 	var w []string
 	if h.Mismatch != "" {
 		w = append(w, fmt.Sprintf("warning: the database's rows do not match its registry (%s): figures may be off; run 'retrylens verify --repair' (or any ingest)", h.Mismatch))
 	}
-	if h.Rejected > 0 && h.Lines > 0 {
-		w = append(w, fmt.Sprintf("note: ingest rejected %d of the %d lines loaded (%.1f%%): they are in no figure (retrylens query 'SELECT * FROM rejects')",
-			h.Rejected, h.Lines, 100*float64(h.Rejected)/float64(h.Lines)))
+	if share := float64(h.Rejected) / float64(max(h.Lines, 1)); h.Rejected > 0 && h.Lines > 0 && (notes || share >= 0.01) {
+		n := fmt.Sprintf("note: ingest rejected %d of the %d lines loaded (%.1f%%): they are in no figure; by reason: retrylens query 'SELECT * FROM reject_counts'",
+			h.Rejected, h.Lines, 100*share)
+		if h.Kept > 0 {
+			n += fmt.Sprintf(", the %d kept in full with file and line: 'SELECT * FROM rejects'", h.Kept)
+		}
+		w = append(w, n)
 	}
 	if h.Repeats > 0 {
 		w = append(w, fmt.Sprintf("warning: %d rows repeat rows of another load (the same traffic logged twice?): every figure counts them twice; "+

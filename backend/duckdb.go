@@ -128,6 +128,7 @@ func (f *file) Health(ctx context.Context) Health {
 	}
 	f.db.QueryRowContext(ctx, "SELECT coalesce(sum(rejected), 0), coalesce(sum(lines), 0) FROM files").Scan(&h.Rejected, &h.Lines)
 	f.db.QueryRowContext(ctx, "SELECT coalesce(sum(repeats), 0) FROM files").Scan(&h.Repeats)
+	f.db.QueryRowContext(ctx, "SELECT count(*) FROM rejects").Scan(&h.Kept)
 	return h
 }
 

@@ -100,6 +100,7 @@ func (c *store) Health(ctx context.Context) backend.Health {
 		h.Mismatch = d.Found()
 	}
 	c.cl.Conn.QueryRow(ctx, "SELECT toInt64(sum(rejected)), toInt64(sum(lines)) FROM "+c.cl.Table("files")).Scan(&h.Rejected, &h.Lines)
+	c.cl.Conn.QueryRow(ctx, "SELECT toInt64(count()) FROM "+c.cl.Table("rejects")).Scan(&h.Kept)
 	return h
 }
 

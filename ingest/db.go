@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -70,6 +71,15 @@ var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 func checkPath(path string) error {
 	if urlScheme.MatchString(path) || strings.Contains(path, "://") {
 		return fmt.Errorf("--db %q: %w: want a DuckDB file's path, or clickhouse://HOST:PORT/DATABASE?cluster=NAME", path, ErrNotDuckDB)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("--db %s is a directory: give a file's path, such as %s", path, filepath.Join(path, "retrylens.duckdb"))
+	} else if errors.Is(err, fs.ErrNotExist) {
+		if dir := filepath.Dir(path); dir != "." {
+			if _, derr := os.Stat(dir); errors.Is(derr, fs.ErrNotExist) {
+				return fmt.Errorf("--db %s: the directory %s does not exist: create it (mkdir -p %s) or give another path", path, dir, dir)
+			}
+		}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -175,9 +185,18 @@ func OpenReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 // open does without them.
 var addedLater = map[string]bool{"files.line_sum": true, "files.duplicates": true, "files.repeats": true}
 
-// addedInPlace are the columns every open for writing adds to older databases (schema.sql)
-// and the reports read: a read-only open of a database without them says what to run.
-var addedInPlace = map[string]bool{"requests.error_code": true, "requests.operation": true}
+// addedInPlace are the columns every open for writing adds to older databases (schema.sql's
+// ALTER TABLE … ADD COLUMN IF NOT EXISTS) but for addedLater: a read-only open of a
+// database without them says what to run, since any ingest upgrades it.
+var addedInPlace = sync.OnceValue(func() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range alterColumn.FindAllStringSubmatch(schema, -1) {
+		if c := m[1] + "." + m[2]; !addedLater[c] {
+			out[c] = true
+		}
+	}
+	return out
+})
 
 // ErrOldSchema means the database was written by a retrylens whose tables differ.
 var ErrOldSchema = errors.New("written by another version of retrylens")
@@ -215,6 +234,7 @@ var schemaTables = sync.OnceValue(func() []string {
 var (
 	createTable = regexp.MustCompile(`^CREATE TABLE IF NOT EXISTS (\w+) \(`)
 	columnDef   = regexp.MustCompile(`^\s+(\w+)\s+[A-Z]`)
+	alterColumn = regexp.MustCompile(`(?m)^ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+) `)
 )
 
 // columns lists the "table.column"s of schema.sql's tables in db, from each one's
@@ -271,7 +291,7 @@ func checkSchema(ctx context.Context, db *sql.DB, upgrade bool) error {
 	for c := range schemaColumns() {
 		switch {
 		case have[c] || addedLater[c]:
-		case addedInPlace[c]:
+		case addedInPlace()[c]:
 			inPlace = append(inPlace, c)
 		default:
 			missing = append(missing, c)
@@ -286,20 +306,21 @@ func checkSchema(ctx context.Context, db *sql.DB, upgrade bool) error {
 	}
 	if len(inPlace) > 0 {
 		sort.Strings(inPlace)
-		return fmt.Errorf("%w: it lacks %s, which 'retrylens verify --repair --db' (or any ingest) adds in place, keeping its rows", ErrOldSchema, strings.Join(inPlace, ", "))
+		return fmt.Errorf("%w: it lacks %s, which any 'retrylens ingest --db' on it (or 'retrylens verify --repair --db') adds in place, keeping its rows", ErrOldSchema, strings.Join(inPlace, ", "))
 	}
 	return nil
 }
 
 // Damaged reports whether err is DuckDB finding the database file corrupt: blocks that
-// do not read back as written (a disk, a copy or a filesystem at fault).
+// do not read back as written, or a file shorter than its own header says (a disk, a
+// copy or a filesystem at fault).
 func Damaged(err error) bool {
 	if err == nil {
 		return false
 	}
 	msg := err.Error()
 	return strings.Contains(msg, "Corrupt database file") || strings.Contains(msg, "Data Corruption Error") ||
-		strings.Contains(msg, "does not match stored checksum")
+		strings.Contains(msg, "does not match stored checksum") || strings.Contains(msg, "Could not read enough bytes from file")
 }
 
 var lockHolder = regexp.MustCompile(`\(PID (\d+)\)`)

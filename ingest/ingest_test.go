@@ -252,8 +252,10 @@ func TestOldSchema(t *testing.T) {
 	}
 }
 
-// A database from before error_code and operation: a read-only open says what adds them, any open for
-// writing adds it (its rows kept), and then a read-only open works.
+// A database from before error_code, operation and span_hash: a read-only open says that
+// any ingest adds them (the columns schema.sql adds in place, not "load into a new
+// database"), any open for writing adds them (its rows kept), and then a read-only open
+// works.
 func TestColumnsAddedInPlace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -262,12 +264,12 @@ func TestColumnsAddedInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.Exec(`ALTER TABLE requests DROP COLUMN error_code; ALTER TABLE requests DROP COLUMN operation; INSERT INTO requests (file_id, line, status) VALUES (1, 1, 400)`)
+	_, err = db.Exec(`ALTER TABLE requests DROP COLUMN error_code; ALTER TABLE requests DROP COLUMN operation; ALTER TABLE requests DROP COLUMN span_hash; INSERT INTO requests (file_id, line, status) VALUES (1, 1, 400)`)
 	db.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenReadOnly(ctx, path); !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), "requests.error_code, requests.operation, which 'retrylens verify --repair --db' (or any ingest) adds in place") {
+	if _, err := OpenReadOnly(ctx, path); !errors.Is(err, ErrOldSchema) || !strings.Contains(err.Error(), "requests.error_code, requests.operation, requests.span_hash, which any 'retrylens ingest --db' on it (or 'retrylens verify --repair --db') adds in place") {
 		t.Errorf("OpenReadOnly(database without error_code) = %v; want ErrOldSchema saying what adds it", err)
 	}
 	if db, err = Open(ctx, path); err != nil {

@@ -16,13 +16,6 @@ import (
 	"github.com/retrylens/retrylens/report"
 )
 
-// exitAlert is check's exit code when an alert at or above --fail-on fired.
-const exitAlert = 3
-
-// exitNoData is check's exit code when it had nothing to judge: no rows in the range, or
-// none with an attempt number. A CI job pointed at the wrong file must not pass.
-const exitNoData = 6
-
 type checkOptions struct {
 	rowFlags
 	figureFlags

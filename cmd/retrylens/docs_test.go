@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -54,5 +56,46 @@ func TestReferenceDoc(t *testing.T) {
 	have, err := os.ReadFile(referencePath)
 	if err != nil || !bytes.Equal(have, doc.Bytes()) {
 		t.Errorf("docs/reference.md is not the commands' --help (%v): go test ./cmd/retrylens -run TestReferenceDoc -update", err)
+	}
+}
+
+// The JSON sample in help/report.md is what the command it shows prints on the quick
+// start's database (but for when it was generated): a field added to the report reaches
+// the docs, or this fails (-update writes it again).
+func TestReportJSONSample(t *testing.T) {
+	t.Parallel()
+	const cmd = "$ ./retrylens report --db demo.duckdb --format json --since 2026-11-29T09:00:00Z --until 2026-11-29T10:00:00Z\n"
+	db := filepath.Join(t.TempDir(), "demo.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db,
+		"../../testdata/quiet-hour/access.log", "../../testdata/incident-hour/access.log"); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	out, stderr, code := retrylens(t, nil, strings.Fields(strings.ReplaceAll(strings.TrimPrefix(strings.TrimSpace(cmd), "$ ./retrylens "), "demo.duckdb", db))...)
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	const path = "help/report.md"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, cmd)
+	if i < 0 {
+		t.Fatalf("%s shows no %q", path, cmd)
+	}
+	i += len(cmd)
+	j := i + strings.Index(doc[i:], "```")
+	generated := regexp.MustCompile(`"generated_at": "[^"]*"`)
+	have := doc[i:j]
+	want := generated.ReplaceAllString(out, generated.FindString(have))
+	if *update {
+		if err := os.WriteFile(path, []byte(doc[:i]+want+doc[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if have != want {
+		t.Errorf("%s's JSON sample is not what the command prints: go test ./cmd/retrylens -run 'TestReportJSONSample|TestReferenceDoc' -update", path)
 	}
 }

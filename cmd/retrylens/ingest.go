@@ -136,7 +136,7 @@ func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) er
 		fmt.Fprintf(e.stderr, "retrylens: nothing loaded, so no database was created at %s\n", report.Clean(st.String()))
 		return nil
 	}
-	if done.CacheErr != nil {
+	if done.CacheErr != nil && (err == nil || !diskFull(done.CacheErr)) { // a full disk is said once, below
 		fmt.Fprintf(e.stderr, "retrylens: warning: the report cache was not built (reports will link the rows themselves, slower): %v\n", done.CacheErr)
 	} else if done.Cache != "" && !o.quiet {
 		fmt.Fprintf(e.stderr, "Report cache %s in %.1fs.\n", done.Cache, done.CacheTime.Seconds())
@@ -176,6 +176,3 @@ func (e *env) rejectRatio(res ingest.Result, maxReject float64) error {
 // ingestStep is called at each step of a chunk's transaction; crash tests set it to kill
 // a load exactly there. Nil in the product.
 var ingestStep func(ingest.Step)
-
-// exitRejects is ingest's exit code when the rejected share passed --max-reject-ratio.
-const exitRejects = 4

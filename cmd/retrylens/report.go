@@ -216,7 +216,7 @@ func (e *env) openRows(ctx context.Context, o *rowFlags, files []string, qo *que
 	}
 	db, err := st.Rows(ctx, qo, router.Route, every)
 	if health != nil {
-		for _, w := range (<-health).Warnings() {
+		for _, w := range (<-health).Warnings(o.command == "report") {
 			fmt.Fprintf(e.stderr, "retrylens: %s\n", w)
 		}
 	}

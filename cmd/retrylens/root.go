@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -20,13 +19,6 @@ import (
 	"github.com/retrylens/retrylens/parse"
 	"github.com/retrylens/retrylens/postmortem"
 	"github.com/retrylens/retrylens/query"
-)
-
-// Exit codes, documented in the root command's help.
-const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
 )
 
 // exitCode is an error that only sets the exit code.
@@ -94,9 +86,9 @@ func (e *env) run(args []string) int {
 	if errors.As(err, &code) {
 		return int(code) // the command has said what it had to say
 	}
-	if ingest.Damaged(err) {
-		sayDamaged(e.stderr, err)
-		return exitError
+	if say, code := explain(err); say != "" {
+		fmt.Fprintf(e.stderr, "retrylens: %s\n(%v)\n", say, err)
+		return code
 	}
 	fmt.Fprintf(e.stderr, "retrylens: %v\n", err)
 	var ue usageError
@@ -106,12 +98,6 @@ func (e *env) run(args []string) int {
 		return exitUsage
 	}
 	return exitError
-}
-
-// sayDamaged explains an error that ingest.Damaged recognises.
-func sayDamaged(w io.Writer, err error) {
-	fmt.Fprintf(w, "retrylens: the database file is damaged: part of it does not read back as it was written (a disk, copy or filesystem fault).\n"+
-		"Restore it from a copy, or load the logs again into a new --db file; 'retrylens verify' reads every block of one.\n(%v)\n", err)
 }
 
 func commandName(root *cobra.Command, args []string) string {
@@ -125,60 +111,19 @@ func (e *env) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "retrylens",
 		Short:         "Were client retries rescuing requests or fuelling the incident?",
-		Long:          help("retrylens.long.txt"),
+		Long:          help("retrylens.long.txt") + "\n\n" + exitCodesText(),
 		Example:       help("retrylens.example.txt"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version(),
+		Version:       release,
 	}
-	root.SetVersionTemplate("retrylens {{.Version}}\n")
+	cobra.AddTemplateFunc("buildVersion", func() string { return version(duckdbVersion()) })
+	root.SetVersionTemplate("retrylens {{buildVersion}}\n")
 	root.PersistentFlags().DurationVar(&e.wait, "wait", 30*time.Second,
 		"how long to wait for a database file another process holds (a 'retrylens watch' batch, an ingest), or on a cluster for a log another loader is loading; 0 fails at once")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(e.ingestCmd(), e.watchCmd(), e.reportCmd(), e.checkCmd(), e.budgetCmd(), e.queryCmd(), e.verifyCmd(), e.formatsCmd(), e.versionCmd())
+	root.AddCommand(e.ingestCmd(), e.watchCmd(), e.reportCmd(), e.checkCmd(), e.budgetCmd(), e.queryCmd(), e.verifyCmd(), e.formatsCmd(), e.versionCmd(), e.manCmd())
 	return root
-}
-
-// versionCmd prints what --version prints: people type "retrylens version" as often.
-func (e *env) versionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print retrylens's version, commit and DuckDB driver",
-		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(e.stdout, "retrylens %s\n", version())
-			return err
-		},
-	}
-}
-
-// version is this build's module version, commit and DuckDB driver, from the build info.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown build)"
-	}
-	v := bi.Main.Version
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+changes"
-			}
-		}
-	}
-	if rev != "" {
-		v += " (commit " + rev[:min(12, len(rev))] + dirty + ")"
-	}
-	for _, d := range bi.Deps {
-		if d.Path == "github.com/duckdb/duckdb-go/v2" {
-			v += ", duckdb-go " + d.Version
-		}
-	}
-	return v + ", " + bi.GoVersion
 }
 
 // dbHelp is --db's help, the same for every command.

@@ -7,12 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/retrylens/retrylens/backend"
-	"github.com/retrylens/retrylens/ingest"
 	"github.com/retrylens/retrylens/report"
 )
-
-// exitDamaged is verify's exit code when the database is not what its registry says.
-const exitDamaged = 5
 
 type verifyOptions struct {
 	db     string
@@ -45,17 +41,10 @@ func (e *env) runVerify(ctx context.Context, o *verifyOptions) error {
 	if o.repair {
 		mode = backend.ReadWrite
 	}
-	// A file that does not read back is damage like any other: exit 5.
-	damaged := func(err error) error {
-		if ingest.Damaged(err) {
-			sayDamaged(e.stderr, err)
-			return exitCode(exitDamaged)
-		}
-		return err
-	}
+	// A file that does not read back is damage like any other: run() says so, exit 5.
 	st, err := e.store(ctx, e.dbPath(o.db), backend.Options{Mode: mode})
 	if err != nil {
-		return damaged(err)
+		return err
 	}
 	defer st.Close()
 	v, err := st.Verify(ctx, o.repair)
@@ -63,7 +52,7 @@ func (e *env) runVerify(ctx context.Context, o *verifyOptions) error {
 		fmt.Fprintln(e.stdout, l)
 	}
 	if err != nil {
-		return damaged(err)
+		return err
 	}
 	if v.Damaged {
 		fmt.Fprintf(e.stderr, "retrylens: %s is damaged; run 'retrylens verify --repair' (any ingest also repairs the rows)\n", report.Clean(st.String()))

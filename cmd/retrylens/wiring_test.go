@@ -133,9 +133,10 @@ func TestRowFlagsReachTheStore(t *testing.T) {
 // What the store says of itself is said beside the figures, on stderr.
 func TestHealthIsSaid(t *testing.T) {
 	t.Parallel()
-	_, stderr := withFake(t, backend.Health{Rejected: 5, Lines: 40, Repeats: 3, Mismatch: "1 unregistered load"}, "check")
+	_, stderr := withFake(t, backend.Health{Rejected: 5, Lines: 40, Kept: 5, Repeats: 3, Mismatch: "1 unregistered load"}, "check")
 	for _, want := range []string{
 		"ingest rejected 5 of the 40 lines loaded (12.5%)",
+		"'SELECT * FROM reject_counts', the 5 kept in full with file and line: 'SELECT * FROM rejects'",
 		"3 rows repeat rows of another load",
 		"do not match its registry (1 unregistered load)",
 	} {
@@ -145,5 +146,15 @@ func TestHealthIsSaid(t *testing.T) {
 	}
 	if _, stderr := withFake(t, backend.Health{Lines: 40}, "check"); strings.Contains(stderr, "warning") || strings.Contains(stderr, "note") {
 		t.Errorf("a healthy store gets a word:\n%s", stderr)
+	}
+	// a few rejected lines are the postmortem's note, not every check's and budget's
+	few := backend.Health{Rejected: 1, Lines: 1000, Kept: 1}
+	for _, cmd := range []string{"check", "budget"} {
+		if _, stderr := withFake(t, few, cmd); strings.Contains(stderr, "note") {
+			t.Errorf("%s: 0.1%% rejected gets a note:\n%s", cmd, stderr)
+		}
+	}
+	if _, stderr := withFake(t, few, "report"); !strings.Contains(stderr, "ingest rejected 1 of the 1000 lines loaded (0.1%)") {
+		t.Errorf("report: no note of the rejected line:\n%s", stderr)
 	}
 }
