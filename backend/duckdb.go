@@ -145,7 +145,12 @@ func (f *file) Rows(ctx context.Context, qo *query.Options, route func(string) s
 func (f *file) Run(ctx context.Context, q string) ([]string, [][]any, error) {
 	cols, vals, err := query.Run(ctx, f.db, q)
 	if err != nil && f.mode == ReadOnly && strings.Contains(err.Error(), "read-only mode") {
-		return nil, nil, fmt.Errorf("the database is opened read-only; --write allows changes (%w)", err)
+		// DuckDB names every statement it refuses here "EXECUTE" (it runs as a prepared one)
+		verb := "this statement"
+		if w := strings.Fields(q); len(w) > 0 {
+			verb = "a " + strings.ToUpper(w[0])
+		}
+		return nil, nil, fmt.Errorf("%s would change the database, which query opens read-only: add --write to allow it", verb)
 	}
 	return cols, vals, err
 }

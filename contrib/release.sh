@@ -6,8 +6,8 @@
 #   bash contrib/release.sh 0.1.0
 #
 # DuckDB is linked through cgo (the prebuilt library its Go module ships for each
-# platform), so each platform needs its C compiler: gcc for the machine's own, Debian's
-# gcc-aarch64-linux-gnu (aarch64-linux-gnu-gcc) for arm64 on amd64, gcc-x86-64-linux-gnu
+# platform, C++), so each platform needs its C and C++ toolchain: gcc and g++ for the
+# machine's own, Debian's g++-aarch64-linux-gnu for arm64 on amd64, g++-x86-64-linux-gnu
 # for amd64 on arm64. Binaries are built with -trimpath and the commit stamped in
 # (retrylens version names it).
 set -euo pipefail
@@ -33,7 +33,7 @@ cc_for() {
 }
 for arch in amd64 arm64; do
   cc=$(cc_for "$arch")
-  command -v "$cc" >/dev/null || { echo "release.sh: $cc not found (Debian: apt-get install gcc-${cc%-gcc})" >&2; exit 1; }
+  command -v "$cc" >/dev/null || { echo "release.sh: $cc not found (Debian: apt-get install g++-${cc%-gcc})" >&2; exit 1; }
   name=retrylens-$version-linux-$arch
   out=$dist/$name
   mkdir -p "$out/man" "$out/completions"

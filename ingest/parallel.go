@@ -141,7 +141,7 @@ func parseJobs(ctx context.Context, format *parse.Format, jobs <-chan *job, pool
 	for j := range jobs {
 		b := nextBatch(free)
 		for _, perr := range j.tooLong {
-			reject(perr, nil)
+			reject(perr, perr.Head) // the line is not kept: its start is
 		}
 		for i, raw := range j.raw {
 			n := len(b.recs)

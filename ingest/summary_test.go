@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,5 +29,33 @@ rejected lines by reason: literal 1
 `
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+}
+
+// The progress line draws nothing in a load's first second (the read-ahead would show as
+// the rate), then the share read, lines/s and the time left; Close clears it; a file of
+// unknown size shows what was read.
+func TestProgressLine(t *testing.T) {
+	var out strings.Builder
+	l := ProgressBar(&out)("/var/log/access.log", 1000).(*lineRate)
+	l.Write([]byte("a\nb\n"))
+	if out.Len() != 0 {
+		t.Errorf("drawn in the first second: %q", out.String())
+	}
+	l.start = l.start.Add(-4 * time.Second) // 4 s in, half of it read
+	l.Write(make([]byte, 496))
+	if got := out.String(); !strings.Contains(got, "access.log  50%") || !strings.Contains(got, "k lines/s, 4s left") || strings.Contains(got, "GB/s") {
+		t.Errorf("at half of 1000 bytes after 4 s: %q", got)
+	}
+	l.Close()
+	if !strings.HasSuffix(out.String(), "\r\x1b[K") {
+		t.Errorf("Close left the line: %q", out.String())
+	}
+	out.Reset()
+	s := ProgressBar(&out)("-", -1).(*lineRate)
+	s.start = s.start.Add(-2 * time.Second)
+	s.Write(make([]byte, 3<<20))
+	if !strings.Contains(out.String(), "3 MiB read") {
+		t.Errorf("a stream: %q", out.String())
 	}
 }

@@ -25,7 +25,12 @@ type Error struct {
 	Column int
 	Err    error  // one of the sentinels above
 	Detail string // what was expected and what was found, short
+	Head   []byte // a line too long to keep (ErrLineTooLong): its first HeadLength bytes
 }
+
+// HeadLength is how much of a line too long to keep an Error holds (Head), for the
+// sample of rejected lines.
+const HeadLength = 160
 
 func (e *Error) Error() string {
 	s := ""

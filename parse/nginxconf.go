@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -12,17 +13,37 @@ import (
 // compiles it. The format's pieces may span lines; its escape= parameter is honoured.
 func FromNginxConf(path, name string) (*Format, error) {
 	var found []string
-	var names []string
+	var names, used []string
+	formats := map[string][]string{}
 	if err := scanConf(path, 0, func(args []string) {
-		if len(args) >= 2 && args[0] == "log_format" {
+		switch {
+		case len(args) >= 2 && args[0] == "log_format":
 			names = append(names, args[1])
-			if args[1] == name {
-				found = args
-			}
+			formats[args[1]] = args
+		case len(args) >= 3 && args[0] == "access_log" && !slices.Contains(used, args[2]):
+			used = append(used, args[2])
 		}
 	}); err != nil {
 		return nil, err
 	}
+	if name == "" {
+		// Without --log-format-name: the one log_format, or the one access_log uses.
+		var defined []string
+		for _, u := range used {
+			if formats[u] != nil {
+				defined = append(defined, u)
+			}
+		}
+		switch {
+		case len(names) == 1:
+			name = names[0]
+		case len(defined) == 1:
+			name = defined[0]
+		case len(names) > 1:
+			return nil, fmt.Errorf("%s has %d log_formats (%s): --log-format-name names the one the log was written with", path, len(names), strings.Join(names, ", "))
+		}
+	}
+	found = formats[name]
 	if found == nil {
 		if len(names) == 0 {
 			return nil, fmt.Errorf("%s: no log_format directive (nginx's default is combined: --log-format combined)", path)

@@ -307,8 +307,8 @@ func TestCorpus(t *testing.T) {
 func TestReader(t *testing.T) {
 	retry, _ := Preset("retry")
 	good := lineOf(t, "nginx-retry.log", 1)
-	long := strings.Repeat("x", MaxLineLength+10)
-	in := good + "\n\nbroken line\n" + long + "\n" + good // last line without newline
+	long := "10.0.0.9 - - [29/Nov/2026:10:00:00 +0000] \"GET /" + strings.Repeat("x", MaxLineLength+10)
+	in := good + "\n\nbroken line\n" + long + "\n" + good + "\n" + long // last line without newline
 	r := NewReader(bufio.NewReader(strings.NewReader(in)), retry)
 	var got []string
 	for {
@@ -322,11 +322,15 @@ func TestReader(t *testing.T) {
 			got = append(got, "ok")
 		case errors.As(err, &pe):
 			got = append(got, fmt.Sprintf("%s@%d", pe.Reason(), pe.Line))
+			// a line too long to keep keeps its start, for the sample of rejects
+			if pe.Err == ErrLineTooLong && string(pe.Head) != long[:HeadLength] {
+				t.Errorf("line %d: head %q, want the line's first %d bytes", pe.Line, pe.Head, HeadLength)
+			}
 		default:
 			t.Fatal(err)
 		}
 	}
-	want := []string{"ok", "literal@3", "too_long@4", "ok"}
+	want := []string{"ok", "literal@3", "too_long@4", "ok", "too_long@6"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Read sequence (-want +got):\n%s", diff)
 	}
@@ -356,6 +360,22 @@ func TestFromNginxConf(t *testing.T) {
 	}
 	if _, err := FromNginxConf("testdata/nginxconf/nginx.conf", "nope"); err == nil || !strings.Contains(err.Error(), "there are: main, retry_json") {
 		t.Errorf("unknown name: %v", err)
+	}
+	// No name: the format the access_log uses (main), of the two defined.
+	if f, err := FromNginxConf("testdata/nginxconf/nginx.conf", ""); err != nil || f.Source != want {
+		t.Errorf("no name: %v, %v; want main, the access_log's", f, err)
+	}
+	// No name, one log_format and no access_log: that one; two and no access_log: the names.
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one.conf")
+	os.WriteFile(one, []byte("http { log_format only '$remote_addr [$time_local] \"$request\" $status'; }\n"), 0o644)
+	if f, err := FromNginxConf(one, ""); err != nil || f.Source != `$remote_addr [$time_local] "$request" $status` {
+		t.Errorf("one log_format: %v, %v", f, err)
+	}
+	two := filepath.Join(dir, "two.conf")
+	os.WriteFile(two, []byte("log_format a '$status';\nlog_format b '$status $request';\n"), 0o644)
+	if _, err := FromNginxConf(two, ""); err == nil || !strings.Contains(err.Error(), "has 2 log_formats (a, b): --log-format-name names") {
+		t.Errorf("two log_formats, no name: %v", err)
 	}
 }
 

@@ -22,6 +22,7 @@ type Reader struct {
 	pos, end int
 	line     int
 	last     []byte // the line last read; valid until the next Read
+	head     []byte // the start of the line too long to keep that readLine skipped last
 }
 
 // blockSize is the size of the blocks the Reader reads into. A line longer than a block
@@ -76,7 +77,7 @@ func (r *Reader) Next() ([]byte, error) {
 		r.line++
 		r.last = raw
 		if raw == nil {
-			return nil, &Error{Line: r.line, Column: MaxLineLength + 1, Err: ErrLineTooLong, Detail: "longer than 1 MiB"}
+			return nil, &Error{Line: r.line, Column: MaxLineLength + 1, Err: ErrLineTooLong, Detail: "longer than 1 MiB", Head: r.head}
 		}
 		if len(raw) == 0 || (len(raw) == 1 && raw[0] == '\r') {
 			continue
@@ -93,6 +94,7 @@ func (r *Reader) readLine() ([]byte, error) {
 		if k := bytes.IndexByte(r.block[r.pos+seen:r.end], '\n'); k >= 0 {
 			k += seen
 			if k > MaxLineLength {
+				r.keepHead()
 				r.pos += k + 1
 				return nil, nil
 			}
@@ -105,6 +107,7 @@ func (r *Reader) readLine() ([]byte, error) {
 				line := r.block[r.pos:r.end:r.end]
 				r.pos = r.end
 				if len(line) > MaxLineLength {
+					r.keepHead()
 					return nil, nil
 				}
 				return line, nil
@@ -112,11 +115,17 @@ func (r *Reader) readLine() ([]byte, error) {
 			return nil, r.err
 		}
 		if r.end-r.pos > MaxLineLength {
+			r.keepHead()
 			return nil, r.skipLine()
 		}
 		seen = r.end - r.pos
 		r.fill()
 	}
+}
+
+// keepHead copies the start of the line at r.pos, one too long to keep, for its Error.
+func (r *Reader) keepHead() {
+	r.head = bytes.Clone(r.block[r.pos:min(r.end, r.pos+HeadLength)])
 }
 
 // fill reads more of the source after what is buffered, first moving the partial line

@@ -48,8 +48,8 @@ func (s Spec) Format() (*Format, error) {
 
 func (s Spec) base() (*Format, error) {
 	if s.NginxConf != "" || s.FormatName != "" {
-		if s.NginxConf == "" || s.FormatName == "" {
-			return nil, fmt.Errorf("--nginx-conf and --log-format-name go together")
+		if s.NginxConf == "" {
+			return nil, fmt.Errorf("--log-format-name names a log_format of --nginx-conf: give both")
 		}
 		if s.NginxFormat != "" || s.PresetGiven {
 			return nil, fmt.Errorf("--nginx-conf, --nginx-format and --log-format are exclusive")

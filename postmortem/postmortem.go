@@ -57,8 +57,11 @@ type Result struct {
 	Sustained     []judge.Sustained // stretches of retry-sustained overload, in the windows
 	// For html: the timeline's buckets (see ChartWidth), logical requests per number of
 	// attempts and the gap histograms.
-	Chart         []judge.Window
-	ChartWidth    time.Duration
+	Chart      []judge.Window
+	ChartWidth time.Duration
+	// Closeup is the minutes around the first incident (as long again before and after)
+	// when the chart shows it poorly (closeup): its own timeline gives it the width.
+	Closeup       []judge.Window
 	AttemptCounts []query.AttemptCount
 	Gaps          []query.GapHistogram
 }
@@ -146,6 +149,9 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 			return nil, err
 		}
 		r.Incidents = append(r.Incidents, in)
+	}
+	if o.Charts && o.Width >= time.Minute && len(r.Incidents) > 0 {
+		r.Closeup = closeup(r.Incidents[0], r.From, r.To, r.ChartWidth, minutes)
 	}
 	judge.MarkFuelling(r.Windows, o.Width, r.Alerts, rules)
 	r.Sustained = judge.RetrySustained(r.Windows, o.Width, rules)
@@ -252,6 +258,24 @@ func Budget(ctx context.Context, db *sql.DB, qo query.Options, models []budget.M
 		results = append(results, budget.Replay(attempts, m, width))
 	}
 	return results, nil
+}
+
+// closeup is the minutes from as long before the incident as it lasts to as long after,
+// when the chart (buckets of width over [from, to)) shows it poorly: in buckets longer
+// than a minute, or in under a tenth of its width.
+func closeup(in query.Incident, from, to time.Time, width time.Duration, minutes []judge.Window) []judge.Window {
+	d := in.End.Sub(in.Start)
+	if d <= 0 || (width <= time.Minute && 10*d >= to.Sub(from)) {
+		return nil
+	}
+	lo, hi := in.Start.Add(-d), in.End.Add(d)
+	var out []judge.Window
+	for _, m := range minutes {
+		if !m.Start.Before(lo) && m.Start.Before(hi) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // ChartWidth picks the timeline chart's bucket width for a range: the report's window

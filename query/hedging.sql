@@ -19,7 +19,9 @@ WHERE {{.Within}}
 {{define "hedging_partial"}}
 WITH h AS (
     SELECT {{minute "first_ts"}} AS minute, lkey, hedge, won, cancelled,
-        CASE WHEN hedge THEN (epoch_us(started) - epoch_us(prev_started)) / 1000.0 END AS delay_ms
+        -- a hedge the log places before the attempt it followed (a clock coarser than
+        -- the delay: a gateway's second) was sent with no delay, as a gap under 0 counts
+        CASE WHEN hedge THEN greatest(epoch_us(started) - epoch_us(prev_started), 0) / 1000.0 END AS delay_ms
     FROM {{.Table}}_attempts
     WHERE (hedge OR cancelled) AND {{.Touched}} -- what every figure counts
 )

@@ -75,13 +75,20 @@ type polyline struct {
 	Points string
 }
 
+// svgPoint is a series' value in a bucket that has no neighbour to draw a line to.
+type svgPoint struct {
+	X, Y  float64
+	Class string
+}
+
 // timeline is the chart of amplification (left axis) and retry rate, 5xx and 429 share
 // (right axis) per bucket, with alert periods shaded and incident windows marked.
 type timeline struct {
 	W, H, Left, Right, Top, Bottom float64
 	Width                          string // the buckets' width, e.g. "1m"
 	Lines                          []polyline
-	Dots                           []svgRect // one invisible hover target per bucket, with its figures
+	Points                         []svgPoint // runs of one bucket (a line needs two)
+	Dots                           []svgRect  // one invisible hover target per bucket, with its figures
 	Alerts, Incidents              []svgRect
 	Grid                           []svgLine
 	XLabels, LeftLabels, RightLabs []svgText
@@ -107,6 +114,7 @@ type htmlView struct {
 	Backoff        []string
 	Notes          []string
 	Timeline       *timeline
+	Closeup        *timeline // the first incident's minutes, when it is a sliver of Timeline
 	Load           *timeline // first attempts, attempts and goodput a second
 	Attempts       *barChart
 	Gaps           []barChart
@@ -205,6 +213,9 @@ func HTML(w io.Writer, r *Report) error {
 	if len(r.Chart) > 0 {
 		v.Timeline, v.Load = r.timeline(), r.load()
 	}
+	if len(r.Closeup) > 1 {
+		v.Closeup = r.closeupTimeline()
+	}
 	if len(r.AttemptCounts) > 0 {
 		v.Attempts = attemptBars(r.AttemptCounts)
 	}
@@ -286,6 +297,23 @@ func (r *Report) timeline() *timeline {
 	return t
 }
 
+// closeupTimeline is the timeline of the first incident's minutes (Result.Closeup), with
+// that incident and the alerts as far as they reach into them.
+func (r *Report) closeupTimeline() *timeline {
+	c := *r
+	c.Chart, c.ChartWidth = r.Closeup, time.Minute
+	lo, hi := r.Closeup[0].Start, r.Closeup[len(r.Closeup)-1].Start.Add(time.Minute)
+	c.Incidents = r.Incidents[:1]
+	c.Alerts = nil
+	for _, a := range r.Alerts {
+		if a.Start.Before(hi) && a.End.After(lo) {
+			a.Start, a.End = maxTime(a.Start, lo), minTime(a.End, hi)
+			c.Alerts = append(c.Alerts, a)
+		}
+	}
+	return c.timeline()
+}
+
 // frame is a time chart over the chart's buckets and spans (which may reach past them):
 // its geometry, its time labels, and where a time falls on it.
 func (r *Report) frame(spans []judge.Span) (*timeline, func(time.Time) float64) {
@@ -298,27 +326,61 @@ func (r *Report) frame(spans []judge.Span) (*timeline, func(time.Time) float64) 
 	}
 	span := to.Sub(from).Seconds()
 	x := func(at time.Time) float64 { return t.Left + (t.Right-t.Left)*at.Sub(from).Seconds()/span }
-	for i := range timeTicks + 1 {
-		at := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / timeTicks))
-		layout := chartClock(r.ChartWidth)
-		if to.Sub(from) > 36*time.Hour {
-			layout = "01-02 15:04"
-		}
+	layout := chartClock(r.ChartWidth)
+	if to.Sub(from) > 36*time.Hour {
+		layout = "01-02 15:04"
+	}
+	for _, at := range ticks(from, to, r.loc()) {
 		t.XLabels = append(t.XLabels, svgText{X: x(at), Y: t.Bottom + 18, Text: at.In(r.loc()).Format(layout), Anchor: "middle"})
 	}
 	return t, x
+}
+
+// tickSteps are the distances between time labels a chart may take: round on a clock.
+var tickSteps = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour}
+
+// ticks are the times in [from, to] at the smallest round step that gives at most
+// timeTicks+1 of them, on the clock of loc (10:00, 10:15, 10:30, …), so that the labels
+// are evenly spaced and read as a clock does.
+func ticks(from, to time.Time, loc *time.Location) []time.Time {
+	step := tickSteps[len(tickSteps)-1]
+	for _, s := range tickSteps {
+		if to.Sub(from)/s <= timeTicks {
+			step = s
+			break
+		}
+	}
+	for to.Sub(from)/step > timeTicks { // longer than days: whole days
+		step *= 2
+	}
+	// the first multiple of step at or after from, counted from loc's midnight
+	l := from.In(loc)
+	midnight := time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, loc)
+	at := midnight.Add((from.Sub(midnight) + step - 1) / step * step)
+	var out []time.Time
+	for ; !at.After(to); at = at.Add(step) {
+		out = append(out, at)
+	}
+	return out
 }
 
 // series draws one polyline of t per run of the chart's buckets that have a value; a gap
 // in the data (no traffic, or no value) breaks the line.
 func (r *Report) series(t *timeline, x func(time.Time) float64, class string, val func(judge.Metrics) *float64, y func(float64) float64) {
 	var pts []byte
+	var n int
+	var last svgPoint
 	var prev time.Time
 	flush := func() {
-		if len(pts) > 0 {
+		switch {
+		case n == 1:
+			t.Points = append(t.Points, last)
+		case n > 1:
 			t.Lines = append(t.Lines, polyline{Class: class, Points: string(pts)})
 		}
-		pts = nil
+		pts, n = nil, 0
 	}
 	for _, w := range r.Chart {
 		v := val(w.Metrics)
@@ -329,7 +391,9 @@ func (r *Report) series(t *timeline, x func(time.Time) float64, class string, va
 			continue
 		}
 		prev = w.Start
-		pts = fmt.Appendf(pts, "%.1f,%.1f ", x(w.Start.Add(r.ChartWidth/2)), y(*v))
+		last = svgPoint{X: x(w.Start.Add(r.ChartWidth / 2)), Y: y(*v), Class: class}
+		pts = fmt.Appendf(pts, "%.1f,%.1f ", last.X, last.Y)
+		n++
 	}
 	flush()
 }

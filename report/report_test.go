@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -173,5 +174,77 @@ func TestLinkingQuality(t *testing.T) {
 	Table(&b, r)
 	if strings.Contains(b.String(), "warning:") {
 		t.Errorf("a warning at a tenth:\n%s", b.String())
+	}
+}
+
+// Time labels fall on round clock times, evenly spaced, at most timeTicks+1 of them.
+func TestTicks(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 9, 0, 0, 250_000_000, time.UTC)
+	clock := func(ts []time.Time) string {
+		var s []string
+		for _, at := range ts {
+			s = append(s, at.Format("15:04:05"))
+		}
+		return strings.Join(s, " ")
+	}
+	for _, tc := range []struct {
+		from, to time.Time
+		want     string
+	}{
+		// the quick start's hour, which ends half a minute early: 10-minute steps
+		{t0, t0.Add(59*time.Minute + 30*time.Second), "09:10:00 09:20:00 09:30:00 09:40:00 09:50:00"},
+		// six hours: one an hour
+		{t0.Add(-250 * time.Millisecond), t0.Add(6 * time.Hour), "09:00:00 10:00:00 11:00:00 12:00:00 13:00:00 14:00:00 15:00:00"},
+		// 90 seconds: every 15 s
+		{t0, t0.Add(90 * time.Second), "09:00:15 09:00:30 09:00:45 09:01:00 09:01:15 09:01:30"},
+	} {
+		if got := clock(ticks(tc.from, tc.to, time.UTC)); got != tc.want {
+			t.Errorf("ticks(%s, %s) = %s, want %s", tc.from.Format("15:04:05.000"), tc.to.Format("15:04:05.000"), got, tc.want)
+		}
+	}
+	// on the report's own clock: a +05:30 zone's hours
+	kolkata := time.FixedZone("IST", 5*3600+1800)
+	if got := ticks(t0, t0.Add(3*time.Hour), kolkata); len(got) == 0 || got[0].In(kolkata).Minute() != 0 {
+		t.Errorf("ticks in +05:30: %v, want whole hours there", got)
+	}
+}
+
+// A range of a single bucket draws its figures as points: a line needs two.
+func TestSingleBucketPoints(t *testing.T) {
+	r := sample()
+	r.Chart, r.ChartWidth = r.Windows[:1], time.Hour
+	var out bytes.Buffer
+	if err := HTML(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	page := out.String()
+	for _, class := range []string{"amp", "retry"} {
+		if !strings.Contains(page, `<circle class="series `+class+`"`) {
+			t.Errorf("no point for %s in the one-bucket chart", class)
+		}
+	}
+	if strings.Contains(page, "<polyline") {
+		t.Error("a line of one point")
+	}
+}
+
+// A table in a terminal fits it: a 120-character endpoint is cut with "…" to a quarter
+// of the width, so that the table keeps its requests column.
+func TestLongEndpointFits(t *testing.T) {
+	r := sample()
+	long := "GET /api/" + strings.Repeat("segment/", 14) + ":id"
+	r.Endpoints = []query.Group{{Key: long, Metrics: r.Endpoints[0].Metrics}}
+	r.Columns = 100
+	var out bytes.Buffer
+	if err := Table(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if n := utf8.RuneCountInString(l); strings.HasPrefix(l, "│") && n > 100 {
+			t.Errorf("a table line of %d columns in 100:\n%s", n, l)
+		}
+	}
+	if !strings.Contains(out.String(), "│ GET /api/segment/segment… │      130 │") || strings.Contains(out.String(), long) {
+		t.Errorf("the endpoint is not cut with a marker:\n%s", out.String())
 	}
 }

@@ -227,6 +227,11 @@ func (r *Report) parts(esc func(string) string) parts {
 	var p parts
 	m := r.Summary
 	l := r.Linking
+	if m.Requests == 0 {
+		// a range after (or before) the log: nothing was carried, whatever the headers
+		p.summary = append(p.summary, "verdict: nothing to judge: no request in the range (--since and --until are the range; 'retrylens report' without them covers every row).")
+		return p
+	}
 	p.summary = append(p.summary, fmt.Sprintf("verdict: %s. What the business saw: %d logical requests, effective success %s. What the gateway carried: %d requests, actual success %s, amplification %s, extra load %s.",
 		m.Verdict, l.Strong()+l.Heuristic+l.Inferred, pct(m.EffectiveSuccess), m.Requests, pct(m.ActualSuccess), ratio(m.Amplification), pct(m.ExtraLoad)))
 	if gatewayRetried(m) {
@@ -465,9 +470,14 @@ func render(t *tablewriter.Table, r *Report) error {
 
 // fit renders a table of the shown columns (after one named label) on w, leaving out
 // columns in dropOrder until its widest line fits r.Columns (0: no limit), and then says
-// which it left out.
+// which it left out. A long label (an endpoint) is cut with "…" to a quarter of the
+// terminal first, and further if the table still does not fit without every column it
+// may leave out.
 func (r *Report) fit(w io.Writer, label string, rows [][]string) error {
 	hdr := header(label)
+	if r.Columns > 0 {
+		rows = cutLabels(rows, max(labelFloor, r.Columns/4))
+	}
 	var drop []int
 	for k := 0; ; k++ {
 		keep := make([]int, 0, len(hdr))
@@ -498,6 +508,13 @@ func (r *Report) fit(w io.Writer, label string, rows [][]string) error {
 		if err := t.Render(); err != nil {
 			return err
 		}
+		if over := widest(buf.String()) - r.Columns; r.Columns > 0 && over > 0 && k == len(dropOrder) {
+			if cut := labelWidth(rows) - over; cut >= labelFloor && labelWidth(rows) > labelFloor {
+				rows = cutLabels(rows, cut)
+				k-- // the same columns again, with the labels cut
+				continue
+			}
+		}
 		if r.Columns <= 0 || widest(buf.String()) <= r.Columns || k == len(dropOrder) {
 			if len(drop) > 0 {
 				names := make([]string, len(drop))
@@ -511,6 +528,30 @@ func (r *Report) fit(w io.Writer, label string, rows [][]string) error {
 		}
 		drop = append(drop, dropOrder[k])
 	}
+}
+
+// labelFloor is the fewest runes a table's label column is cut to.
+const labelFloor = 16
+
+// cutLabels returns rows whose first cell is at most n runes, cut with "…".
+func cutLabels(rows [][]string, n int) [][]string {
+	out := make([][]string, len(rows))
+	for i, row := range rows {
+		out[i] = row
+		if l := []rune(ansi.ReplaceAllString(row[0], "")); len(l) > n {
+			out[i] = append([]string{string(l[:n-1]) + "…"}, row[1:]...)
+		}
+	}
+	return out
+}
+
+// labelWidth is the widest first cell of rows, in runes.
+func labelWidth(rows [][]string) int {
+	n := 0
+	for _, row := range rows {
+		n = max(n, utf8.RuneCountInString(ansi.ReplaceAllString(row[0], "")))
+	}
+	return n
 }
 
 // widest is the widest line of s in terminal cells, colour escapes left out.

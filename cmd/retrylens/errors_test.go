@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/retrylens/retrylens/internal/testmain"
+	"github.com/retrylens/retrylens/parse"
 )
 
 // Errors a user meets on a fresh machine are said in plain words with the next step,
@@ -109,5 +111,104 @@ func TestExitCodesDoc(t *testing.T) {
 		if !strings.Contains(out, fmt.Sprintf("  %d  ", c.code)) {
 			t.Errorf("--help lists no exit code %d:\n%s", c.code, out)
 		}
+	}
+}
+
+// The small things a first day trips on: --dry-run 0, a line too long to keep (its
+// start is the reject's sample), a range after the log.
+func TestDayOneNits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := scenario("incident-hour")
+	for _, args := range [][]string{{"--dry-run", "0", log}, {"--dry-run=0", log}} {
+		_, stderr, code := retrylens(t, nil, append([]string{"ingest", "--db", filepath.Join(dir, "dry.duckdb")}, args...)...)
+		if code != exitUsage || !strings.Contains(stderr, "--dry-run takes how many lines to show, 1 or more") {
+			t.Errorf("ingest %v: exit %d: %s", args, code, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dry.duckdb")); err == nil {
+		t.Error("--dry-run 0 loaded the file")
+	}
+	good := `10.0.0.7 - - [29/Nov/2026:14:31:00 +0000] "GET /a HTTP/1.1" 200 5 "-" "curl/8" rt=0.010 urt="0.010" us="200" ra="0" rr="-" rid="r1" ik="-" retry_after="-" msec=1795962660.000`
+	long := `10.0.0.8 - - [29/Nov/2026:14:31:01 +0000] "GET /` + strings.Repeat("x", 1<<20) + `"`
+	path := filepath.Join(dir, "long.log")
+	if err := os.WriteFile(path, []byte(good+"\n"+long+"\n"+good+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "long.duckdb")
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, "--log-format", "retry", path); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	out, stderr, code := retrylens(t, nil, "query", "--db", db, "--format", "csv",
+		fmt.Sprintf("SELECT line, reason, length(excerpt) AS n, excerpt = '%s' AS head FROM rejects", long[:parse.HeadLength]))
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("2,too_long,%d,true", parse.HeadLength)) {
+		t.Errorf("the too-long line's sample: exit %d\n%s%s", code, out, stderr)
+	}
+	out, _, _ = retrylens(t, nil, "report", "--db", db, "--format", "table", "--since", "2030-01-01T00:00:00Z")
+	if !strings.Contains(out, "verdict: nothing to judge: no request in the range") || strings.Contains(out, "verdict: no attempt data") {
+		t.Errorf("a range after the log:\n%s", out)
+	}
+}
+
+// The quick start's six hours hold a nine-minute incident: the HTML gives it a timeline
+// of its own, in minutes, labelled on round times; a range the incident fills has none.
+func TestIncidentCloseup(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	page := func(name string, logs ...string) string {
+		out := filepath.Join(dir, name)
+		if _, stderr, code := retrylens(t, nil, append([]string{"report", "--log-format", "retry", "-o", out}, logs...)...); code != 0 {
+			t.Fatalf("report: exit %d: %s", code, stderr)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	both := page("both.html", scenario("quiet-hour"), scenario("incident-hour"))
+	i := strings.Index(both, "The incident, close up (1m buckets)")
+	if i < 0 {
+		t.Fatal("no close-up of the incident [14:20, 14:29) in six hours")
+	}
+	closeup := both[i : i+strings.Index(both[i:], "</svg>")]
+	// the incident (EXPECTED.md: [14:20, 14:29)) and nine minutes each side, every 5 minutes
+	for _, label := range []string{">14:15<", ">14:20<", ">14:25<", ">14:30<", ">14:35<"} {
+		if !strings.Contains(closeup, label) {
+			t.Errorf("close-up without the label %s", label)
+		}
+	}
+	if strings.Contains(closeup, ">09:00<") {
+		t.Error("the close-up reaches the quiet hour")
+	}
+	if strings.Contains(page("incident.html", scenario("incident-hour")), "close up") {
+		t.Error("a close-up of an hour in which the incident takes 9 minutes of 60")
+	}
+}
+
+// A hedge the log places 50 ms before the attempt it followed (started = end − request
+// time: 660.450 − 0.400 against 660.500 − 0.400) was sent with no delay, not −50 ms.
+func TestHedgeDelayNotNegative(t *testing.T) {
+	t.Parallel()
+	line := `10.0.0.7 - - [29/Nov/2026:14:31:00 +0000] "GET /a HTTP/1.1" 200 5 "-" "curl/8" rt=0.400 urt="0.400" us="200" ra="%d" rr="-" rid="h1" ik="-" retry_after="-" msec=%s`
+	path := filepath.Join(t.TempDir(), "hedge.log")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(line, 0, "1795962660.500")+"\n"+fmt.Sprintf(line, 1, "1795962660.450")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := retrylens(t, nil, "report", "--log-format", "retry", "--format", "json", path)
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	var r struct {
+		Hedging struct {
+			Hedges int      `json:"hedges"`
+			P10    *float64 `json:"delay_p10_ms"`
+		} `json:"hedging"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Hedging.Hedges != 1 || r.Hedging.P10 == nil || *r.Hedging.P10 != 0 {
+		t.Errorf("hedging: %d hedges, p10 %v; want 1 hedge sent with no delay", r.Hedging.Hedges, r.Hedging.P10)
 	}
 }

@@ -74,7 +74,7 @@ func TestHTMLHostileFields(t *testing.T) {
 	}
 	allowed := map[string]bool{}
 	for _, el := range strings.Fields(`html head meta title style body header h1 h2 h3 p span b small div section ul li
-		svg rect line polyline text br table thead tbody tr th td footer i`) {
+		svg rect line polyline circle text br table thead tbody tr th td footer i`) {
 		allowed[el] = true
 	}
 	var text strings.Builder

@@ -74,11 +74,15 @@ func (e *env) runIngest(ctx context.Context, o *ingestOptions, args []string) er
 	// "--dry-run 3": the flag's value is optional, so the parser left 3 as a FILE. A
 	// number that names no file is the count.
 	if o.changed("dry-run") && len(args) > 1 {
-		if n, err := strconv.Atoi(args[0]); err == nil && n > 0 {
+		if n, err := strconv.Atoi(args[0]); err == nil {
 			if _, err := os.Stat(args[0]); errors.Is(err, fs.ErrNotExist) {
 				o.dryRun, args = n, args[1:]
 			}
 		}
+	}
+	// --dry-run=0 would load: a dry run shows at least a line
+	if o.changed("dry-run") && o.dryRun < 1 {
+		return usagef("--dry-run takes how many lines to show, 1 or more (--dry-run alone shows 5)")
 	}
 	if err := o.Validate(); err != nil {
 		return err

@@ -160,7 +160,7 @@ func (f *formatFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.logFormat, "log-format", "auto", "input format preset: auto, "+strings.Join(parse.PresetNames(), ", ")+" (see 'retrylens formats'), or json (keys from --field)")
 	c.Flags().StringVar(&f.nginxFormat, "nginx-format", "", "an nginx log_format string, verbatim (the quoted pieces from nginx.conf work too)")
 	c.Flags().StringVar(&f.escape, "escape", "default", "the escape= of --nginx-format: default, json or none")
-	c.Flags().StringVar(&f.nginxConf, "nginx-conf", "", "read the format from this nginx.conf (includes followed); with --log-format-name")
+	c.Flags().StringVar(&f.nginxConf, "nginx-conf", "", "read the format from this nginx.conf (includes followed): its one log_format, the one its access_log uses, or --log-format-name's")
 	c.Flags().StringVar(&f.formatName, "log-format-name", "", "the name of the log_format in --nginx-conf")
 	c.Flags().StringArrayVar(&f.fields, "field", nil, "read a JSON key path as a field, NAME=KEY.PATH, e.g. attempt=request.headers.X-Retry-Attempt (repeatable; on top of a JSON preset, or alone); NAME is one of "+strings.Join(parse.FieldNames(), ", "))
 	c.Flags().StringVar(&f.captures, "haproxy-captures", strings.Join(parse.DefaultHAProxyCaptures, ","), "with --log-format haproxy: the request headers the frontend captures, in order ('-' for one to skip)")

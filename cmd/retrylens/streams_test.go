@@ -314,7 +314,8 @@ func TestReadOnlyCommands(t *testing.T) {
 		{"check --fail-on P1", exitAlert, "1 alert at or above P1"},
 		{"budget", 0, "finagle"},
 		{"query 'SELECT count(*) AS n FROM requests'", 0, "125"},
-		{"query 'DELETE FROM files'", exitError, "opened read-only; --write allows changes"},
+		{"query 'DELETE FROM files'", exitError, "a DELETE would change the database, which query opens read-only: add --write to allow it"},
+		{"query 'DROP TABLE files'", exitError, "a DROP would change the database, which query opens read-only: add --write to allow it"},
 		{"ingest --wait 0 " + scenario("quiet-hour"), exitError, "database is in use by another process"}, // the lock is real
 	} {
 		name, rest, _ := strings.Cut(tc.args, " ")
