@@ -27,6 +27,7 @@ type follower struct {
 	// rotations counts names that came to point at another file (rename rotation) and
 	// files that got shorter (copytruncate, truncation).
 	rotations int64
+	rotated   []string // the names rotated since rotatedNames last took them
 	// missing are the arguments that named no file when last looked at, and said says
 	// which of them were reported (once each, until they name one).
 	missing, said map[string]bool
@@ -114,6 +115,7 @@ func (f *follower) inputs() []string {
 		if !known {
 			if before[p] {
 				f.rotations++ // a name that pointed at another file: rotation
+				f.rotated = append(f.rotated, p+" (renamed)")
 			}
 			f.files[id] = &followed{id: id, path: p}
 			if f.take(id, p) {
@@ -124,6 +126,7 @@ func (f *follower) inputs() []string {
 		fl.path = p
 		if size < fl.size || fl.head != nil && !bytes.Equal(readHead(p, len(fl.head)), fl.head) {
 			f.rotations++ // copytruncate or truncation: the registry sees new content
+			f.rotated = append(f.rotated, p+" (truncated)")
 		}
 		if st, err := os.Stat(p); err != nil || fl.done && size == fl.size && st.ModTime().Equal(fl.mtime) {
 			continue
@@ -239,6 +242,15 @@ func (f *follower) newlyMissing() []string {
 		}
 	}
 	return out
+}
+
+// rotatedNames returns the rotations seen since it was last called, a name each.
+func (f *follower) rotatedNames() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.rotated
+	f.rotated = nil
+	return r
 }
 
 func (f *follower) rotationsSeen() int64 {

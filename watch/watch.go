@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,7 +46,10 @@ type Options struct {
 	MaxEndpoints int           // endpoints with series of their own; the rest are "other"
 	HTMLWindow   time.Duration // how much the page at / shows, up to the last closed minute
 	Now          func() time.Time
-	Log          io.Writer // a line per batch that failed, and per argument that names no file
+	// Log gets a line per batch that failed, argument that names no file, rotation,
+	// repair of what a killed load left, batch with late lines and batch slower than
+	// Interval; nothing otherwise.
+	Log io.Writer
 }
 
 // Watcher follows the logs and holds the latest figures.
@@ -75,6 +79,9 @@ type batchStats struct {
 	loadedLines     int64 // lines read in the files table: what every load counted
 	rejected        int64
 	rotations       int64
+	late            int64 // rows loaded after the minute they belong to had been counted
+	// the last batch: lines it loaded and from how many files (Summary)
+	lastLines, lastFiles int64
 }
 
 // New checks o and returns a Watcher; Run starts it.
@@ -139,6 +146,9 @@ func (w *Watcher) Batch(ctx context.Context) error {
 		// a typo would otherwise be watched in silence
 		fmt.Fprintf(w.o.Log, "retrylens watch: %s names no file yet: waiting for it\n", sanitize.Text(a))
 	}
+	for _, r := range w.follow.rotatedNames() {
+		w.logf("rotation: %s; the file it named is read to its end", r)
+	}
 	err := w.batch(ctx, files, started)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -149,8 +159,34 @@ func (w *Watcher) Batch(ctx context.Context) error {
 		w.stats.failed++
 		return err
 	}
+	if w.o.Interval > 0 && w.stats.lastDuration > w.o.Interval {
+		w.logf("slow batch: %s, longer than --interval %s: the next starts at once", w.stats.lastDuration.Round(10*time.Millisecond), w.o.Interval)
+	}
 	w.follow.loaded()
 	return nil
+}
+
+// logf writes a line on Log, stamped with the time.
+func (w *Watcher) logf(format string, args ...any) {
+	fmt.Fprintf(w.o.Log, "retrylens watch: %s %s\n", w.o.Now().UTC().Format(time.TimeOnly), sanitize.Text(fmt.Sprintf(format, args...)))
+}
+
+// Summary is what the last batch did, for --once: lines loaded and from how many files,
+// what the counters hold and up to when.
+func (w *Watcher) Summary() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	files := "files"
+	if w.stats.lastFiles == 1 {
+		files = "file"
+	}
+	s := fmt.Sprintf("loaded %d lines from %d %s in %s", w.stats.lastLines, w.stats.lastFiles, files, w.stats.lastDuration.Round(time.Millisecond))
+	if w.snap == nil {
+		return s + "; nothing in the database yet"
+	}
+	var c judge.Counts = w.snap.total
+	return s + fmt.Sprintf("; %d first attempts and %d retries final, up to %s (requests after it may still grow)",
+		c.Get("first_attempts"), c.Get("retries"), w.snap.until.UTC().Format(time.RFC3339))
 }
 
 func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) error {
@@ -166,7 +202,20 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 		return err
 	}
 	defer st.Close()
+	w.mu.Lock()
+	w.stats.lastLines, w.stats.lastFiles = 0, 0
+	counted := time.Time{} // what the counters hold: before it, a new row is late
+	if w.snap != nil {
+		counted = w.snap.until
+	}
+	w.mu.Unlock()
+	before := int64(-1)
 	if len(files) > 0 {
+		if !counted.IsZero() {
+			if before, err = maxFileID(ctx, st); err != nil {
+				return err
+			}
+		}
 		load := w.o.Load
 		load.NoAnswers = true // its reports are ranges, which compute theirs
 		done, err := st.Ingest(ctx, files, load, backend.Events{})
@@ -175,6 +224,26 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 		}
 		if done.Removed {
 			return nil // nothing loaded yet, and no database made for it
+		}
+		if !done.Load.Repaired.OK() {
+			w.logf("recovered: %s (%d rows a killed load left deleted; they are loaded again)", done.Load.Repaired.Summary(), done.Load.RepairedRows)
+		}
+		t := done.Load.Totals()
+		w.mu.Lock()
+		w.stats.lastLines, w.stats.lastFiles = t.Lines, int64(len(done.Load.Files))
+		w.mu.Unlock()
+	}
+	if before >= 0 {
+		late, err := lateRows(ctx, st, w.o.Location, before, counted)
+		if err != nil {
+			return err
+		}
+		if late > 0 {
+			w.mu.Lock()
+			w.stats.late += late
+			w.mu.Unlock()
+			w.logf("late lines: %d rows of this batch are older than %s, what the counters already hold: in the report, not in the counters (retrylens_late_rows_total)",
+				late, counted.UTC().Format(time.TimeOnly))
 		}
 	}
 	h := st.Health(ctx)
@@ -210,6 +279,14 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	// The last whole window (a minute, or the width under a minute): adjacent ranges add up
 	// to the whole (docs/metrics.md, "Ranges"; synchronised, which does not, is not served).
 	until := closed.UTC().Truncate(min(w.o.Width, time.Minute))
+	// The endpoints of the rows still open get their series now, at 0, before any of
+	// their requests closes: Prometheus takes a series' first sample as its start, so
+	// counts that first appear already grown are never in an increase().
+	open, err := openEndpoints(ctx, st, w.o.Location, until)
+	if err != nil {
+		return err
+	}
+	defer w.seed(open)
 	w.mu.Lock()
 	prev := w.snap
 	w.mu.Unlock()
@@ -227,7 +304,11 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 		return err
 	}
 	if prev == nil && pm.From.IsZero() {
-		return nil // nothing final yet
+		// nothing final yet: the counters start at 0, up to until
+		w.mu.Lock()
+		w.snap = w.add(nil, pm, until)
+		w.mu.Unlock()
+		return nil
 	}
 	// The gauges' window, when it started before what this batch added (windows wider
 	// than a minute).
@@ -255,6 +336,85 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	w.snap = next
 	w.mu.Unlock()
 	return w.buildPage(qo, build)
+}
+
+// maxFileID is the last load the registry holds (-1: none): a batch's rows are those of
+// the loads after it.
+func maxFileID(ctx context.Context, st backend.Store) (int64, error) {
+	_, rows, err := st.Run(ctx, "SELECT coalesce(max(file_id), 0) FROM files")
+	if err != nil || len(rows) == 0 {
+		return -1, err
+	}
+	switch v := rows[0][0].(type) {
+	case int64:
+		return v, nil
+	case int32:
+		return int64(v), nil
+	case uint64:
+		return int64(v), nil
+	}
+	return -1, fmt.Errorf("max(file_id): %T", rows[0][0])
+}
+
+// lateRows counts the rows of the loads after file id before that are older than
+// counted: lines that reached the log after the minute they belong to was counted.
+func lateRows(ctx context.Context, st backend.Store, location string, before int64, counted time.Time) (int64, error) {
+	q := fmt.Sprintf("SELECT count(*) FROM requests WHERE file_id > %d AND ts < TIMESTAMP '%s'", before, counted.UTC().Format("2006-01-02 15:04:05.000000"))
+	if !backend.IsFile(location) {
+		q = fmt.Sprintf("SELECT toInt64(count()) FROM requests WHERE file_id > %d AND ts_us < %d", before, counted.UnixMicro())
+	}
+	_, rows, err := st.Run(ctx, q)
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	switch v := rows[0][0].(type) {
+	case int64:
+		return v, nil
+	case uint64:
+		return int64(v), nil
+	}
+	return 0, fmt.Errorf("late rows: %T", rows[0][0])
+}
+
+// openEndpoints are the endpoints ("METHOD route", as a report's rows name them) of the
+// rows at or after until: lines whose requests are not final yet.
+func openEndpoints(ctx context.Context, st backend.Store, location string, until time.Time) ([]string, error) {
+	q := fmt.Sprintf("SELECT DISTINCT coalesce(method, '-') || ' ' || coalesce(route, '-') FROM requests WHERE ts >= TIMESTAMP '%s'",
+		until.UTC().Format("2006-01-02 15:04:05.000000"))
+	if !backend.IsFile(location) {
+		q = fmt.Sprintf("SELECT DISTINCT concat(ifNull(method, '-'), ' ', ifNull(route, '-')) FROM requests WHERE ts_us >= %d", until.UnixMicro())
+	}
+	_, rows, err := st.Run(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("the open rows' endpoints: %w", err)
+	}
+	keys := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if k, ok := r[0].(string); ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys) // named in a stable order when several appear in one batch
+	return keys, nil
+}
+
+// seed gives each endpoint of keys its series at 0 (a name, and counts in the snapshot),
+// up to MaxEndpoints; past them they are counted in "other".
+func (w *Watcher) seed(keys []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, k := range keys {
+		if !w.named[k] && len(w.named) < w.o.MaxEndpoints {
+			w.named[k] = true
+		}
+		if !w.named[k] {
+			w.ovf[k] = true
+			continue
+		}
+		if w.snap != nil && w.snap.endpoints[k] == nil {
+			w.snap.endpoints[k] = &judge.Counts{}
+		}
+	}
 }
 
 // report is the postmortem a batch asks for: the rows of qo, judged with the figures'

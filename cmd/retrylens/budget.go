@@ -98,7 +98,7 @@ func (e *env) runBudget(ctx context.Context, o *budgetOptions, files []string) e
 	if o.window != "" {
 		width, _ = query.ParseWindow(o.window) // Validate parsed it
 	}
-	qo, _, err := o.rows()
+	qo, _, err := o.rows(e.now())
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) err
 		return err
 	}
 	width, _ := query.ParseWindow(o.window) // Validate parsed it
-	qo, loc, err := o.rows()
+	qo, loc, err := o.rows(e.now())
 	if err != nil {
 		return err
 	}

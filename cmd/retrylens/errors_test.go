@@ -144,6 +144,17 @@ func TestDayOneNits(t *testing.T) {
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("2,too_long,%d,true", parse.HeadLength)) {
 		t.Errorf("the too-long line's sample: exit %d\n%s%s", code, out, stderr)
 	}
+	// times before now: ten years back covers the samples (248 rows: EXPECTED.md), ending
+	// ten years back none
+	for _, tc := range []struct {
+		flag string
+		want string
+	}{{"--since=3650d", `"requests": 248,`}, {"--until=-3650d", `"requests": 0,`}} {
+		out, stderr, code := retrylens(t, nil, "report", "--format", "json", "--log-format", "retry", tc.flag, scenario("quiet-hour"), log)
+		if code != 0 || !strings.Contains(out+stderr, tc.want) {
+			t.Errorf("report %s: exit %d, no %q in:\n%.400s%s", tc.flag, code, tc.want, out, stderr)
+		}
+	}
 	out, _, _ = retrylens(t, nil, "report", "--db", db, "--format", "table", "--since", "2030-01-01T00:00:00Z")
 	if !strings.Contains(out, "verdict: nothing to judge: no request in the range") || strings.Contains(out, "verdict: no attempt data") {
 		t.Errorf("a range after the log:\n%s", out)

@@ -122,7 +122,7 @@ func (e *env) runReport(ctx context.Context, o *reportOptions, files []string) e
 		return err
 	}
 	width, _ := query.ParseWindow(o.window) // Validate parsed it
-	qo, loc, err := o.rows()
+	qo, loc, err := o.rows(e.now())
 	if err != nil {
 		return err
 	}
@@ -169,16 +169,16 @@ func (o *rowFlags) register(c *cobra.Command, tzHelp string) {
 	o.command, o.changed = c.Name(), f.Changed
 	f.StringVar(&o.db, "db", "", dbHelp)
 	o.formats.register(c)
-	f.StringVar(&o.since, "since", "", "first time included")
-	f.StringVar(&o.until, "until", "", "first time excluded")
+	f.StringVar(&o.since, "since", "", "first time included: a time (2026-11-29T10:00:00Z, '2026-11-29 10:00') or a duration before now (30m, 2h, 1d)")
+	f.StringVar(&o.until, "until", "", "first time excluded: a time, or a duration before now")
 	f.StringVar(&o.tz, "tz", "UTC", "time zone for --since/--until without a zone"+tzHelp)
 	f.StringVar(&o.endpoint, "endpoint", "", "only this endpoint: as the tables show it ('GET /api/orders/:id'), a route (/api/orders/:id) or a raw path (/api/orders/1042)")
 }
 
 // rows parses the range flags into the rows to select (the endpoint as typed: openRows
 // resolves it), before anything is opened.
-func (o *rowFlags) rows() (query.Options, *time.Location, error) {
-	qo, loc, err := query.ParseRange(o.since, o.until, o.tz)
+func (o *rowFlags) rows(now time.Time) (query.Options, *time.Location, error) {
+	qo, loc, err := query.ParseRange(o.since, o.until, o.tz, now)
 	if err != nil {
 		return qo, loc, usageError{err}
 	}

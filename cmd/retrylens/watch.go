@@ -108,7 +108,11 @@ func (e *env) runWatch(ctx context.Context, o *watchOptions, args []string) erro
 		return usageError{err}
 	}
 	if o.once {
-		return w.Batch(ctx)
+		if err := w.Batch(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "retrylens watch: %s\n", w.Summary())
+		return nil
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -152,9 +152,19 @@ func TestFollowByName(t *testing.T) {
 	os.Truncate(log, 0)
 	write(log, 6)
 	batch(26, 2)
-	// The argument that names nothing is said once, not at every batch.
+	// The argument that names nothing is said once, not at every batch; each rotation
+	// once; and, the lines being older than what the first batch counted, the lines of
+	// the later batches as late (5 + 2 + 3 + 6 rows).
 	if n := strings.Count(said.String(), "typo.log names no file yet"); n != 1 {
 		t.Errorf("the missing argument said %d times, want once:\n%s", n, said.String())
+	}
+	for _, want := range []string{"rotation: " + log + " (renamed)", "rotation: " + log + " (truncated)"} {
+		if n := strings.Count(said.String(), want); n != 1 {
+			t.Errorf("%q said %d times, want once:\n%s", want, n, said.String())
+		}
+	}
+	if late := counter(t, w, "retrylens_late_rows_total"); late != 16 || strings.Count(said.String(), "late lines: ") != 2 {
+		t.Errorf("%v late rows, want 16 in two batches:\n%s", late, said.String())
 	}
 }
 

@@ -296,7 +296,7 @@ func watchIsTheReport(t *testing.T, log, format, window string) {
 				same(name+" "+label(m, "rule"), value(m), firing)
 			case "retrylens_closed_until_seconds", "retrylens_lines_total", "retrylens_lines_rejected_total", "retrylens_batches_total",
 				"retrylens_batch_failures_total", "retrylens_rotations_total", "retrylens_last_batch_timestamp_seconds",
-				"retrylens_last_batch_duration_seconds", "retrylens_ingest_lag_bytes", "retrylens_endpoints_overflow_total":
+				"retrylens_last_batch_duration_seconds", "retrylens_ingest_lag_bytes", "retrylens_endpoints_overflow_total", "retrylens_late_rows_total":
 				// the ingest's health, not figures of the report
 			default:
 				if key, ok := strings.CutPrefix(name, "retrylens_window_"); ok && lastWindow != nil {
