@@ -218,10 +218,97 @@ func Alerts(minutes []Window, rules []Rule) []Alert {
 // WindowAlerts evaluates rules on windows of a width under a minute, as Alerts does on
 // minutes, each judged on its own counts with the same evidence bounds: a rule sustained
 // for d fires on d/width consecutive windows (at least one). A report at such a width
-// says these alerts, not the minutes' (a healthy ten seconds inherits nothing from the
-// storm in the rest of its minute).
+// says these and the minutes' where the windows bear them out (AlertsAt).
 func WindowAlerts(ws []Window, width time.Duration, rules []Rule) []Alert {
 	return AlertsIn(ws, width, rules, time.Time{}, time.Time{})
+}
+
+// AlertsAt is the alerts of windows of a width under a minute: the runs of the windows
+// themselves (WindowAlerts), and every alert the minutes fire (minute: Alerts over the
+// same rows) where the windows inside it bear it out. A rule's sustain is a duration, so
+// a storm that fires on its minute fires at a finer width too, and never the other way
+// round (a 40 s storm is a minute of retry_storm at --window 1m, and four windows at 10s
+// that a sustain counted in windows would not fire). A minute's alert becomes the runs of
+// its windows whose own counts fire the rule; where none does, the runs of those whose
+// figures cross the threshold; where none does either (retries logged in a window after
+// their first attempts'), the minute alert itself. A window with too little evidence to
+// say either way, or no traffic, bridges a run without extending it: inside the minutes
+// that fired only a window that clears the rule with its own evidence breaks one. Alerts
+// of one rule that overlap or touch are one.
+func AlertsAt(ws []Window, width time.Duration, rules []Rule, minute []Alert) []Alert {
+	out := WindowAlerts(ws, width, rules)
+	order := map[string]int{}
+	byName := map[string]Rule{}
+	for i, r := range rules {
+		order[r.Name], byName[r.Name] = i, r
+	}
+	for _, m := range minute {
+		r, ok := byName[m.Rule]
+		if !ok {
+			continue
+		}
+		var runs []Alert
+		for _, bears := range []func(int) bool{
+			func(s int) bool { return s == firing },
+			func(s int) bool { return s != clear },
+		} {
+			var cur *Alert
+			flush := func() {
+				if cur != nil {
+					runs = append(runs, *cur)
+					cur = nil
+				}
+			}
+			for _, w := range ws {
+				if w.Start.Before(m.Start) || !w.Start.Before(m.End) {
+					continue
+				}
+				state, v := r.judge(w.Metrics)
+				switch {
+				case bears(state):
+					if cur == nil {
+						cur = &Alert{Rule: r.Name, Severity: r.Severity, Start: w.Start, Peak: v}
+					} else if r.worse(v, cur.Peak) {
+						cur.Peak = v
+					}
+					cur.End = w.Start.Add(width)
+				case state == thin || !r.enough(w.Metrics):
+					// too little to say either way: bridges a run
+				default:
+					flush()
+				}
+			}
+			flush()
+			if len(runs) > 0 {
+				break
+			}
+		}
+		if len(runs) == 0 {
+			runs = []Alert{m}
+		}
+		out = append(out, runs...)
+	}
+	slices.SortStableFunc(out, func(a, b Alert) int {
+		if c := order[a.Rule] - order[b.Rule]; c != 0 {
+			return c
+		}
+		return a.Start.Compare(b.Start)
+	})
+	var merged []Alert
+	for _, a := range out {
+		if n := len(merged); n > 0 && merged[n-1].Rule == a.Rule && !a.Start.After(merged[n-1].End) {
+			p := &merged[n-1]
+			if a.End.After(p.End) {
+				p.End = a.End
+			}
+			if byName[a.Rule].worse(a.Peak, p.Peak) {
+				p.Peak = a.Peak
+			}
+			continue
+		}
+		merged = append(merged, a)
+	}
+	return merged
 }
 
 // AlertsIn is Alerts on windows of width that reach past a range [since, until) (a zero
@@ -379,24 +466,33 @@ func AtLeast(s, min string) bool {
 }
 
 // MarkFuelling names, in the Fired of every window of the given width that an alert
-// overlaps, the alert's rule, which makes the window fuelling (Verdict). Under a minute (the alerts are
-// WindowAlerts), only the windows whose own counts fire the alert's rule: one the
-// evidence bounds leave thin inside a run is judged on its counts alone.
+// overlaps, the alert's rule, which makes the window fuelling (Verdict). Under a minute
+// (the alerts are AlertsAt), only the windows whose own figures cross the alert's
+// threshold, or, when none of those it overlaps does (its evidence is its minute's), every
+// one of them with traffic: a range is fuelling exactly when one of its windows is.
 func MarkFuelling(ws []Window, width time.Duration, alerts []Alert, rules []Rule) {
 	byName := map[string]Rule{}
 	for _, r := range rules {
 		byName[r.Name] = r
 	}
-	for i := range ws {
-		end := ws[i].Start.Add(width)
-		for _, a := range alerts {
-			if !a.Start.Before(end) || !a.End.After(ws[i].Start) {
+	for _, a := range alerts {
+		var over, crossing []int
+		for i := range ws {
+			if !a.Start.Before(ws[i].Start.Add(width)) || !a.End.After(ws[i].Start) {
 				continue
 			}
-			if width < time.Minute {
-				if state, _ := byName[a.Rule].judge(ws[i].Metrics); state != firing {
-					continue
-				}
+			over = append(over, i)
+			if state, _ := byName[a.Rule].judge(ws[i].Metrics); state != clear {
+				crossing = append(crossing, i)
+			}
+		}
+		mark := over
+		if width < time.Minute && len(crossing) > 0 {
+			mark = crossing
+		}
+		for _, i := range mark {
+			if width < time.Minute && ws[i].FirstAttempts+ws[i].Retries == 0 {
+				continue
 			}
 			ws[i].Metrics = Judged(ws[i].Metrics, fired(ws[i].Fired, a.Rule), rules)
 		}

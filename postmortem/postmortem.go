@@ -127,12 +127,13 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Alerts on the report's windows: minutes, or the windows themselves when they are
-	// shorter (each judged on its own counts, not its minute's).
-	if o.Width < time.Minute {
-		r.Alerts = judge.WindowAlerts(r.Windows, o.Width, rules)
-	} else if r.Alerts, err = set.Alerts(ctx); err != nil {
+	// Alerts on the report's windows: minutes, or, when they are shorter, the windows'
+	// own and the minutes' where the windows bear them out (judge.AlertsAt).
+	if r.Alerts, err = set.Alerts(ctx); err != nil {
 		return nil, err
+	}
+	if o.Width < time.Minute {
+		r.Alerts = judge.AlertsAt(r.Windows, o.Width, rules, r.Alerts)
 	}
 	// Incidents on minutes, or on the report's windows when they are shorter: an incident
 	// starts where its evidence starts.
@@ -213,10 +214,11 @@ func Alerts(ctx context.Context, db *sql.DB, o Options, failOn string, failKinds
 	if err != nil {
 		return c, err
 	}
-	if width < time.Minute {
-		c.Alerts = judge.WindowAlerts(windows, width, rules)
-	} else if c.Alerts, err = set.Alerts(ctx); err != nil {
+	if c.Alerts, err = set.Alerts(ctx); err != nil {
 		return c, err
+	}
+	if width < time.Minute {
+		c.Alerts = judge.AlertsAt(windows, width, rules, c.Alerts)
 	}
 	if c.Findings, err = set.Findings(ctx, o.MaxAttempts); err != nil {
 		return c, err

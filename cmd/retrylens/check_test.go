@@ -245,14 +245,19 @@ func TestSliceVerdicts(t *testing.T) {
 	}
 }
 
-// check --window judges windows under a minute on their own counts, as report does: the
-// incident hour has at most one first attempt in any 10 s (grep 'ra="0"' and its times),
-// under the 3 every rule needs, so nothing fires at 10 s; on minutes, retry_storm does.
+// check --window judges windows under a minute as report does: the incident hour has at
+// most one first attempt in any 10 s (grep 'ra="0"' and its times), under the 3 every
+// rule needs, so no run of windows fires on its own; but retry_storm fires on the minutes
+// 14:23–14:28 (EXPECTED.md), and its windows whose figures cross 1.5x bear it out (the
+// request at 14:23:00 and its retry a second later, lines 40 and 41 of the log, make the
+// window 14:23:00 a 2x one): a storm that fails check at 1m fails it at 10s, from the
+// same window, ending inside the alert's last minute.
 func TestCheckWindow(t *testing.T) {
 	t.Parallel()
 	db := ingested(t, "incident-hour")
-	if _, stderr, code := retrylens(t, nil, "check", "--window", "10s", "--db", db); code != 0 {
-		t.Errorf("check --window 10s: exit %d, want 0: %s", code, stderr)
+	if out, stderr, code := retrylens(t, nil, "check", "--window", "10s", "--format", "tsv", "--db", db); code != exitAlert ||
+		!strings.Contains(out, "P1\tretry_storm\t2026-11-29T14:23:00Z\t2026-11-29T14:27:") {
+		t.Errorf("check --window 10s: exit %d, want %d and retry_storm from 14:23 into 14:27:\n%s%s", code, exitAlert, out, stderr)
 	}
 	if _, stderr, code := retrylens(t, nil, "check", "--window", "1m", "--db", db); code != exitAlert {
 		t.Errorf("check --window 1m: exit %d, want %d: %s", code, exitAlert, stderr)

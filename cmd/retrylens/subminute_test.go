@@ -15,10 +15,13 @@ import (
 // fail twice (503) and succeed on their third attempt. By hand: each storm window of 10 s
 // holds 20 first attempts and 40 retries (amplification 3.0), each other window 20 first
 // attempts and no retry (quiet); minute 14:00 holds 120 first attempts and 160 retries,
-// minute 14:01 60 and 80 (retry_storm fires on both, so at --window 1m every window is
-// fuelling). At --window 10s retry_storm, sustained for a minute, fires on the six storm
-// windows, 14:00:20–14:01:20, and only they are fuelling: the windows 14:00:00, 14:00:10
-// and 14:01:20 inherit nothing from their minutes.
+// minute 14:01 60 and 80 (retry_storm fires on both, and retry_rate_high, 80 of 120 and
+// 40 of 60 retried, sustained for the two minutes it needs: at --window 1m every window is
+// fuelling). At --window 10s both fire where the windows bear them out: on the six storm
+// windows, 14:00:20–14:01:20 (a minute of retry_storm on its own; retry_rate_high from the
+// minutes, its two minutes' sustain being a duration, not twelve windows), and only they
+// are fuelling: the windows 14:00:00, 14:00:10 and 14:01:20 inherit nothing from their
+// minutes.
 func TestSubMinuteWindowsJudgedOnTheirOwn(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
@@ -78,7 +81,7 @@ func TestSubMinuteWindowsJudgedOnTheirOwn(t *testing.T) {
 		storm := i >= 2 && i < 8
 		want := window{Start: w.Start, FirstAttempts: 20, Verdict: "quiet"}
 		if storm {
-			want.Retries, want.Verdict, want.Fired = 40, "fuelling", []string{"retry_storm"}
+			want.Retries, want.Verdict, want.Fired = 40, "fuelling", []string{"retry_rate_high", "retry_storm"}
 		}
 		if w.FirstAttempts != want.FirstAttempts || w.Retries != want.Retries || w.Verdict != want.Verdict || !slices.Equal(w.Fired, want.Fired) {
 			t.Errorf("window %s: %+v; want %+v", w.Start, w, want)
@@ -88,7 +91,7 @@ func TestSubMinuteWindowsJudgedOnTheirOwn(t *testing.T) {
 	for _, a := range rep.Alerts {
 		storms = append(storms, a.Rule+" "+a.Start+" "+a.End)
 	}
-	if want := []string{"retry_storm 2026-11-29T14:00:20Z 2026-11-29T14:01:20Z"}; !slices.Equal(storms, want) {
+	if want := []string{"retry_rate_high 2026-11-29T14:00:20Z 2026-11-29T14:01:20Z", "retry_storm 2026-11-29T14:00:20Z 2026-11-29T14:01:20Z"}; !slices.Equal(storms, want) {
 		t.Errorf("alerts at 10 s: %q; want %q", storms, want)
 	}
 }
