@@ -209,7 +209,7 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 	c("retrylens_last_batch_timestamp_seconds", "When the last batch started (Unix time).", float64(st.lastBatch.UnixMilli())/1000, prometheus.GaugeValue)
 	c("retrylens_last_batch_duration_seconds", "How long the last batch took.", st.lastDuration.Seconds(), prometheus.GaugeValue)
 	c("retrylens_ingest_lag_bytes", "Bytes the followed files hold beyond what was loaded.", float64(w.follow.lagBytes()), prometheus.GaugeValue)
-	c("retrylens_late_rows_total", "Rows loaded after the minute they belong to was counted (a late flush, a second gateway's log): in the report, not in these counters until a restart.", float64(st.late), prometheus.CounterValue)
+	c("retrylens_late_rows_total", "Rows loaded after the minute they belong to was counted (a late flush, a second gateway's log); the batch that loads them counts every closed request again.", float64(st.late), prometheus.CounterValue)
 	c("retrylens_endpoints_overflow_total", "Distinct endpoints counted in the endpoint=\"other\" series, past --max-endpoints.", float64(len(w.ovf)), prometheus.CounterValue)
 	s := w.snap
 	if s == nil {

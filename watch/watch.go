@@ -233,6 +233,7 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 		w.stats.lastLines, w.stats.lastFiles = t.Lines, int64(len(done.Load.Files))
 		w.mu.Unlock()
 	}
+	recount := false // late rows: the counters are counted again, every closed request
 	if before >= 0 {
 		late, err := lateRows(ctx, st, w.o.Location, before, counted)
 		if err != nil {
@@ -242,7 +243,8 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 			w.mu.Lock()
 			w.stats.late += late
 			w.mu.Unlock()
-			w.logf("late lines: %d rows of this batch are older than %s, what the counters already hold: in the report, not in the counters (retrylens_late_rows_total)",
+			recount = true
+			w.logf("late lines: %d rows of this batch are older than %s, what the counters held: every closed request counted again (retrylens_late_rows_total)",
 				late, counted.UTC().Format(time.TimeOnly))
 		}
 	}
@@ -290,6 +292,12 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	w.mu.Lock()
 	prev := w.snap
 	w.mu.Unlock()
+	if recount {
+		// A late line may be a request of its own or an attempt of one counted already
+		// (whose outcome it can change): the counters become the report of every row
+		// before until again, as a restart's first batch counts them.
+		prev = nil
+	}
 	if prev != nil && !until.After(prev.until) {
 		return w.buildPage(qo, build)
 	}

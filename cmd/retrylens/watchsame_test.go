@@ -51,12 +51,18 @@ func TestWatchIsTheReport(t *testing.T) {
 		{"untagged-firsts", scenario("untagged-firsts"), "1m"},
 		{"aws-throttles", awsThrottleLog(t), "1m"}, // throttles by error code, reads that are POSTs
 		{"generated", gen, "1m"},
+		{"incident-hour late", scenario("incident-hour"), "1m"},
+		{"overlapping-attempts late", scenario("overlapping-attempts"), "10s"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.name == "generated" {
 				testmain.EndToEndOnly(t) // 20 s of watches and reports
 			}
 			t.Parallel()
+			if strings.HasSuffix(c.name, " late") {
+				watchIsTheReportLate(t, c.log, "", c.window, 7) // a line in seven loaded after the rest was counted
+				return
+			}
 			watchIsTheReport(t, c.log, "", c.window)
 		})
 	}
@@ -80,7 +86,35 @@ type liveReport struct {
 // ("" detects it) at a window width.
 func watchIsTheReport(t *testing.T, log, format, window string) {
 	t.Helper()
+	watchIsTheReportLate(t, log, format, window, 0)
+}
+
+// watchIsTheReportLate is watchIsTheReport with every lateEvery-th line of the log (0:
+// none) held back and appended once the batches have counted every request: lines older
+// than what the counters hold, which a third batch loads. The counters then equal the
+// report of every line as well.
+func watchIsTheReportLate(t *testing.T, log, format, window string, lateEvery int) {
+	t.Helper()
 	ctx := context.Background()
+	var held []string
+	if lateEvery > 0 {
+		b, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []string
+		for i, l := range strings.SplitAfter(string(b), "\n") {
+			if i%lateEvery == lateEvery-1 {
+				held = append(held, l)
+			} else {
+				kept = append(kept, l)
+			}
+		}
+		log = filepath.Join(t.TempDir(), "early.log")
+		if err := os.WriteFile(log, []byte(strings.Join(kept, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var load ingest.Options
 	formatArgs := []string{}
 	if format != "" {
@@ -115,6 +149,21 @@ func watchIsTheReport(t *testing.T, log, format, window string) {
 		now = at
 		if err := w.Batch(ctx); err != nil {
 			t.Fatal(err)
+		}
+	}
+	if len(held) > 0 {
+		f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(strings.Join(held, ""))
+		f.Close()
+		now = span.To.Add(20 * time.Minute)
+		if err := w.Batch(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if late := counter(t, w, "retrylens_late_rows_total"); late == 0 {
+			t.Fatalf("%d lines appended late, no late row counted", len(held))
 		}
 	}
 	page := served(t, w)
