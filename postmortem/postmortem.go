@@ -6,7 +6,9 @@ package postmortem
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/retrylens/retrylens/budget"
@@ -155,6 +157,11 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 		r.Closeup = closeup(r.Incidents[0], r.From, r.To, r.ChartWidth, minutes)
 	}
 	judge.MarkFuelling(r.Windows, o.Width, r.Alerts, rules)
+	if o.Width < time.Minute {
+		if err := judgeEndpointsAt(ctx, db, o, offset, r.Endpoints); err != nil {
+			return nil, err
+		}
+	}
 	r.Sustained = judge.RetrySustained(r.Windows, o.Width, rules)
 	judge.PeakShed(r.Sustained, o.Width, minutes)
 	r.Summary = judge.Judged(r.Summary, judge.Fired(r.Alerts), rules)
@@ -260,6 +267,47 @@ func Budget(ctx context.Context, db *sql.DB, qo query.Options, models []budget.M
 		results = append(results, budget.Replay(attempts, m, width))
 	}
 	return results, nil
+}
+
+// judgeEndpointsAt judges each endpoint row of a report of windows under a minute as
+// --endpoint judges that endpoint's range: on its own windows at the width and its
+// minutes' alerts (judge.AlertsAt), not on its minutes alone, so that the row and
+// --endpoint agree at every width. Only rows with the least evidence an alert needs can
+// fire one; the others keep their verdict. A cluster's rows (Counted, Answers) keep the
+// minutes' judgement: their Set holds no rows to cut by endpoint.
+func judgeEndpointsAt(ctx context.Context, db *sql.DB, o Options, offset time.Duration, eps []query.Group) error {
+	if o.Query.Counted || o.Query.Answers != nil || o.Query.Route != "" {
+		return nil
+	}
+	rules := o.Query.Rules
+	if rules == nil {
+		rules = judge.DefaultRules()
+	}
+	first, retries := judge.LeastEvidence(rules)
+	for i := range eps {
+		e := &eps[i]
+		method, route, ok := strings.Cut(e.Key, " ")
+		if !ok || method == "-" || route == "-" || first < 0 || e.FirstAttempts < first || e.Retries < retries {
+			continue
+		}
+		q := o.Query
+		q.Method, q.Route = method, route
+		set, err := query.Open(ctx, db, q)
+		if err != nil {
+			return err
+		}
+		ws, err := set.Windows(ctx, o.Width, offset)
+		var minute []judge.Alert
+		if err == nil {
+			minute, err = set.Alerts(ctx)
+		}
+		set.Close()
+		if err != nil {
+			return fmt.Errorf("endpoint %s: %w", e.Key, err)
+		}
+		e.Metrics = judge.Judged(e.Metrics, judge.Fired(judge.AlertsAt(ws, o.Width, rules, minute)), rules)
+	}
+	return nil
 }
 
 // closeup is the minutes from as long before the incident as it lasts to as long after,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -92,7 +93,8 @@ func TestRangeAndWindowVerdicts(t *testing.T) {
 // 10–49 failing twice before a 200: 80 of the first minute's 120 requests, 160 retries,
 // amplification 2.33x, so retry_storm fires on that minute), each alert at 1m is met by
 // an alert of the same rule overlapping it at 10s and at 1s, and a range fuelling at 1h
-// or 1m is fuelling at 10s and 1s.
+// or 1m is fuelling at 10s and 1s; and every endpoint row reads, at 1m, 10s and 1s, what
+// --endpoint reads of its range at that width.
 func TestWidthsAgree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20 reports")
@@ -117,7 +119,32 @@ func TestWidthsAgree(t *testing.T) {
 	if err := os.WriteFile(storm, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := map[string]string{"storm40": storm}
+	// A minute of storm across two minutes, which neither minute fires retry_storm on:
+	// ten requests a second for two minutes, eight in ten of those of seconds 30–89
+	// retried once. Each storm window of 10 s: 100 first attempts, 80 retries, 1.8x, for
+	// six windows (a minute, retry_storm's sustain); each minute: 600 first attempts, 240
+	// retries, 1.4x. At 10s retry_storm fires on the windows alone, and the endpoint's row
+	// must say so as --endpoint does.
+	b.Reset()
+	id = 0
+	for s := range 120 {
+		for k := range 10 {
+			id++
+			statuses := []int{200}
+			if s >= 30 && s < 90 && k < 8 {
+				statuses = []int{503, 200}
+			}
+			for attempt, status := range statuses {
+				fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:%02d:%02d +0000] "GET /api/y HTTP/1.1" %d 2 "-" "c" rt=0.010 urt="0.010" us="%d" ra="%d" rr="-" rid="y%d" ik="-" retry_after="-" msec=%d.%03d`+"\n",
+					s/60, s%60, status, status, attempt, id, 1795960800+s, 10*k+50*attempt)
+			}
+		}
+	}
+	straddle := filepath.Join(t.TempDir(), "straddle.log")
+	if err := os.WriteFile(straddle, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := map[string]string{"storm40": storm, "straddle": straddle}
 	for _, name := range []string{"incident-hour", "quiet-hour", "keys-that-lie", "untagged-firsts", "overlapping-attempts"} {
 		logs[name] = scenario(name)
 	}
@@ -130,6 +157,20 @@ func TestWidthsAgree(t *testing.T) {
 			}
 			if name == "storm40" && len(at["1m"].Alerts) == 0 {
 				t.Fatal("the 40 s storm fires nothing at 1m")
+			}
+			if name == "straddle" {
+				var rules []string
+				for _, a := range at["10s"].Alerts {
+					rules = append(rules, a.Rule)
+				}
+				if !slices.Contains(rules, "retry_storm") {
+					t.Fatalf("the straddling storm: alerts at 10s %v, want retry_storm", rules)
+				}
+				for _, a := range at["1m"].Alerts {
+					if a.Rule == "retry_storm" {
+						t.Fatalf("the straddling storm fires retry_storm at 1m: %+v", a)
+					}
+				}
 			}
 			for _, a := range at["1m"].Alerts {
 				for _, fine := range []string{"10s", "1s"} {
@@ -146,6 +187,15 @@ func TestWidthsAgree(t *testing.T) {
 				for _, fine := range []string{"10s", "1s"} {
 					if at[coarse].Summary.Verdict == "fuelling" && at[fine].Summary.Verdict != "fuelling" {
 						t.Errorf("fuelling at %s, %q at %s", coarse, at[fine].Summary.Verdict, fine)
+					}
+				}
+			}
+			// every endpoint row reads what --endpoint reads of its range, at every width
+			for _, width := range []string{"1m", "10s", "1s"} {
+				for _, e := range at[width].Endpoints {
+					ep := verdictJSON(t, "--log-format", "retry", "--window", width, "--endpoint", e.Method+" "+e.Route, log)
+					if ep.Summary.Verdict != e.Verdict || !slices.Equal(ep.Summary.Fired, e.Fired) {
+						t.Errorf("--window %s: the row of %s %s reads %q %v, --endpoint %q %v", width, e.Method, e.Route, e.Verdict, e.Fired, ep.Summary.Verdict, ep.Summary.Fired)
 					}
 				}
 			}
