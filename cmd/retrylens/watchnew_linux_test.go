@@ -92,7 +92,10 @@ func TestNewEndpointStormRecorded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(got) == 1 && math.Abs(only(got)-c.want) < 1e-9 {
+			// increase() extrapolates each series to the range's ends by its own samples:
+			// one endpoint's numerator and denominator alike, series born at different
+			// scrapes not quite (2.66706 for 2.66667 in one run)
+			if len(got) == 1 && math.Abs(only(got)-c.want) < 0.005*c.want {
 				break
 			}
 			if i == 50 {
