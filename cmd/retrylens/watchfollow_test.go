@@ -193,3 +193,15 @@ func counter(t *testing.T, w *watch.Watcher, name string) float64 {
 	t.Fatalf("%s not served", name)
 	return 0
 }
+
+// watch --once runs one batch and says what it did: the incident hour's 126 lines from
+// one file, its 80 first attempts and 42 retries final (EXPECTED.md), up to when.
+func TestWatchOnceSays(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "once.duckdb")
+	_, stderr, code := retrylens(t, nil, "watch", "--once", "--db", db, scenario("incident-hour"))
+	if code != 0 || !strings.Contains(stderr, "retrylens watch: loaded 126 lines from 1 file in ") ||
+		!strings.Contains(stderr, "; 80 first attempts and 42 retries final, up to ") {
+		t.Errorf("watch --once: exit %d:\n%s", code, stderr)
+	}
+}
