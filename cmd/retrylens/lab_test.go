@@ -258,6 +258,8 @@ func TestLab(t *testing.T) {
 				if path, ok := logs["retry"]; ok {
 					// watch's figures on the same log are the report's (TestWatchIsTheReport)
 					t.Run("watch", func(t *testing.T) { watchIsTheReport(t, path, "retry", "1m") })
+					// a finer width never contradicts a coarser one (TestWidthsAgree)
+					t.Run("widths", func(t *testing.T) { widthsAgree(t, path, "retry") })
 				}
 				if path, ok := logs["retry"]; ok {
 					// --infer-attempts on the same log with its headers forgotten: measured,

@@ -2,11 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -24,23 +20,12 @@ import (
 // minutes.
 func TestSubMinuteWindowsJudgedOnTheirOwn(t *testing.T) {
 	t.Parallel()
-	var b strings.Builder
-	id := 0
-	for s := range 90 {
-		for _, half := range []int{0, 500} {
-			id++
-			statuses := []int{200}
-			if s >= 20 && s < 80 {
-				statuses = []int{503, 503, 200}
-			}
-			for attempt, status := range statuses {
-				fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:%02d:%02d +0000] "GET /api/x HTTP/1.1" %d 2 "-" "c" rt=0.010 urt="0.010" us="%d" ra="%d" rr="-" rid="r%d" ik="-" retry_after="-" msec=%d.%03d`+"\n",
-					s/60, s%60, status, status, attempt, id, 1795960800+s, half+100*attempt)
-			}
+	log := stormLog(t, "/api/x", 90, 2, func(s, _ int) []int {
+		if s >= 20 && s < 80 {
+			return []int{503, 503, 200}
 		}
-	}
-	log := filepath.Join(t.TempDir(), "storm.log")
-	os.WriteFile(log, []byte(b.String()), 0o644)
+		return nil
+	})
 
 	type window struct {
 		Start         string   `json:"start"`

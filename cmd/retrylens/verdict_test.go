@@ -88,62 +88,61 @@ func TestRangeAndWindowVerdicts(t *testing.T) {
 	}
 }
 
-// A finer width never contradicts a coarser one with the same evidence: for every sample
-// and a 40 s storm made here (two requests a second for two minutes, those of seconds
-// 10–49 failing twice before a 200: 80 of the first minute's 120 requests, 160 retries,
-// amplification 2.33x, so retry_storm fires on that minute), each alert at 1m is met by
-// an alert of the same rule overlapping it at 10s and at 1s, and a range fuelling at 1h
-// or 1m is fuelling at 10s and 1s; and every endpoint row reads, at 1m, 10s and 1s, what
-// --endpoint reads of its range at that width.
+// stormLog writes a log of perSecond requests a second for seconds from 14:00:00 on
+// 2026-11-29 to route, the k-th of second s answered statuses(s, k) in turn (its attempts
+// 100 ms apart within the second; nil: one 200), and returns its path.
+func stormLog(t *testing.T, route string, seconds, perSecond int, statuses func(s, k int) []int) string {
+	t.Helper()
+	var b strings.Builder
+	id := 0
+	for s := range seconds {
+		for k := range perSecond {
+			id++
+			st := statuses(s, k)
+			if st == nil {
+				st = []int{200}
+			}
+			for attempt, status := range st {
+				ms := min(k*1000/perSecond+100*attempt, 999) // within its second
+				fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:%02d:%02d +0000] "GET %s HTTP/1.1" %d 2 "-" "c" rt=0.010 urt="0.010" us="%d" ra="%d" rr="-" rid="r%d" ik="-" retry_after="-" msec=%d.%03d`+"\n",
+					s/60, s%60, route, status, status, attempt, id, 1795960800+s, ms)
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "storm.log")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A finer width never contradicts a coarser one with the same evidence, on every sample
+// and two storms made here (widthsAgree). The 40 s storm: two requests a second for two
+// minutes, those of seconds 10–49 failing twice before a 200 (80 of the first minute's
+// 120 requests, 160 retries, amplification 2.33x: retry_storm fires on that minute). The
+// straddling one, a minute of storm across two minutes that neither minute fires
+// retry_storm on: ten requests a second, eight in ten of seconds 30–89 retried once;
+// each storm window of 10 s holds 100 first attempts and 80 retries (1.8x) for six
+// windows (a minute, retry_storm's sustain), each minute 600 and 240 (1.4x): at 10s
+// retry_storm fires on the windows alone, and the endpoint's row must say so as
+// --endpoint does.
 func TestWidthsAgree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20 reports")
 	}
 	t.Parallel()
-	var b strings.Builder
-	id := 0
-	for s := range 120 {
-		for _, half := range []int{0, 500} {
-			id++
-			statuses := []int{200}
-			if s >= 10 && s < 50 {
-				statuses = []int{503, 503, 200}
-			}
-			for attempt, status := range statuses {
-				fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:%02d:%02d +0000] "GET /api/x HTTP/1.1" %d 2 "-" "c" rt=0.010 urt="0.010" us="%d" ra="%d" rr="-" rid="r%d" ik="-" retry_after="-" msec=%d.%03d`+"\n",
-					s/60, s%60, status, status, attempt, id, 1795960800+s, half+100*attempt)
-			}
+	storm := stormLog(t, "/api/x", 120, 2, func(s, _ int) []int {
+		if s >= 10 && s < 50 {
+			return []int{503, 503, 200}
 		}
-	}
-	storm := filepath.Join(t.TempDir(), "storm40.log")
-	if err := os.WriteFile(storm, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// A minute of storm across two minutes, which neither minute fires retry_storm on:
-	// ten requests a second for two minutes, eight in ten of those of seconds 30–89
-	// retried once. Each storm window of 10 s: 100 first attempts, 80 retries, 1.8x, for
-	// six windows (a minute, retry_storm's sustain); each minute: 600 first attempts, 240
-	// retries, 1.4x. At 10s retry_storm fires on the windows alone, and the endpoint's row
-	// must say so as --endpoint does.
-	b.Reset()
-	id = 0
-	for s := range 120 {
-		for k := range 10 {
-			id++
-			statuses := []int{200}
-			if s >= 30 && s < 90 && k < 8 {
-				statuses = []int{503, 200}
-			}
-			for attempt, status := range statuses {
-				fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:%02d:%02d +0000] "GET /api/y HTTP/1.1" %d 2 "-" "c" rt=0.010 urt="0.010" us="%d" ra="%d" rr="-" rid="y%d" ik="-" retry_after="-" msec=%d.%03d`+"\n",
-					s/60, s%60, status, status, attempt, id, 1795960800+s, 10*k+50*attempt)
-			}
+		return nil
+	})
+	straddle := stormLog(t, "/api/y", 120, 10, func(s, k int) []int {
+		if s >= 30 && s < 90 && k < 8 {
+			return []int{503, 200}
 		}
-	}
-	straddle := filepath.Join(t.TempDir(), "straddle.log")
-	if err := os.WriteFile(straddle, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+		return nil
+	})
 	logs := map[string]string{"storm40": storm, "straddle": straddle}
 	for _, name := range []string{"incident-hour", "quiet-hour", "keys-that-lie", "untagged-firsts", "overlapping-attempts"} {
 		logs[name] = scenario(name)
@@ -151,10 +150,7 @@ func TestWidthsAgree(t *testing.T) {
 	for name, log := range logs {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			at := map[string]verdictReport{}
-			for _, width := range []string{"1h", "1m", "10s", "1s"} {
-				at[width] = verdictJSON(t, "--log-format", "retry", "--window", width, log)
-			}
+			at := widthsAgree(t, log, "retry")
 			if name == "storm40" && len(at["1m"].Alerts) == 0 {
 				t.Fatal("the 40 s storm fires nothing at 1m")
 			}
@@ -172,35 +168,48 @@ func TestWidthsAgree(t *testing.T) {
 					}
 				}
 			}
-			for _, a := range at["1m"].Alerts {
-				for _, fine := range []string{"10s", "1s"} {
-					met := false
-					for _, f := range at[fine].Alerts {
-						met = met || (f.Rule == a.Rule && f.Start < a.End && f.End > a.Start)
-					}
-					if !met {
-						t.Errorf("%s [%s, %s) at 1m has no alert overlapping it at %s: %+v", a.Rule, a.Start, a.End, fine, at[fine].Alerts)
-					}
-				}
-			}
-			for _, coarse := range []string{"1h", "1m"} {
-				for _, fine := range []string{"10s", "1s"} {
-					if at[coarse].Summary.Verdict == "fuelling" && at[fine].Summary.Verdict != "fuelling" {
-						t.Errorf("fuelling at %s, %q at %s", coarse, at[fine].Summary.Verdict, fine)
-					}
-				}
-			}
-			// every endpoint row reads what --endpoint reads of its range, at every width
-			for _, width := range []string{"1m", "10s", "1s"} {
-				for _, e := range at[width].Endpoints {
-					ep := verdictJSON(t, "--log-format", "retry", "--window", width, "--endpoint", e.Method+" "+e.Route, log)
-					if ep.Summary.Verdict != e.Verdict || !slices.Equal(ep.Summary.Fired, e.Fired) {
-						t.Errorf("--window %s: the row of %s %s reads %q %v, --endpoint %q %v", width, e.Method, e.Route, e.Verdict, e.Fired, ep.Summary.Verdict, ep.Summary.Fired)
-					}
-				}
-			}
 		})
 	}
+}
+
+// widthsAgree reports log (in format) at 1h, 1m, 10s and 1s and checks that a finer
+// width never contradicts a coarser one with the same evidence: each alert at 1m is met
+// by an alert of the same rule overlapping it at 10s and at 1s; a range fuelling at 1h or
+// 1m is fuelling at 10s and 1s; and every endpoint row reads, at 1m, 10s and 1s, what
+// --endpoint reads of its range at that width. It returns the reports by width.
+func widthsAgree(t *testing.T, log, format string) map[string]verdictReport {
+	t.Helper()
+	at := map[string]verdictReport{}
+	for _, width := range []string{"1h", "1m", "10s", "1s"} {
+		at[width] = verdictJSON(t, "--log-format", format, "--window", width, log)
+	}
+	for _, a := range at["1m"].Alerts {
+		for _, fine := range []string{"10s", "1s"} {
+			met := false
+			for _, f := range at[fine].Alerts {
+				met = met || (f.Rule == a.Rule && f.Start < a.End && f.End > a.Start)
+			}
+			if !met {
+				t.Errorf("%s [%s, %s) at 1m has no alert overlapping it at %s: %+v", a.Rule, a.Start, a.End, fine, at[fine].Alerts)
+			}
+		}
+	}
+	for _, coarse := range []string{"1h", "1m"} {
+		for _, fine := range []string{"10s", "1s"} {
+			if at[coarse].Summary.Verdict == "fuelling" && at[fine].Summary.Verdict != "fuelling" {
+				t.Errorf("fuelling at %s, %q at %s", coarse, at[fine].Summary.Verdict, fine)
+			}
+		}
+	}
+	for _, width := range []string{"1m", "10s", "1s"} {
+		for _, e := range at[width].Endpoints {
+			ep := verdictJSON(t, "--log-format", format, "--window", width, "--endpoint", e.Method+" "+e.Route, log)
+			if ep.Summary.Verdict != e.Verdict || !slices.Equal(ep.Summary.Fired, e.Fired) {
+				t.Errorf("--window %s: the row of %s %s reads %q %v, --endpoint %q %v", width, e.Method, e.Route, e.Verdict, e.Fired, ep.Summary.Verdict, ep.Summary.Fired)
+			}
+		}
+	}
+	return at
 }
 
 // An endpoint's row and the range of --endpoint are the same rows: the same counts, the
