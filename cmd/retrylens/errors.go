@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -76,13 +75,8 @@ func explain(err error) (string, int) {
 }
 
 // diskFull reports whether err is a write that found no space: DuckDB's message for
-// ENOSPC or EFBIG, or the database it invalidated after one (a failed checkpoint).
+// ENOSPC or EFBIG, which the database it invalidated after one quotes too.
 func diskFull(err error) bool {
-	for ; err != nil; err = errors.Unwrap(err) {
-		m := err.Error()
-		if strings.Contains(m, "No space left on device") || strings.Contains(m, "File too large") || strings.Contains(m, "Failed to create checkpoint") {
-			return true
-		}
-	}
-	return false
+	m := err.Error() // errors.Join's holds every file's
+	return strings.Contains(m, "No space left on device") || strings.Contains(m, "File too large")
 }
