@@ -496,7 +496,10 @@ func TestDetect(t *testing.T) {
 		{"combined", combined, "combined", ""},
 		{"retry-sdk", retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-"`, "retry-sdk", ""},
 		{"retry-sdk-full", retry + ` amz="attempt=2; max=10" inv="7c1e-44" sc="-" ec="ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/" op="DynamoDB_20120810.GetItem" ram="-"`, "retry-sdk-full", ""},
-		{"retry with fields of its own", retry + ` tenant="acme" zone="b"`, "", "go on after the user agent"},
+		{"retry with fields of its own", retry + ` tenant="acme" zone="b"`, "", `the lines are the retry preset's with more fields after its last`},
+		// the openai client's line: retry-sdk plus retry-after-ms, which retry-sdk read as
+		// no attempt number (its sc="0" taken with what followed)
+		{"retry-sdk plus ram", retry + ` amz="-" inv="-" sc="2" ram="250"`, "", `the lines are the retry-sdk preset's with more fields after its last ("ram=\"250\""`},
 		{"combined with fields of its own", combined + ` rt=0.012 ra="1"`, "", "--nginx-format"},
 	} {
 		lines := [][]byte{[]byte(c.line), []byte(c.line)}
@@ -509,6 +512,21 @@ func TestDetect(t *testing.T) {
 		case err != nil || f.Name != c.want:
 			t.Errorf("%s: %v, %v; want %s", c.name, f, err, c.want)
 		}
+	}
+	// the format the refusal gives reads the line, which retry-sdk now refuses
+	_, err := Detect([][]byte{[]byte(retry + ` amz="-" inv="-" sc="2" ram="250"`)})
+	give := err.Error()[strings.Index(err.Error(), "--nginx-format '")+len("--nginx-format '") : len(err.Error())-1]
+	if !strings.HasSuffix(give, ` sc="$http_x_stainless_retry_count" ram="$sent_http_retry_after_ms"`) {
+		t.Errorf("the format given: %s", give)
+	}
+	if f, err := Compile(give, EscapeDefault); err != nil {
+		t.Errorf("the format given does not compile: %v", err)
+	} else if _, err := f.ParseLine([]byte(retry + ` amz="-" inv="-" sc="2" ram="250"`)); err != nil {
+		t.Errorf("the format given does not read the line: %v", err)
+	}
+	sdkFormat, _ := Preset("retry-sdk")
+	if _, err := sdkFormat.ParseLine([]byte(retry + ` amz="-" inv="-" sc="2" ram="250"`)); !errors.Is(err, ErrTrailing) {
+		t.Errorf("retry-sdk on a longer line: %v, want ErrTrailing", err)
 	}
 	// what retry-sdk reads of the SDK's headers: the AWS SDK's 1-based attempt 2 of at
 	// most 10 is attempt 1, and its invocation id keys the request

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -153,6 +154,10 @@ func Detect(lines [][]byte) (*Format, error) {
 			"or log the retry-sdk preset (retrylens formats)", ErrUnknownFormat, best.Name, tailExcerpt(best, lines))
 	}
 	if bestOK*2 < len(lines) {
+		if longer, tail := extended(lines); longer != nil {
+			return nil, fmt.Errorf("%w: the lines are the %s preset's with more fields after its last (%s), which it would misread; "+
+				"give the whole format: --nginx-format '%s%s'", ErrUnknownFormat, longer.Name, excerpt(tail, 0, 40), longer.Source, namedVariables(tail))
+		}
 		how := "give the format with --nginx-format '<log_format string>' (or --nginx-conf FILE --log-format-name NAME)"
 		if jsonFirst {
 			how = "this is JSON: name its keys with --field NAME=KEY.PATH, e.g. --field time=ts --field status=status --field attempt=headers.x-retry-attempt"
@@ -161,6 +166,57 @@ func Detect(lines [][]byte) (*Format, error) {
 			ErrUnknownFormat, best.Name, bestOK, len(lines), bestErr, how)
 	}
 	return best, nil
+}
+
+// extended finds the text preset that reads most of lines but for fields after its last
+// (ErrTrailing), and returns it with the first such line's extra text.
+func extended(lines [][]byte) (*Format, string) {
+	for _, p := range presets {
+		f := p.new()
+		if f.JSON() || f.Source == "" {
+			continue
+		}
+		n, tail := 0, ""
+		for _, l := range lines {
+			var perr *Error
+			if _, err := f.ParseLine(l); errors.As(err, &perr) && perr.Err == ErrTrailing {
+				n++
+				if tail == "" && perr.Column-1 < len(l) {
+					tail = string(l[perr.Column-1:])
+				}
+			}
+		}
+		if n*2 >= len(lines) && tail != "" {
+			return f, tail
+		}
+	}
+	return nil, ""
+}
+
+// presetVariables are the name=$variable pairs of the text presets (ram="$sent_http_retry_after_ms"):
+// what a field after a preset's last most likely logs.
+var presetVariables = func() map[string]string {
+	out := map[string]string{}
+	for _, m := range namedField.FindAllStringSubmatch(RetrySDKFull+" "+IngressNginx, -1) {
+		out[m[1]] = m[2]
+	}
+	return out
+}()
+
+var namedField = regexp.MustCompile(`(\w+)="?(\$\w+)`)
+
+// namedVariables writes the name=value fields of tail as a log_format's text, each with
+// the variable the presets log under that name, or a placeholder to fill in.
+func namedVariables(tail string) string {
+	var b strings.Builder
+	for _, m := range regexp.MustCompile(`(\w+)=("?)`).FindAllStringSubmatch(tail, -1) {
+		v, ok := presetVariables[m[1]]
+		if !ok {
+			v = "$<variable of " + m[1] + ">"
+		}
+		fmt.Fprintf(&b, " %s=%s%s%s", m[1], m[2], v, m[2])
+	}
+	return b.String()
 }
 
 // foldedField finds, in a user agent, where a quoted value closed and a name=value field

@@ -59,6 +59,9 @@ func (f *Format) parseClean(r *Record, st *state, s string) bool {
 	if seen&highs != 0 || end < i || !strings.HasSuffix(s, sp.lit) || !plain(s[i:end]) {
 		return false
 	}
+	if f.nextField(sp, s[i:end]) >= 0 {
+		return false // more fields than the format's: parseGeneral says so
+	}
 	return f.value(r, st, sp, s, i, end, true) == nil
 }
 
@@ -108,6 +111,11 @@ func (f *Format) parseGeneral(r *Record, st *state, s string, clean bool) *Error
 	sp := &f.steps[len(f.steps)-1]
 	end := len(s) - len(sp.lit)
 	switch {
+	case end >= i && strings.HasSuffix(s, sp.lit) && f.nextField(sp, s[i:end]) >= 0:
+		// A log_format longer than this one, whose next field reading it as part of the
+		// last value would hide (an attempt header read as no number).
+		k := i + f.nextField(sp, s[i:end])
+		return errAt(k+1, ErrTrailing, "found %s: the line has fields after $%s, a longer log_format than this one", excerpt(s, k+1, 24), sp.name)
 	case end >= i && strings.HasSuffix(s, sp.lit):
 	case sp.quoted && sp.lit == `"` && strings.IndexByte(s[i:], '"') < 0:
 		// A cut-off last quoted value (real logs have them: a user agent that lost its
@@ -117,6 +125,31 @@ func (f *Format) parseGeneral(r *Record, st *state, s string, clean bool) *Error
 		return errAt(i, ErrLiteral, "want %q after $%s, found %s", sp.lit, sp.name, excerpt(s, i, 24))
 	}
 	return f.value(r, st, sp, s, i, end, clean)
+}
+
+// nextField returns where, in v, the value of the last step sp, a field of a longer
+// log_format begins (at the space before its name=), or -1: after a closing quote nginx
+// would have escaped inside the value ('" name=', not for escape=none), or, for a value
+// not quoted and ending the line, after a space ('1795960800.500 tenant=').
+func (f *Format) nextField(sp *step, v string) int {
+	switch {
+	case sp.quoted && sp.lit == `"` && f.escape != EscapeNone:
+		for o := 0; o < len(v); {
+			k := foldedField(v[o:])
+			if k < 0 {
+				break
+			}
+			if k += o; k == 0 || v[k-1] != '\\' { // Apache's \" is a quote inside the value
+				return k + 1
+			}
+			o = k + 1
+		}
+	case !sp.quoted && sp.lit == "":
+		if k := strings.IndexByte(v, ' '); k >= 0 && foldedField(`"`+v[k:]) == 0 {
+			return k
+		}
+	}
+	return -1
 }
 
 // dashed is 1 when the value of step sp at s[i] starts with the '-' its literal starts
