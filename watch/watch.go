@@ -209,7 +209,7 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 		counted = w.snap.until
 	}
 	w.mu.Unlock()
-	before := int64(-1)
+	before := int64(-1) // no late rows to look for: nothing counted yet
 	if len(files) > 0 {
 		if !counted.IsZero() {
 			if before, err = maxFileID(ctx, st); err != nil {
@@ -346,52 +346,51 @@ func (w *Watcher) batch(ctx context.Context, files []string, started time.Time) 
 	return w.buildPage(qo, build)
 }
 
-// maxFileID is the last load the registry holds (-1: none): a batch's rows are those of
+// maxFileID is the last load the registry holds (0: none): a batch's rows are those of
 // the loads after it.
 func maxFileID(ctx context.Context, st backend.Store) (int64, error) {
-	_, rows, err := st.Run(ctx, "SELECT coalesce(max(file_id), 0) FROM files")
-	if err != nil || len(rows) == 0 {
-		return -1, err
-	}
-	switch v := rows[0][0].(type) {
-	case int64:
-		return v, nil
-	case int32:
-		return int64(v), nil
-	case uint64:
-		return int64(v), nil
-	}
-	return -1, fmt.Errorf("max(file_id): %T", rows[0][0])
+	return scalar(ctx, st, "SELECT coalesce(max(file_id), 0) FROM files")
 }
 
 // lateRows counts the rows of the loads after file id before that are older than
 // counted: lines that reached the log after the minute they belong to was counted.
 func lateRows(ctx context.Context, st backend.Store, location string, before int64, counted time.Time) (int64, error) {
-	q := fmt.Sprintf("SELECT count(*) FROM requests WHERE file_id > %d AND ts < TIMESTAMP '%s'", before, counted.UTC().Format("2006-01-02 15:04:05.000000"))
-	if !backend.IsFile(location) {
-		q = fmt.Sprintf("SELECT toInt64(count()) FROM requests WHERE file_id > %d AND ts_us < %d", before, counted.UnixMicro())
+	return scalar(ctx, st, fmt.Sprintf("SELECT count(*) FROM requests WHERE file_id > %d AND %s", before, since(location, counted, "<")))
+}
+
+// since is the condition on a row's time against t (op: "<", ">="), in the store's SQL: a
+// file's ts, a cluster's microseconds ts_us.
+func since(location string, t time.Time, op string) string {
+	if backend.IsFile(location) {
+		return fmt.Sprintf("ts %s TIMESTAMP '%s'", op, t.UTC().Format("2006-01-02 15:04:05.000000"))
 	}
+	return fmt.Sprintf("ts_us %s %d", op, t.UnixMicro())
+}
+
+// scalar runs q, a query of one integer, on st.
+func scalar(ctx context.Context, st backend.Store, q string) (int64, error) {
 	_, rows, err := st.Run(ctx, q)
-	if err != nil || len(rows) == 0 {
+	if err != nil {
 		return 0, err
 	}
-	switch v := rows[0][0].(type) {
-	case int64:
-		return v, nil
-	case uint64:
-		return int64(v), nil
+	if len(rows) == 1 && len(rows[0]) == 1 {
+		switch v := rows[0][0].(type) {
+		case int64:
+			return v, nil
+		case int32:
+			return int64(v), nil
+		case uint64:
+			return int64(v), nil
+		}
 	}
-	return 0, fmt.Errorf("late rows: %T", rows[0][0])
+	return 0, fmt.Errorf("%s: not one integer: %v", q, rows)
 }
 
 // openEndpoints are the endpoints ("METHOD route", as a report's rows name them) of the
 // rows at or after until: lines whose requests are not final yet.
 func openEndpoints(ctx context.Context, st backend.Store, location string, until time.Time) ([]string, error) {
-	q := fmt.Sprintf("SELECT DISTINCT coalesce(method, '-') || ' ' || coalesce(route, '-') FROM requests WHERE ts >= TIMESTAMP '%s'",
-		until.UTC().Format("2006-01-02 15:04:05.000000"))
-	if !backend.IsFile(location) {
-		q = fmt.Sprintf("SELECT DISTINCT concat(ifNull(method, '-'), ' ', ifNull(route, '-')) FROM requests WHERE ts_us >= %d", until.UnixMicro())
-	}
+	// concat and coalesce: both DuckDB's and ClickHouse's
+	q := "SELECT DISTINCT concat(coalesce(method, '-'), ' ', coalesce(route, '-')) FROM requests WHERE " + since(location, until, ">=")
 	_, rows, err := st.Run(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("the open rows' endpoints: %w", err)
