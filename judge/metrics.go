@@ -45,7 +45,7 @@ type Metrics struct {
 type Counts [numCounts]int64
 
 // numCounts is len(countColumns) (checked when the package starts).
-const numCounts = 33
+const numCounts = 34
 
 // CountNames are the columns of Counts, in order: those of the count tables (query's
 // metrics.sql and logical.sql; query checks that its catalogue follows this order).
@@ -54,7 +54,7 @@ var CountNames = []string{
 	"status_5xx_first", "status_5xx_retry", "status_429_first", "status_429_retry", "status_499_first", "status_499_retry",
 	"abandoned_first", "abandoned_retry", "cancelled_first", "cancelled_retry", "proxied", "upstream_tries",
 	"strong_firsts", "strong_firsts_ok", "recovered", "exhausted", "logical", "final_ok", "multi_firsts", "multi_firsts_ok",
-	"gateway_recovered", "strong_firsts_denied", "denied", "multi_firsts_denied",
+	"gateway_recovered", "strong_firsts_denied", "denied", "multi_firsts_denied", "uncoded",
 }
 
 // countIndex is each column's index in Counts.

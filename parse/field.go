@@ -301,6 +301,13 @@ func set(r *Record, st *state, f field, v string, pos int) *Error {
 // than rejecting it.
 func finish(r *Record, st *state, f *Format) {
 	only := f.only
+	// A gRPC method is an operation, as X-Amz-Target is: its path names it (/shop.Orders/Get),
+	// and whether it reads (sdk.Families). Once the attempt is known, below.
+	defer func() {
+		if r.Operation == "" && (st.grpc || r.AttemptSource == attemptSources[fieldAttemptGRPC-firstAttemptField]) {
+			r.Operation = grpcMethod(r.URI)
+		}
+	}()
 	if !st.start.IsZero() && r.Time.IsZero() {
 		r.Time = st.start
 		if r.RequestTime > 0 {
@@ -656,4 +663,14 @@ func traceSpan(v string) string {
 		return ""
 	}
 	return strings.ToLower(v[3:52])
+}
+
+// grpcMethod is the method a gRPC path names, "shop.Orders/Get" for /shop.Orders/Get;
+// "" for a path that is not one (gRPC's is /service/method, nothing else).
+func grpcMethod(path string) string {
+	svc, method, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if !ok || !strings.HasPrefix(path, "/") || svc == "" || method == "" || strings.ContainsAny(method, "/?") {
+		return ""
+	}
+	return svc + "/" + method
 }

@@ -41,8 +41,9 @@ func TestCatalogue(t *testing.T) {
 		if err != nil || r.Attempt != 1 || r.AttemptSource != f.Attempt || (f.StatesCap && r.MaxAttempts != 5) {
 			t.Errorf("%s: %q read as attempt %d (%s) of max %d, %v; want its second attempt", f.Name, line, r.Attempt, r.AttemptSource, r.MaxAttempts, err)
 		}
-		checks := []struct{ v, want string }{
-			{nginxVar("upstream_http_", f.ErrorHeader), "error code"}, {nginxVar("http_", f.Operation), "operation"},
+		checks := []struct{ v, want string }{{nginxVar("upstream_http_", f.ErrorHeader), "error code"}}
+		if !strings.HasPrefix(f.Operation, ":") { // a pseudo-header: gRPC's path (TestGRPCOperation)
+			checks = append(checks, struct{ v, want string }{nginxVar("http_", f.Operation), "operation"})
 		}
 		for _, k := range f.Keys {
 			checks = append(checks, struct{ v, want string }{nginxVar("http_", k), "key"})
@@ -56,6 +57,27 @@ func TestCatalogue(t *testing.T) {
 			if v := nginxVar("upstream_http_", ra); variables[v] != fieldRetryAfter && variables[v] != fieldRetryAfterMs {
 				t.Errorf("%s: $%s, a retry-after it waits for, is not read", f.Name, v)
 			}
+		}
+	}
+}
+
+// A gRPC call's path names its operation, as X-Amz-Target does; an HTTP request's path
+// names none.
+func TestGRPCOperation(t *testing.T) {
+	for _, c := range []struct{ src, line, want string }{
+		{`$msec "$request" $http_grpc_previous_rpc_attempts`, `1796040000.5 "POST /shop.Orders/Get HTTP/2.0" 1`, "shop.Orders/Get"},
+		{`$msec "$request" $upstream_trailer_grpc_status`, `1796040000.5 "POST /grpc.health.v1.Health/Check HTTP/2.0" 14`, "grpc.health.v1.Health/Check"},
+		{`$msec "$request" $http_grpc_previous_rpc_attempts`, `1796040000.5 "POST /shop.Orders/Get/x HTTP/2.0" 1`, ""},
+		{`$msec "$request" $http_x_retry_attempt`, `1796040000.5 "POST /shop.Orders/Get HTTP/2.0" 1`, ""},
+		{`$msec "$request" $http_grpc_previous_rpc_attempts $http_x_amz_target`, `1796040000.5 "POST / HTTP/1.1" 1 DynamoDB_20120810.GetItem`, "DynamoDB_20120810.GetItem"},
+	} {
+		format, err := Compile(c.src, EscapeDefault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := format.ParseLine([]byte(c.line))
+		if err != nil || r.Operation != c.want {
+			t.Errorf("%s: operation %q, %v; want %q", c.line, r.Operation, err, c.want)
 		}
 	}
 }

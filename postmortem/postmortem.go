@@ -30,6 +30,9 @@ type Options struct {
 	// those are judged against the alert rules and kept in Endpoints, the work that grows
 	// with the routes.
 	Top int
+	// Doubled says that the store holds rows loaded twice (backend.Health.Repeats): the
+	// findings a doubled load makes up are not judged (query.Doubled).
+	Doubled bool
 }
 
 // MaxIncidents is how many incident windows a postmortem compares before and after: the
@@ -50,13 +53,16 @@ type Result struct {
 	Groups        []query.Group
 	Loops         query.Loops429
 	Findings      []query.Finding
-	Linking       query.Linking
-	Alerts        []judge.Alert
-	Backoff       []query.Backoff
-	Hedging       query.Hedging
-	Layers        query.Layers // traces joined with a gateway's lines (docs/metrics.md, "Layers")
-	Incidents     []query.Incident
-	Sustained     []judge.Sustained // stretches of retry-sustained overload, in the windows
+	// NotJudged are the findings the log lacks a field to judge on some requests, with
+	// the field to log (docs/metrics.md, "What the log cannot tell").
+	NotJudged []query.NotJudged
+	Linking   query.Linking
+	Alerts    []judge.Alert
+	Backoff   []query.Backoff
+	Hedging   query.Hedging
+	Layers    query.Layers // traces joined with a gateway's lines (docs/metrics.md, "Layers")
+	Incidents []query.Incident
+	Sustained []judge.Sustained // stretches of retry-sustained overload, in the windows
 	// For html: the timeline's buckets (see ChartWidth), logical requests per number of
 	// attempts and the gap histograms.
 	Chart      []judge.Window
@@ -162,6 +168,12 @@ func Build(ctx context.Context, db *sql.DB, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	if r.NotJudged, err = set.NotJudged(ctx, o.MaxAttempts, r.Summary); err != nil {
+		return nil, err
+	}
+	if o.Doubled {
+		r.Findings, r.NotJudged = query.Doubled(r.Findings, r.NotJudged)
+	}
 	r.Sustained = judge.RetrySustained(r.Windows, o.Width, rules)
 	judge.PeakShed(r.Sustained, o.Width, minutes)
 	r.Summary = judge.Judged(r.Summary, judge.Fired(r.Alerts), rules)
@@ -229,6 +241,9 @@ func Alerts(ctx context.Context, db *sql.DB, o Options, failOn string, failKinds
 	}
 	if c.Findings, err = set.Findings(ctx, o.MaxAttempts); err != nil {
 		return c, err
+	}
+	if o.Doubled {
+		c.Findings, _ = query.Doubled(c.Findings, nil)
 	}
 	c.Sustained = judge.RetrySustained(windows, width, rules)
 	for _, a := range c.Alerts {

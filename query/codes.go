@@ -2,6 +2,7 @@ package query
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/retrylens/retrylens/sdk"
@@ -38,14 +39,55 @@ func retriedCodes() []string { return append(append([]string{}, ThrottleCodes...
 
 func throttleCodeSQL(col string) string { return codeIn(col, ThrottleCodes) }
 
-// belowCapSQL is whether a row (its columns named after prefix p) failed as a client
-// retries (RetryableFailure, or a code the SDKs retry) and stopped below the cap its
-// client stated (amz-sdk-request's max=): a request that ends so was denied a retry its
-// policy allowed, by its retry budget or quota, or its deadline (docs/metrics.md,
-// "Layers"). Plain SQL that DuckDB and ClickHouse read alike: a NULL is no.
+// aws is the AWS SDKs' family, whose rule the columns only its lines carry select:
+// max_attempts (amz-sdk-request's max=) and the invocation id.
+var aws = sdk.AWS()
+
+// awsSQL is whether a row (its columns named after prefix p) was sent by an AWS SDK: it
+// carries their headers (plain SQL both engines read; NULL is no).
+func awsSQL(p string) string {
+	return fmt.Sprintf("(%[1]smax_attempts IS NOT NULL OR %[1]sinvocation_id IS NOT NULL)", p)
+}
+
+// intList is statuses as an SQL list.
+func intList(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// belowCapSQL is whether a row (its columns named after prefix p) failed as its client
+// retries and stopped below the cap it stated (amz-sdk-request's max=): a request that
+// ends so was denied a retry its policy allowed, by its retry budget or quota, or its
+// deadline (docs/metrics.md, "Layers"). Only the AWS SDKs state a cap, so their rule
+// decides: a status they retry whatever the code, or a throttling or transient code (a
+// 429 without one is not retried: uncodedSQL counts those). Plain SQL that DuckDB and
+// ClickHouse read alike: a NULL is no.
 func belowCapSQL(p string) string {
-	return fmt.Sprintf("(%[1]smax_attempts > %[1]sattempt + 1 AND (%[2]s OR %[1]serror_code IN (%[3]s)))",
-		p, retryableFailureSQL(p+"status"), quotedList(retriedCodes()))
+	return fmt.Sprintf("(%[1]smax_attempts > %[1]sattempt + 1 AND (%[1]sstatus IN (%[2]s) OR %[1]serror_code IN (%[3]s)))",
+		p, intList(aws.RetryStatuses), quotedList(retriedCodes()))
+}
+
+// uncodedSQL is whether a row stopped below its stated cap on a status the AWS SDKs retry
+// or not by the error code alone, without the code in the log: whether its SDK was
+// denied a retry there, or was right not to retry, the log cannot tell.
+func uncodedSQL(p string) string {
+	return fmt.Sprintf("(%[1]smax_attempts > %[1]sattempt + 1 AND %[1]sstatus IN (%[2]s) AND %[1]serror_code IS NULL)",
+		p, intList(aws.CodeStatuses))
+}
+
+// codeUnknownSQL is whether a retry after the row's previous attempt cannot be judged: an
+// AWS SDK's, after a status its SDK retries by the code alone, the code not in the log.
+func codeUnknownSQL() string {
+	return fmt.Sprintf("(%s AND prev_status IN (%s) AND prev_error_code IS NULL)", awsSQL(""), intList(aws.CodeStatuses))
+}
+
+// operationUnknownSQL is whether a row's method does not say whether it writes: an AWS
+// SDK's POST that names no operation in the log (X-Amz-Target: DynamoDB's reads are POSTs).
+func operationUnknownSQL() string {
+	return fmt.Sprintf("(%s AND upper(method) = 'POST' AND operation IS NULL)", awsSQL(""))
 }
 
 // retryableCodeSQL is whether col is a code the SDKs retry: a throttle or a transient one.
@@ -53,13 +95,24 @@ func retryableCodeSQL(col string) string {
 	return codeIn(col, retriedCodes())
 }
 
-// readOperations match the operations (X-Amz-Target, after the service's prefix:
-// "DynamoDB_20120810.GetItem") that read, as the SDK families name them (sdk.Families: the
-// AWS APIs' Get…, BatchGet…, Query, Scan, Describe…, List…). A POST naming one is a read,
-// in no write finding; any other operation, and a POST that names none, is a write.
+// readOperations match the operations (X-Amz-Target after the service's prefix:
+// "DynamoDB_20120810.GetItem"; a gRPC method after its service: "shop.Orders/Get") that
+// read, as the SDK families name them (sdk.Families: the AWS APIs' Get…, BatchGet…, Query,
+// Scan, Describe…, List…; gRPC's standard methods). A POST naming one is a read, in no
+// write finding; any other operation is a write, and an AWS SDK's POST that names none is
+// not judged (operationUnknownSQL).
 var readOperations = sdk.Reads()
 
 // readOperationSQL is whether col names a read operation (false when NULL).
 func readOperationSQL(col string) string {
-	return fmt.Sprintf(`coalesce(regexp_matches(regexp_replace(%s, '^.*\.', ''), '%s'), false)`, col, readOperations)
+	return fmt.Sprintf(`coalesce(regexp_matches(regexp_replace(%s, '^.*[./]', ''), '%s'), false)`, col, readOperations)
+}
+
+// unjudgedPrefix marks a finding's kind on an attempt the log lacks a field to judge
+// (findings.sql): such findings are counted apart (Set.NotJudged), never claimed.
+const unjudgedPrefix = "unjudged:"
+
+// unjudgedSQL is the kind (an SQL string) of a finding, marked unjudged where unknown holds.
+func unjudgedSQL(kind, unknown string) string {
+	return fmt.Sprintf("CASE WHEN %s THEN '%s' || %s ELSE %s END", unknown, unjudgedPrefix, kind, kind)
 }

@@ -35,6 +35,7 @@ type TimeCount struct {
 	Tries     int64     `col:"tries,sum"`      // the gateway's own upstream tries of the proxied rows
 	GWRetried int64     `col:"gw_retried,sum"` // the proxied rows the gateway tried more than once
 	BelowCap  int64     `col:"below_cap,sum"`  // failed retryably below their client's stated cap (belowCapSQL)
+	Uncoded   int64     `col:"uncoded,sum"`    // stopped below that cap on an answer whose code the log lacks (uncodedSQL)
 }
 
 // The edges table has the time table's rows (TimeCount), per minute, for the context
@@ -56,6 +57,7 @@ type GroupCount struct {
 	Tries     int64   `col:"tries,sum"`
 	GWRetried int64   `col:"gw_retried,sum"`
 	BelowCap  int64   `col:"below_cap,sum"`
+	Uncoded   int64   `col:"uncoded,sum"`
 }
 
 // Bucket is a time bucket and the grouping columns of an attempt: what the groups table

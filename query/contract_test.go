@@ -286,8 +286,8 @@ func TestRowCounts(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ ddl, want string }{
-		{CountedTime, "CREATE TABLE counted_time (ts TIMESTAMP, in_range BOOLEAN, status SMALLINT, attempt INTEGER, inferred BOOLEAN, strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN, n BIGINT, proxied BIGINT, tries BIGINT, gw_retried BIGINT, below_cap BIGINT)"},
-		{CountedGroups, "CREATE TABLE counted_groups (ts TIMESTAMP, method VARCHAR, route VARCHAR, host VARCHAR, upstream_addr VARCHAR, status SMALLINT, attempt INTEGER, inferred BOOLEAN, strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN, n BIGINT, proxied BIGINT, tries BIGINT, gw_retried BIGINT, below_cap BIGINT)"},
+		{CountedTime, "CREATE TABLE counted_time (ts TIMESTAMP, in_range BOOLEAN, status SMALLINT, attempt INTEGER, inferred BOOLEAN, strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN, n BIGINT, proxied BIGINT, tries BIGINT, gw_retried BIGINT, below_cap BIGINT, uncoded BIGINT)"},
+		{CountedGroups, "CREATE TABLE counted_groups (ts TIMESTAMP, method VARCHAR, route VARCHAR, host VARCHAR, upstream_addr VARCHAR, status SMALLINT, attempt INTEGER, inferred BOOLEAN, strong BOOLEAN, linked_by VARCHAR, cancelled BOOLEAN, n BIGINT, proxied BIGINT, tries BIGINT, gw_retried BIGINT, below_cap BIGINT, uncoded BIGINT)"},
 	} {
 		if c.ddl != c.want {
 			t.Errorf("got  %s\nwant %s", c.ddl, c.want)
@@ -295,9 +295,9 @@ func TestRowCounts(t *testing.T) {
 	}
 	for e, want := range map[Engine]string{
 		DuckDB: "count(*) AS n, count(upstream_tries) AS proxied, sum(upstream_tries)::BIGINT AS tries, " +
-			"count(nullIf(greatest(upstream_tries, 1), 1)) AS gw_retried, count(*) FILTER (WHERE " + belowCapSQL("") + ") AS below_cap",
+			"count(nullIf(greatest(upstream_tries, 1), 1)) AS gw_retried, count(*) FILTER (WHERE " + belowCapSQL("") + ") AS below_cap, count(*) FILTER (WHERE " + uncodedSQL("") + ") AS uncoded",
 		ClickHouse: "toInt64(count()) AS n, toInt64(count(upstream_tries)) AS proxied, sum(toNullable(toInt64(upstream_tries))) AS tries, " +
-			"toInt64(count(nullIf(greatest(upstream_tries, 1), 1))) AS gw_retried, toInt64(countIf(ifNull(" + belowCapSQL("") + ", 0))) AS below_cap",
+			"toInt64(count(nullIf(greatest(upstream_tries, 1), 1))) AS gw_retried, toInt64(countIf(ifNull(" + belowCapSQL("") + ", 0))) AS below_cap, toInt64(countIf(ifNull(" + uncodedSQL("") + ", 0))) AS uncoded",
 	} {
 		if got := RowCounts(e); got != want {
 			t.Errorf("engine %d: %s, want %s", e, got, want)

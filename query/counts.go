@@ -29,6 +29,8 @@ var rowCounts = []rowCount{
 	{name: "gw_retried", of: "nullIf(greatest(upstream_tries, 1), 1)"},
 	// rows that failed as a client retries, below the cap their client stated
 	{name: "below_cap", where: belowCapSQL("")},
+	// rows that stopped below it on an answer the log lacks the code to judge
+	{name: "uncoded", where: uncodedSQL("")},
 }
 
 // Engine is an SQL dialect stage one is written in.

@@ -46,7 +46,10 @@ own cap (max_attempts). */}}
 WITH a AS NOT MATERIALIZED (
     SELECT {{minute "first_ts"}} AS minute, lkey, key_text, method, route, uri, ts, attempt, status, error_code, operation,
         idempotency_key, max_attempts, hedge, reused_key, renumbered, prev_status, prev_error_code,
-        first_n, first_status, first_upstream_status
+        first_n, first_status, first_upstream_status,
+        -- what the log lacks to judge this attempt (docs/metrics.md, "What the log cannot
+        -- tell"): whether its POST writes, whether the answer before it was retryable
+        {{operationUnknown}} AS op_unknown, {{codeUnknown}} AS code_unknown
     FROM {{.Table}}_attempts WHERE {{.Touched}}
 ),
 -- Writes (docs/metrics.md, "Writes that may have gone through twice"): per attempt of a
@@ -57,7 +60,7 @@ WITH a AS NOT MATERIALIZED (
 -- throttling error code, is refused before it). A request is protected only when every
 -- attempt that may have reached the handler carried one and the same idempotency key.
 w AS (
-    SELECT minute, lkey, {{template "example"}} AS example, attempt, status,
+    SELECT minute, lkey, {{template "example"}} AS example, attempt, status, op_unknown,
         coalesce(bool_or(status IN (0, 499, 504)) OVER (PARTITION BY lkey ORDER BY attempt, ts
                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS unknown_before,
         NOT (coalesce(status IN ({{.Throttle}}), false) OR {{throttleCode "error_code"}}) AS reached,
@@ -71,33 +74,36 @@ unprotected AS (
     HAVING count(*) > count(idempotency_key) OR count(DISTINCT idempotency_key) > 1
 ),
 f AS (
+    -- A finding on an attempt the log lacks a field to judge is counted apart, as
+    -- 'unjudged:' and its kind (Set.NotJudged).
     -- retried POST/PATCH without an idempotency key
-    SELECT 'duplicate_write_risk' AS kind, minute, lkey, {{template "example"}} AS example FROM a
+    SELECT {{unjudged "'duplicate_write_risk'" "op_unknown"}} AS kind, minute, lkey, {{template "example"}} AS example FROM a
     WHERE attempt >= 1 AND upper(method) IN ('POST', 'PATCH') AND NOT {{readOperation "operation"}} AND idempotency_key IS NULL
     UNION ALL
     -- a write whose first attempt the client abandoned (499, Caddy's 0, or a 504 the
     -- upstream answered 2xx), then a retry that succeeded: the write may have happened
     -- twice. An idempotency key is what lets the server tell, so writes it protects (w)
     -- are left out.
-    SELECT 'false_success', minute, lkey, {{template "example"}} AS example FROM a
+    SELECT {{unjudged "'false_success'" "op_unknown"}}, minute, lkey, {{template "example"}} AS example FROM a
     WHERE attempt >= 1 AND status BETWEEN 200 AND 299 AND first_n = 0 AND lkey IN (SELECT lkey FROM unprotected)
       AND upper(method) IN ('POST', 'PUT', 'PATCH', 'DELETE') AND NOT {{readOperation "operation"}}
       AND (first_status IN (0, 499) OR (first_status = 504 AND first_upstream_status LIKE '2%'))
     UNION ALL
     -- retried PUT/DELETE without an idempotency key: idempotent by contract, yet a server
     -- that does not honour it performs the side effect twice all the same
-    SELECT 'retried_idempotent_write', minute, lkey, {{template "example"}} AS example FROM a
+    SELECT {{unjudged "'retried_idempotent_write'" "op_unknown"}}, minute, lkey, {{template "example"}} AS example FROM a
     WHERE attempt >= 1 AND upper(method) IN ('PUT', 'DELETE') AND NOT {{readOperation "operation"}} AND idempotency_key IS NULL
     UNION ALL
     -- a write not protected by one key, with an attempt that may have written without the
     -- client knowing, followed by one that may have reached the handler: both may have
     -- been performed
-    SELECT 'possible_duplicate_write', minute, lkey, example FROM w
+    SELECT {{unjudged "'possible_duplicate_write'" "op_unknown"}}, minute, lkey, example FROM w
     WHERE attempt >= 1 AND unknown_before AND reached AND lkey IN (SELECT lkey FROM unprotected)
     UNION ALL
     -- (a hedge sent before the 404 came back decided nothing on it; a 400 whose error code
-    -- the SDKs retry, a ThrottlingException or a RequestTimeout, is retryable)
-    SELECT 'non_retryable_retry', minute, lkey, {{template "example"}} AS example FROM a
+    -- the SDKs retry, a ThrottlingException or a RequestTimeout, is retryable: an AWS SDK's
+    -- retry after a 400 without its code in the log is not judged)
+    SELECT {{unjudged "'non_retryable_retry'" "code_unknown"}}, minute, lkey, {{template "example"}} AS example FROM a
     WHERE attempt >= 1 AND NOT hedge AND prev_status IN (400, 401, 403, 404, 422) AND NOT {{retryableCode "prev_error_code"}}
     UNION ALL
     -- beyond the cap the client states (amz-sdk-request max=), else the policy's ($1)

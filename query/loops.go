@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/retrylens/retrylens/judge"
 )
 
 // Loops429 sums up 429 feedback loops (docs/metrics.md).
@@ -91,7 +93,74 @@ const DefaultMaxAttempts = 3
 // Findings returns the policy findings of the Set; maxAttempts is the cap on attempts per
 // logical request (attempt numbers from maxAttempts on are over it).
 func (s *Set) Findings(ctx context.Context, maxAttempts int) ([]Finding, error) {
+	all, err := s.allFindings(ctx, maxAttempts)
+	return slices.DeleteFunc(all, func(f Finding) bool { return strings.HasPrefix(f.Kind, unjudgedPrefix) }), err
+}
+
+// allFindings are the findings and, their kinds marked unjudged:, those the log lacks a
+// field to judge (findings.sql), as one answer.
+func (s *Set) allFindings(ctx context.Context, maxAttempts int) ([]Finding, error) {
 	return answered(ctx, s, fmt.Sprintf("Findings %d", maxAttempts), func() ([]Finding, error) { return s.findings(ctx, maxAttempts) })
+}
+
+// NotJudged is a finding the log lacks a field to judge on some requests (docs/metrics.md,
+// "What the log cannot tell"): they are in none of its counts, and the field that would
+// tell is named.
+type NotJudged struct {
+	Kind  string // the finding (FindingKinds), or budget_denied (a fate)
+	Count int64
+	Unit  string // what Count counts: "requests", or "attempts"
+	Log   string // what to log (or do) so that it is judged
+	Why   string // what the log lacks, for a person
+}
+
+// notJudgedWhy says, per finding, what the log lacks and what to log; the fields are the
+// catalogue's (sdk.Families).
+func notJudgedWhy(kind string) (log, why string) {
+	switch kind {
+	case "non_retryable_retry":
+		return aws.ErrorHeader, "an AWS SDK retried a 4xx whose error code the log lacks: it retries one only for a throttling or transient code (a throttle, most likely)"
+	case "budget_denied":
+		return aws.ErrorHeader, "answered a 4xx below their AWS SDK's cap, the error code not in the log: a request that ended on one is counted as failed without a retry, though its SDK may have been denied one (the code decides)"
+	case "reused_key", "attempt_number_mismatch":
+		return "each log once (ingest --dedupe)", "rows repeat rows of another load: a key seen on two requests may be one request logged twice"
+	}
+	return aws.Operation, "an AWS SDK's POST names its operation in " + aws.Operation + " only (DynamoDB's reads are POSTs): whether it wrote, the log cannot tell"
+}
+
+// NotJudged returns the findings the log lacks a field to judge, with budget_denied's
+// attempts from m (the range's metrics).
+func (s *Set) NotJudged(ctx context.Context, maxAttempts int, m judge.Metrics) ([]NotJudged, error) {
+	all, err := s.allFindings(ctx, maxAttempts)
+	var out []NotJudged
+	for _, f := range all {
+		if kind, ok := strings.CutPrefix(f.Kind, unjudgedPrefix); ok {
+			out = append(out, newNotJudged(kind, f.Count, "requests"))
+		}
+	}
+	if n := m.Counts.Get("uncoded"); n > 0 {
+		out = append(out, newNotJudged("budget_denied", n, "attempts"))
+	}
+	return out, err
+}
+
+func newNotJudged(kind string, n int64, unit string) NotJudged {
+	log, why := notJudgedWhy(kind)
+	return NotJudged{Kind: kind, Count: n, Unit: unit, Log: log, Why: why}
+}
+
+// Doubled moves the findings a doubled load can make up (a key seen on two requests, or
+// numbers that repeat, where the same traffic was loaded twice: backend.Health.Repeats)
+// from fs to the findings not judged.
+func Doubled(fs []Finding, nj []NotJudged) ([]Finding, []NotJudged) {
+	fs = slices.DeleteFunc(fs, func(f Finding) bool {
+		if f.Kind != "reused_key" && f.Kind != "attempt_number_mismatch" {
+			return false
+		}
+		nj = append(nj, newNotJudged(f.Kind, f.Count, "requests"))
+		return true
+	})
+	return fs, nj
 }
 
 func (s *Set) findings(ctx context.Context, maxAttempts int) ([]Finding, error) {

@@ -20,11 +20,11 @@ type counts struct {
 	gatewayRecovered             int64 // first attempts answered 2xx after the gateway's own retries
 	// failed below their client's stated cap: strong first attempts over all rows, the
 	// requests of _attempts that ended so, and the strong first attempts of those requests
-	strongFirstsDenied, denied, multiFirstsDenied int64
-	strongFirsts, strongFirstsOK                  int64 // strong-keyed first attempts over all rows
-	recovered, exhausted                          int64
-	logical, finalOK                              int64 // requests in _attempts, and those ending 2xx
-	multiFirsts, multiFirstsOK                    int64 // strong-keyed first attempts of requests in _attempts
+	strongFirstsDenied, denied, multiFirstsDenied, uncoded int64
+	strongFirsts, strongFirstsOK                           int64 // strong-keyed first attempts over all rows
+	recovered, exhausted                                   int64
+	logical, finalOK                                       int64 // requests in _attempts, and those ending 2xx
+	multiFirsts, multiFirstsOK                             int64 // strong-keyed first attempts of requests in _attempts
 }
 
 // countColumn is a count's column and its place in counts.
@@ -63,6 +63,7 @@ var countPlaces = map[string]func(*counts) *int64{
 	"strong_firsts_denied": func(c *counts) *int64 { return &c.strongFirstsDenied },
 	"denied":               func(c *counts) *int64 { return &c.denied },
 	"multi_firsts_denied":  func(c *counts) *int64 { return &c.multiFirstsDenied },
+	"uncoded":              func(c *counts) *int64 { return &c.uncoded },
 	"strong_firsts":        func(c *counts) *int64 { return &c.strongFirsts },
 	"strong_firsts_ok":     func(c *counts) *int64 { return &c.strongFirstsOK },
 	"recovered":            func(c *counts) *int64 { return &c.recovered },

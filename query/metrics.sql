@@ -6,7 +6,8 @@ WITH g AS (
     -- counts per group, attempt class (NULL, 0, 1, 2 for two and more), status and flags:
     -- the metrics below read these few thousand rows
     SELECT {{.Key}} AS k, CASE WHEN attempt >= 2 THEN 2 ELSE attempt END AS attempt, status, inferred, strong, cancelled,
-           sum(n) AS n, sum(proxied) AS proxied, sum(tries) AS tries, sum(gw_retried) AS gw_retried, sum(below_cap) AS below_cap
+           sum(n) AS n, sum(proxied) AS proxied, sum(tries) AS tries, sum(gw_retried) AS gw_retried, sum(below_cap) AS below_cap,
+           sum(uncoded) AS uncoded
     FROM {{.Counts}}
     GROUP BY ALL
 ), c AS (
@@ -41,6 +42,9 @@ WITH g AS (
         coalesce(sum(n) FILTER (attempt = 0 AND strong), 0)         AS strong_firsts,
         coalesce(sum(n) FILTER (attempt = 0 AND strong AND status BETWEEN 200 AND 299), 0) AS strong_firsts_ok,
         coalesce(sum(below_cap) FILTER (attempt = 0 AND strong), 0)  AS strong_firsts_denied,
+        -- attempts that stopped below their stated cap on an answer their SDK retries by
+        -- the code alone, without it in the log: budget_denied cannot judge them
+        coalesce(sum(uncoded), 0)                                    AS uncoded,
         -- abandoned because another attempt of the request won (prepare_multi): not failures
         coalesce(sum(n) FILTER (attempt = 0 AND cancelled), 0)      AS cancelled_first,
         coalesce(sum(n) FILTER (attempt >= 1 AND cancelled), 0)     AS cancelled_retry

@@ -142,7 +142,7 @@ func partialsDigest() string {
 // every row's counts by route again.
 var routeTotals = CountTable{Name: "routes",
 	Keys: []string{"method", "route", "attempt", "status", "inferred", "strong", "cancelled"},
-	Sums: []string{"n", "proxied", "tries", "gw_retried", "below_cap"}}
+	Sums: []string{"n", "proxied", "tries", "gw_retried", "below_cap", "uncoded"}}
 
 // totalsOf is the route totals of the groups table from.
 func totalsOf(from string) string {

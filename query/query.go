@@ -34,7 +34,8 @@ var sqlFiles embed.FS
 var sqlTmpl = template.Must(template.New("").Funcs(template.FuncMap{"retryableFailure": retryableFailureSQL,
 	"throttleCode": throttleCodeSQL, "retryableCode": retryableCodeSQL, "readOperation": readOperationSQL,
 	"rowCounts": func() string { return RowCounts(DuckDB) },
-	"rowSums":   rowSums, "belowCap": belowCapSQL, "minute": minuteSQL, "orNull": orNull}).ParseFS(sqlFiles, "*.sql"))
+	"rowSums":   rowSums, "belowCap": belowCapSQL, "minute": minuteSQL, "orNull": orNull,
+	"operationUnknown": operationUnknownSQL, "codeUnknown": codeUnknownSQL, "unjudged": unjudgedSQL}).ParseFS(sqlFiles, "*.sql"))
 
 // retryableStatuses are the answers, besides every 5xx, that a client retries: the
 // request timed out (408), was throttled (429) or got no answer it waited for (499, 0:

@@ -19,7 +19,8 @@ them (attempts from the third on are one class there): what the cache stores per
 {{define "route_totals"}}
 SELECT method, route, CASE WHEN attempt >= 2 THEN 2 ELSE attempt END AS attempt, status, inferred, strong, cancelled,
     sum(n)::BIGINT AS n, sum(proxied)::BIGINT AS proxied, sum(tries)::BIGINT AS tries,
-    sum(gw_retried)::BIGINT AS gw_retried, sum(below_cap)::BIGINT AS below_cap
+    sum(gw_retried)::BIGINT AS gw_retried, sum(below_cap)::BIGINT AS below_cap,
+    sum(uncoded)::BIGINT AS uncoded
 FROM {{.Counts}}
 GROUP BY ALL
 {{end}}

@@ -12,7 +12,7 @@ import (
 )
 
 // Sections are the tables --format csv can write, one per run (--section).
-var Sections = []string{"windows", "summary", "endpoints", "groups", "findings", "alerts"}
+var Sections = []string{"windows", "summary", "endpoints", "groups", "findings", "not_judged", "alerts", "input"}
 
 // CheckSection validates a --section name up front.
 func CheckSection(name string) error {
@@ -59,6 +59,16 @@ func CSV(w io.Writer, r *Report, section string) error {
 		for _, f := range r.Findings {
 			write([]string{f.Kind, strconv.FormatInt(f.Count, 10), strconv.FormatInt(f.Attempts, 10), strings.Join(f.Examples, " ")})
 		}
+	case "not_judged":
+		write([]string{"kind", "count", "unit", "log", "why"})
+		for _, n := range r.NotJudged {
+			write([]string{n.Kind, strconv.FormatInt(n.Count, 10), n.Unit, n.Log, n.Why})
+		}
+	case "input":
+		h := r.Health
+		write([]string{"lines", "rejected", "rejected_kept", "repeated_rows", "registry_mismatch"})
+		write([]string{strconv.FormatInt(h.Lines, 10), strconv.FormatInt(h.Rejected, 10), strconv.FormatInt(h.Kept, 10),
+			strconv.FormatInt(h.Repeats, 10), h.Mismatch})
 	case "alerts":
 		write([]string{"rule", "severity", "start", "end", "peak"})
 		for _, a := range r.Alerts {

@@ -98,6 +98,24 @@ type jsonLoops struct {
 	Worst            []jsonLoopOffender `json:"worst"`
 }
 
+// jsonNotJudged is query.NotJudged (docs/json.md).
+type jsonNotJudged struct {
+	Kind  string `json:"kind"`
+	Count int64  `json:"count"`
+	Unit  string `json:"unit"`
+	Log   string `json:"log"`
+	Why   string `json:"why"`
+}
+
+// jsonInput is what the store holds beside the figures (backend.Health, docs/json.md).
+type jsonInput struct {
+	Lines    int64   `json:"lines"`
+	Rejected int64   `json:"rejected"`
+	Kept     int64   `json:"rejected_kept"`
+	Repeats  int64   `json:"repeated_rows"`
+	Mismatch *string `json:"registry_mismatch"`
+}
+
 type jsonFinding struct {
 	Kind     string   `json:"kind"`
 	Count    int64    `json:"count"`
@@ -163,6 +181,7 @@ func JSON(w io.Writer, r *Report) error {
 		{key: "loops_429", value: jsonLoops{Loops: r.Loops.Loops, MaxLength: r.Loops.MaxLength, PrematureRetries: r.Loops.PrematureRetries,
 			BlindRetries: r.Loops.BlindRetries, Unparsable: r.Loops.UnparsableRetryAfter, Retry429Share: r.Loops.Retry429Share, Worst: loopOffenders(r.Loops.Worst)}},
 		{key: "findings", value: toJSONFindings(r.Findings)},
+		{key: "not_judged", value: toJSONNotJudged(r.NotJudged)},
 		{key: "linking", value: jsonLinking{Strong: r.Linking.Strong(), IdempotencyKey: r.Linking.IdempotencyKey, InvocationID: r.Linking.InvocationID,
 			RequestID: r.Linking.RequestID, Heuristic: r.Linking.Heuristic, Inferred: r.Linking.Inferred,
 			Retries: r.Linking.Retries, HeuristicRetries: r.Linking.HeuristicRetries, Orphans: r.Linking.Orphans,
@@ -174,7 +193,25 @@ func JSON(w io.Writer, r *Report) error {
 		{key: "layers", value: layersJSON(r)},
 		{key: "incidents", value: incidents},
 		{key: "retry_sustained", value: sustained},
+		{key: "input", value: inputJSON(r)},
 	})
+}
+
+func toJSONNotJudged(ns []query.NotJudged) []jsonNotJudged {
+	out := make([]jsonNotJudged, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, jsonNotJudged(n))
+	}
+	return out
+}
+
+func inputJSON(r *Report) jsonInput {
+	h := r.Health
+	in := jsonInput{Lines: h.Lines, Rejected: h.Rejected, Kept: h.Kept, Repeats: h.Repeats}
+	if h.Mismatch != "" {
+		in.Mismatch = &h.Mismatch
+	}
+	return in
 }
 
 // jsonLoopOffender is one of the longest 429 loops.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrylens/retrylens/backend"
 	"github.com/retrylens/retrylens/judge"
 	"github.com/retrylens/retrylens/postmortem"
 )
@@ -15,6 +16,9 @@ import (
 // Report is a postmortem (computed by package postmortem) and how to render it.
 type Report struct {
 	postmortem.Result
+	// Health is what the store holds beside the figures: lines ingest rejected, rows
+	// loaded twice; every format says it.
+	Health      backend.Health
 	GeneratedAt time.Time
 	Window      string // width label, e.g. "1h"
 	Endpoint    string // the endpoint the report is limited to, as given, if any

@@ -230,6 +230,7 @@ func (r *Report) parts(esc func(string) string) parts {
 	if m.Requests == 0 {
 		// a range after (or before) the log: nothing was carried, whatever the headers
 		p.summary = append(p.summary, "verdict: nothing to judge: no request in the range (--since and --until are the range; 'retrylens report' without them covers every row).")
+		p.notes = r.Health.Warnings(true)
 		return p
 	}
 	p.summary = append(p.summary, fmt.Sprintf("verdict: %s. What the business saw: %d logical requests, effective success %s. What the gateway carried: %d requests, actual success %s, amplification %s, extra load %s.",
@@ -273,6 +274,9 @@ func (r *Report) parts(esc func(string) string) parts {
 		}
 		p.findings = append(p.findings, fmt.Sprintf("finding %s: %s, %s (%s), e.g. %s",
 			f.Kind, plural(f.Count, "request"), plural(f.Attempts, "attempt"), findingText[f.Kind], strings.Join(ex, ", ")))
+	}
+	for _, n := range r.NotJudged {
+		p.findings = append(p.findings, notJudgedLine(n))
 	}
 	for _, s := range r.Sustained {
 		p.incidents = append(p.incidents, fmt.Sprintf("retry-sustained overload %s–%s (%s): success collapsed while first attempts kept their baseline "+
@@ -329,7 +333,13 @@ func (r *Report) parts(esc func(string) string) parts {
 	}
 	p.notes = append(p.notes, r.layers()...)
 	p.notes = append(p.notes, r.coverage()...)
+	p.notes = append(p.notes, r.Health.Warnings(true)...)
 	return p
+}
+
+// notJudgedLine is how the text formats say a finding the log could not judge.
+func notJudgedLine(n query.NotJudged) string {
+	return fmt.Sprintf("not judged %s: %d %s (%s); log %s", n.Kind, n.Count, n.Unit, n.Why, n.Log)
 }
 
 // layers are the lines on each retry layer: the logical requests' fates, where a

@@ -31,8 +31,16 @@ type Family struct {
 	ErrorHeader      string
 	// RetryAfter are the response headers it waits for, first first.
 	RetryAfter []string
-	// Operation is the request header that names the operation beside the method, and
-	// Reads matches (a regular expression over the name after its last '.') those that read.
+	// RetryStatuses are the statuses it retries whatever the error code, where its rule is
+	// its own (nil: any 5xx, 408, 429 and an abandoned attempt, query.RetryableFailure);
+	// CodeStatuses those it retries or not by the error code alone (ErrorHeader), so that
+	// without the code in the log neither a retry after one nor a stop on one is judged.
+	RetryStatuses []int
+	CodeStatuses  []int
+	// Operation is the request header that names the operation beside the method (for
+	// gRPC, the path: /shop.Orders/Get), and Reads matches (a regular expression over the
+	// name after its last '.' or '/') those that read. Where a family names operations, a
+	// POST that names none in the log is not judged a write.
 	Operation string
 	Reads     string
 }
@@ -55,11 +63,29 @@ var Families = []Family{
 			"RequestThrottledException", "SlowDown", "ThrottledException", "Throttling", "ThrottlingException",
 			"TooManyRequestsException", "TransactionInProgressException"},
 		TransientCodes: []string{"RequestTimeout", "RequestTimeoutException", "TimeoutError"},
-		ErrorHeader:    "x-amzn-ErrorType", Operation: "X-Amz-Target",
+		// smithy's retryable statuses (botocore's standard and adaptive modes, aws-sdk-go-v2),
+		// and an attempt the client abandoned (a timeout, retried as a connection error); a
+		// 4xx only for a throttling or transient code: a 429 without one is not retried
+		RetryStatuses: []int{0, 499, 500, 502, 503, 504}, CodeStatuses: []int{400, 403, 429},
+		ErrorHeader: "x-amzn-ErrorType", Operation: "X-Amz-Target",
 		Reads: `^(Get|BatchGet|TransactGet|Query|Scan|Describe|List)`},
 	{Name: "gRPC", Clients: "gRPC's retry policy (grpc-go, grpc-java, …)", Attempt: "grpc-previous-rpc-attempts", First: 0,
 		ThrottleCodes: []string{"RESOURCE_EXHAUSTED"}, TransientCodes: []string{"UNAVAILABLE"}, ErrorHeader: "grpc-status",
-		RetryAfter: []string{"grpc-retry-pushback-ms"}},
+		RetryAfter: []string{"grpc-retry-pushback-ms"}, Operation: ":path",
+		// the standard methods of Google's API guidelines (AIP-131, 132, 231, and Search),
+		// and the health service's
+		Reads: `^(Get|BatchGet|List|Search|Check|Watch)`},
+}
+
+// AWS is the AWS SDKs' family: the one whose requests state their cap (amz-sdk-request's
+// max=) and carry an invocation id, which is how a line is told to be theirs.
+func AWS() Family {
+	for _, f := range Families {
+		if f.StatesCap {
+			return f
+		}
+	}
+	panic("sdk: no family states its cap")
 }
 
 // ThrottleCodes are every family's throttling codes.

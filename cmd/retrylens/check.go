@@ -106,6 +106,7 @@ func (e *env) runCheck(ctx context.Context, o *checkOptions, files []string) err
 		return err
 	}
 	defer done()
+	po.Doubled = o.health.Repeats > 0
 	check, err := postmortem.Alerts(ctx, db, po, o.failOn, o.failKinds())
 	if err != nil {
 		return err

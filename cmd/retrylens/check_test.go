@@ -423,8 +423,11 @@ func awsThrottleLog(t *testing.T) string {
 // 2: 3. Retries of non-retryable answers: b's second attempt alone (a's follow throttles,
 // d's a transient RequestTimeout). Retried POSTs without an idempotency key
 // (duplicate_write_risk): b alone, a being a read. The same lines read without the codes
-// and operations (retry-sdk) give no loop, no blind retry, a, b and d as non-retryable
-// retries (4 attempts), and a and b as retried writes.
+// and operations (retry-sdk) give no loop and no blind retry, and claim no finding: an AWS
+// SDK retries a 400 by its code, and names the operation of a POST in X-Amz-Target only.
+// Not judged: a, b and d's retries (the code before them unknown: 3 requests), a's and
+// b's POSTs (2), and, for budget_denied, the 400s without a code below the cap of 10: a's
+// two, b's two and d's first (5 attempts).
 func TestThrottleCodes(t *testing.T) {
 	t.Parallel()
 	log := awsThrottleLog(t)
@@ -437,6 +440,10 @@ func TestThrottleCodes(t *testing.T) {
 			Kind            string
 			Count, Attempts float64
 		}
+		NotJudged []struct {
+			Kind, Unit, Log string
+			Count           float64
+		} `json:"not_judged"`
 	}
 	// the same lines as retry-sdk logs them: without the code, the operation and
 	// retry-after-ms (read as retry-sdk, the longer lines are refused: TestDetect)
@@ -453,9 +460,10 @@ func TestThrottleCodes(t *testing.T) {
 		format                    string
 		loops, blind, nonRetryReq float64
 		nonRetryAttempts, writes  float64
+		notJudged                 string
 	}{
-		{"retry-sdk-full", 1, 3, 1, 1, 1},
-		{"retry-sdk", 0, 0, 3, 4, 2},
+		{"retry-sdk-full", 1, 3, 1, 1, 1, ""},
+		{"retry-sdk", 0, 0, 0, 0, 0, "duplicate_write_risk 2 requests X-Amz-Target, non_retryable_retry 3 requests x-amzn-ErrorType, budget_denied 5 attempts x-amzn-ErrorType"},
 	} {
 		stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--log-format", c.format, logs[c.format])
 		var r figures
@@ -470,6 +478,13 @@ func TestThrottleCodes(t *testing.T) {
 			case "duplicate_write_risk":
 				writes = f.Count
 			}
+		}
+		var nj []string
+		for _, n := range r.NotJudged {
+			nj = append(nj, fmt.Sprintf("%s %v %s %s", n.Kind, n.Count, n.Unit, n.Log))
+		}
+		if got := strings.Join(nj, ", "); got != c.notJudged {
+			t.Errorf("%s: not judged %q, want %q", c.format, got, c.notJudged)
 		}
 		if r.Loops.Loops != c.loops || r.Loops.Blind != c.blind || req != c.nonRetryReq || att != c.nonRetryAttempts || writes != c.writes {
 			t.Errorf("%s: %v loops, %v blind retries, non_retryable_retry %v requests (%v attempts), %v retried writes; want %v, %v, %v (%v), %v",

@@ -238,12 +238,27 @@ func TestOutputFlag(t *testing.T) {
 }
 
 // A report on a database says how many lines ingest rejected: they are in no figure. The
-// incident sample has one malformed line of 126 (EXPECTED.md).
+// incident sample has one malformed line of 126 (EXPECTED.md). Every artefact says it,
+// not only stderr: a page or a file read later has no terminal beside it.
 func TestReportMentionsRejects(t *testing.T) {
 	t.Parallel()
 	db := ingested(t, "incident-hour")
 	const want = "ingest rejected 1 of the 126 lines loaded (0.8%): they are in no figure"
 	if _, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", "json"); code != 0 || !strings.Contains(stderr, want) {
 		t.Errorf("report: exit %d, want %q in:\n%s", code, want, stderr)
+	}
+	for _, c := range []struct{ format, want string }{
+		{"json", `"lines": 126,
+    "rejected": 1,`},
+		{"table", want}, {"tsv", "# note: " + want}, {"markdown", "- note: " + want}, {"html", "<li>note: " + want},
+	} {
+		stdout, stderr, code := retrylens(t, nil, "report", "--db", db, "--format", c.format)
+		if code != 0 || !strings.Contains(stdout, c.want) {
+			t.Errorf("report --format %s: exit %d, want %q in the report: %s\n%s", c.format, code, c.want, stderr, stdout)
+		}
+	}
+	if stdout, _, code := retrylens(t, nil, "report", "--db", db, "--format", "csv", "--section", "input"); code != 0 ||
+		stdout != "lines,rejected,rejected_kept,repeated_rows,registry_mismatch\n126,1,1,0,\n" {
+		t.Errorf("report --section input: exit %d:\n%s", code, stdout)
 	}
 }

@@ -131,11 +131,13 @@ func (e *env) runReport(ctx context.Context, o *reportOptions, files []string) e
 	if err := o.figureFlags.apply(&po); err != nil {
 		return err
 	}
+	o.shown = toTerminal && format == report.FormatTable
 	db, done, err := e.openRows(ctx, &o.rowFlags, files, &po.Query, false)
 	if err != nil {
 		return err
 	}
 	defer done()
+	po.Doubled = o.health.Repeats > 0
 	if format == report.FormatTable || format == report.FormatMarkdown || format == report.FormatHTML {
 		po.Top = o.top // the machine formats carry every endpoint
 	}
@@ -143,7 +145,7 @@ func (e *env) runReport(ctx context.Context, o *reportOptions, files []string) e
 	if err != nil {
 		return err
 	}
-	r := &report.Report{Result: *pm, GeneratedAt: e.now(), Window: o.window, Endpoint: o.endpoint, Section: o.section, Top: o.top,
+	r := &report.Report{Result: *pm, Health: o.health, GeneratedAt: e.now(), Window: o.window, Endpoint: o.endpoint, Section: o.section, Top: o.top,
 		Color: toTerminal && e.getenv("NO_COLOR") == ""}
 	if o.top == 0 {
 		r.Top = -1 // all
@@ -161,6 +163,11 @@ type rowFlags struct {
 	formats                        formatFlags
 	command                        string // the command's name, for messages
 	changed                        func(flag string) bool
+	// health is what openRows found of the store: what a report carries beside its
+	// figures (rejected lines, rows loaded twice), and says on stderr too unless shown is
+	// set: the report's table on the terminal says it already
+	health backend.Health
+	shown  bool
 }
 
 // register adds the flags to c; tzHelp says what --tz also sets for the command.
@@ -196,7 +203,7 @@ func (e *env) openRows(ctx context.Context, o *rowFlags, files []string, qo *que
 		return nil, nil, err
 	}
 	var st backend.Store
-	var health chan backend.Health
+	health := make(chan backend.Health, 1)
 	if len(files) == 0 {
 		var trace io.Writer
 		if e.getenv("RETRYLENS_TRAFFIC") != "" {
@@ -208,15 +215,17 @@ func (e *env) openRows(ctx context.Context, o *rowFlags, files []string, qo *que
 			}
 			return nil, nil, err
 		}
-		// checked while the rows are read: on a cluster the check reads every shard
-		health = make(chan backend.Health, 1)
-		go func() { health <- st.Health(ctx) }()
 	} else if st, err = e.loadTemp(ctx, o, files, router); err != nil {
 		return nil, nil, err
 	}
+	// checked while the rows are read: on a cluster the check reads every shard
+	go func() { health <- st.Health(ctx) }()
 	db, err := st.Rows(ctx, qo, router.Route, every)
-	if health != nil {
-		for _, w := range (<-health).Warnings(o.command == "report") {
+	o.health = <-health
+	// a report carries them in every format too (report.Report.Health); a temporary
+	// load's summary said them
+	if len(files) == 0 && !o.shown {
+		for _, w := range o.health.Warnings(o.command == "report") {
 			fmt.Fprintf(e.stderr, "retrylens: %s\n", w)
 		}
 	}
