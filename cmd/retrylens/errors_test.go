@@ -136,7 +136,7 @@ func TestDayOneNits(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := filepath.Join(dir, "long.duckdb")
-	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, "--log-format", "retry", path); code != 0 {
+	if _, stderr, code := retrylens(t, nil, "ingest", "--quiet", "--db", db, "--log-format", "retry", "--max-reject-ratio", "1", path); code != 0 {
 		t.Fatalf("ingest: exit %d: %s", code, stderr)
 	}
 	out, stderr, code := retrylens(t, nil, "query", "--db", db, "--format", "csv",

@@ -52,7 +52,7 @@ func (e *env) ingestCmd() *cobra.Command {
 	c.Flags().Lookup("dry-run").NoOptDefVal = "5"
 	c.Flags().BoolVar(&o.dedupe, "dedupe", false, "leave out lines that repeat rows already loaded (same second, key, attempt, status, method, URI, client): the same traffic logged twice; without it they load and a warning says how many")
 	c.Flags().Int64Var(&o.chunkMiB, "chunk-mib", 256, "MiB of a file loaded per transaction: a killed load resumes after the last one that committed")
-	c.Flags().Float64Var(&o.maxReject, "max-reject-ratio", 1, "exit 4 when more than this share of lines (0..1) was rejected, for CI")
+	c.Flags().Float64Var(&o.maxReject, "max-reject-ratio", defaultMaxReject, "exit 4 when more than this share of lines (0..1) was rejected: the rows read are loaded all the same (1: never)")
 	c.Flags().Int64Var(&o.maxRoutes, "max-routes", 500, "warn, naming the path prefixes behind them, past this many distinct routes")
 	return c
 }
@@ -167,10 +167,16 @@ func (e *env) loadSummary(res ingest.Result, quiet bool) error {
 	return ingest.WriteSummary(e.stderr, &res)
 }
 
+// defaultMaxReject is --max-reject-ratio's default: a log a tenth of whose lines cannot be
+// read is most likely read in the wrong format, and its figures stand on the rest alone;
+// a run that says so by its exit code is noticed in a script, which a warning is not.
+const defaultMaxReject = 0.1
+
 // rejectRatio is ingest's exit when the rejected share passed --max-reject-ratio.
 func (e *env) rejectRatio(res ingest.Result, maxReject float64) error {
 	if t := res.Totals(); t.Lines > 0 && float64(t.Rejected)/float64(t.Lines) > maxReject {
-		fmt.Fprintf(e.stderr, "retrylens: %d of %d lines (%.2f%%) rejected, more than --max-reject-ratio %g\n",
+		fmt.Fprintf(e.stderr, "retrylens: %d of %d lines (%.2f%%) rejected, more than --max-reject-ratio %g: the rest is loaded; "+
+			"is the format right? ('retrylens ingest --dry-run FILE' shows how lines parse)\n",
 			t.Rejected, t.Lines, 100*float64(t.Rejected)/float64(t.Lines), maxReject)
 		return exitCode(exitRejects)
 	}

@@ -643,6 +643,21 @@ func TestMaxRejectRatio(t *testing.T) {
 	if code != 0 {
 		t.Errorf("under the ratio: exit %d: %s", code, stderr)
 	}
+	// By default a log half of whose lines cannot be read fails, its other half loaded:
+	// the incident hour's 126 lines, each followed by one of garbage.
+	b, err := os.ReadFile(scenario("incident-hour"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := filepath.Join(t.TempDir(), "half.log")
+	os.WriteFile(half, []byte(strings.ReplaceAll(string(b), "\n", "\nnot a log line\n")), 0o644)
+	db = filepath.Join(t.TempDir(), "h.duckdb")
+	if _, stderr, code = retrylens(t, nil, "ingest", "--db", db, "--log-format", "retry", half); code != exitRejects || !strings.Contains(stderr, "127 of 252 lines") {
+		t.Errorf("half garbage: exit %d, want %d: %s", code, exitRejects, stderr)
+	}
+	if out, _, _ := retrylens(t, nil, "query", "--db", db, "--format", "csv", "SELECT count(*) AS n FROM requests"); out != "n\n125\n" {
+		t.Errorf("half garbage loaded %q, want its 125 rows", out)
+	}
 }
 
 // The incident hour's incident window, found from its minutes, and the nine minutes
