@@ -106,15 +106,24 @@ WHERE r.ts >= {{.Before}} AND r.ts < {{.After}}
 --                Idempotency-Key or invocation id takes that key (a key sent only from the
 --                second attempt on does not split the request)
 --   reused_key   a key with two first attempts (attempt 0, or no header) is reused across
---                requests ("undefined", a constant): its lines link as if they had none
+--                requests ("undefined", a constant): its lines link as if they had none,
+--                unless the header is stuck (below)
 --   renumbered   a key whose attempt numbers repeat (a header stuck at 1) is numbered by
 --                place: its lowest number, then one more each line, in the order they
 --                started (numbers that only come out of order are left: clocks and
---                hedged attempts do that)
+--                hedged attempts do that). So is a key whose header is stuck at the first
+--                number (x-stainless-retry-count at 0, x-envoy-attempt-count at 1): every
+--                line of it is a first attempt, of one method and URI, and each follows a
+--                retryable failure of the one before, sent after it ended and within
+--                max_gap, as retries are; requests that reuse a key do not all fail so,
+--                one after the other
 -- Tables are views when the count tables are the stored cache's: only replays read the
 -- rows then.
 CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_retried AS
-SELECT DISTINCT skey AS h FROM {{.Table}}_lines WHERE logged_attempt >= 1 AND has_skey;
+SELECT DISTINCT skey AS h FROM {{.Table}}_lines WHERE logged_attempt >= 1 AND has_skey
+UNION
+-- keys with two tagged first attempts: reused, or a header stuck at the first number
+SELECT skey FROM {{.Table}}_lines WHERE logged_attempt = 0 AND has_skey GROUP BY skey HAVING count(*) >= 2;
 CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_alias AS
 SELECT request_id, any_value(skey) AS skey, any_value(skind) AS skind
 FROM {{.Table}}_lines
@@ -123,7 +132,7 @@ GROUP BY request_id
 HAVING count(DISTINCT skey) = 1;
 CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_fix AS
 WITH k AS MATERIALIZED (
-    SELECT l.file_id, l.line, l.logged_attempt, l.started, l.ts,
+    SELECT l.file_id, l.line, l.logged_attempt, l.started, l.ts, l.status, hash(l.method, l.uri) AS target,
         coalesce(a.skey, l.skey) AS skey, coalesce(a.skind, l.skind) AS skind, a.skey IS NOT NULL AS aliased
     FROM {{.Table}}_lines l
     LEFT JOIN {{.Table}}_alias a ON a.request_id = CASE WHEN l.skind = 'request_id' THEN l.request_id END
@@ -132,9 +141,24 @@ WITH k AS MATERIALIZED (
 -- per key: a reused key, or attempt numbers
 -- that repeat. With fewer than two first attempts, the lines other than the first have
 -- numbers of 1 and up, so a number repeats exactly when two lines log it.
+-- the lines of each key, in the order they started, with whether each follows a
+-- retryable failure of the one before as a retry does (stuck, above)
+f0 AS (
+    SELECT skey, logged_attempt, target,
+        lag({{retryableFailure "status"}}) OVER w AS after_failure,
+        epoch(started) - epoch(lag(ts) OVER w) AS gap
+    FROM k
+    WINDOW w AS (PARTITION BY skey ORDER BY started, ts, file_id, line)
+),
+stuck AS (
+    SELECT skey AS h FROM f0
+    GROUP BY skey
+    HAVING count(*) >= 2 AND count(*) FILTER (logged_attempt >= 1) = 0 AND count(DISTINCT target) = 1
+       AND bool_and(after_failure IS NULL OR (after_failure AND gap >= -1 AND gap <= {{.MaxGap}}))
+),
 g AS (
     SELECT skey AS h,
-        count(*) FILTER (logged_attempt IS NULL OR logged_attempt = 0) >= 2 AS reused,
+        count(*) FILTER (logged_attempt IS NULL OR logged_attempt = 0) >= 2 AND skey NOT IN (SELECT h FROM stuck) AS reused,
         count(logged_attempt) > count(DISTINCT logged_attempt) AS repeats
     FROM k
     GROUP BY h

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +111,70 @@ func TestDoubledLoadClaimsNoReusedKey(t *testing.T) {
 	}
 	if stdout, stderr, _ := retrylens(t, nil, "check", "--db", db, "--fail-on-finding", "reused_key", "--format", "json"); !strings.Contains(stdout, `"findings"`) || strings.Contains(stdout, "reused_key") {
 		t.Errorf("check --fail-on-finding reused_key on a doubled load fails on it: %s\n%s", stdout, stderr)
+	}
+}
+
+// A header stuck at its first number (x-envoy-attempt-count 1 on every attempt, istio
+// #59413; x-stainless-retry-count 0, openai-node #1277) does not split a keyed request:
+// its lines all read as first attempts, so it is numbered by place and named. Worked by
+// hand: r-1 fails twice (503, each retry sent after the last ended) and then succeeds, all
+// three logged as attempt 1; r-2 succeeds at once; "same", a key two requests reuse, is
+// two successes 10 s apart, no retry. Four logical requests of six lines: two retries,
+// both r-1's, renumbered; one recovered.
+func TestStuckHeaderLinksByKey(t *testing.T) {
+	t.Parallel()
+	const format = `$remote_addr "$request" $status $request_time $msec rid=$http_x_request_id eac=$http_x_envoy_attempt_count`
+	lines := `10.0.0.1 "GET /api/a HTTP/1.1" 503 0.010 1795960800.010 rid=r-1 eac=1
+10.0.0.1 "GET /api/a HTTP/1.1" 503 0.010 1795960800.130 rid=r-1 eac=1
+10.0.0.1 "GET /api/a HTTP/1.1" 200 0.010 1795960800.400 rid=r-1 eac=1
+10.0.0.2 "GET /api/a HTTP/1.1" 200 0.010 1795960801.000 rid=r-2 eac=1
+10.0.0.3 "GET /api/b HTTP/1.1" 200 0.010 1795960802.000 rid=same eac=1
+10.0.0.3 "GET /api/b HTTP/1.1" 200 0.010 1795960812.000 rid=same eac=1
+`
+	log := filepath.Join(t.TempDir(), "envoy.log")
+	if err := os.WriteFile(log, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// and loaded in two parts, r-1's failures first: the cache's update links the new
+	// lines with the old (its first failure alone would make its second, in the same
+	// second with the same status, a repeat of another load's row: TestDoubledLoad)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "r.duckdb")
+	at := strings.Index(lines, "200")
+	at = strings.LastIndex(lines[:at], "\n") + 1
+	for i, part := range []string{lines[:at], lines[at:]} {
+		path := filepath.Join(dir, fmt.Sprintf("part%d.log", i))
+		os.WriteFile(path, []byte(part), 0o644)
+		if _, stderr, code := retrylens(t, nil, "ingest", "--db", db, "--nginx-format", format, path); code != 0 {
+			t.Fatalf("ingest: exit %d: %s", code, stderr)
+		}
+	}
+	for _, args := range [][]string{{"--nginx-format", format, log}, {"--db", db}} {
+		stuckReport(t, args...)
+	}
+}
+
+func stuckReport(t *testing.T, args ...string) {
+	t.Helper()
+	stdout, stderr, code := retrylens(t, nil, append([]string{"report", "--format", "json"}, args...)...)
+	var r struct {
+		Summary struct {
+			FirstAttempts int64 `json:"first_attempts"`
+			Retries       int64
+			Recovered     int64
+		}
+		Findings []struct {
+			Kind            string
+			Count, Attempts int64
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if r.Summary.FirstAttempts != 4 || r.Summary.Retries != 2 || r.Summary.Recovered != 1 {
+		t.Errorf("%v: summary %+v; want 4 first attempts, 2 retries, 1 recovered", args, r.Summary)
+	}
+	if len(r.Findings) != 1 || r.Findings[0].Kind != "attempt_number_mismatch" || r.Findings[0].Count != 1 || r.Findings[0].Attempts != 2 {
+		t.Errorf("%v: findings %+v; want attempt_number_mismatch on 1 request, 2 attempts", args, r.Findings)
 	}
 }
