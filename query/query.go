@@ -1230,16 +1230,17 @@ func run(rs *sql.Rows, err error) (cols []string, rows [][]any, _ error) {
 	return cols, rows, rs.Err()
 }
 
-// Layered reports whether the database holds both attempts read from traces and a
-// gateway's lines, whose lines of the same attempts are then joined into the spans
-// (prepare.sql's prepare_rows; docs/metrics.md, "Layers").
+// Layered reports whether the database holds attempts read from traces: a gateway's lines
+// of the same attempts, if any, are then joined into the spans (prepare.sql's
+// prepare_rows; docs/metrics.md, "Layers"), and the spans are counted (Set.Layers), traces
+// alone too.
 func Layered(ctx context.Context, conn execer) (bool, error) {
 	q, ok := conn.(querier)
 	if !ok {
 		return false, fmt.Errorf("layers: %T cannot read", conn)
 	}
 	var layered bool
-	err := q.QueryRowContext(ctx, `SELECT coalesce(bool_or(format = 'otel') AND bool_or(format <> 'otel'), false) FROM files`).Scan(&layered)
+	err := q.QueryRowContext(ctx, `SELECT coalesce(bool_or(format = 'otel'), false) FROM files`).Scan(&layered)
 	if err != nil {
 		return false, fmt.Errorf("layers: %w", err)
 	}

@@ -185,7 +185,7 @@ func HTML(w io.Writer, r *Report) error {
 	v.Facts = []fact{
 		{"logical requests", strconv.FormatInt(v.Logical, 10), "what the business sent"},
 		{"effective success", pct(m.EffectiveSuccess), "logical requests ending 2xx"},
-		{"requests", strconv.FormatInt(m.Requests, 10), "what the gateway carried"},
+		{"requests", strconv.FormatInt(m.Requests, 10), strings.ToLower(r.carried()[:1]) + r.carried()[1:] + r.unseen()},
 		{"actual success", pct(m.ActualSuccess), "attempts answered 2xx"},
 		{"amplification", ratio(m.Amplification), "attempts per first attempt"},
 		{"extra load", pct(m.ExtraLoad), "attempts that were retries"},

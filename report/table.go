@@ -233,8 +233,8 @@ func (r *Report) parts(esc func(string) string) parts {
 		p.notes = r.Health.Warnings(true)
 		return p
 	}
-	p.summary = append(p.summary, fmt.Sprintf("verdict: %s. What the business saw: %d logical requests, effective success %s. What the gateway carried: %d requests, actual success %s, amplification %s, extra load %s.",
-		m.Verdict, l.Strong()+l.Heuristic+l.Inferred, pct(m.EffectiveSuccess), m.Requests, pct(m.ActualSuccess), ratio(m.Amplification), pct(m.ExtraLoad)))
+	p.summary = append(p.summary, fmt.Sprintf("verdict: %s. What the business saw: %d logical requests, effective success %s. %s: %d requests%s, actual success %s, amplification %s, extra load %s.",
+		m.Verdict, l.Strong()+l.Heuristic+l.Inferred, pct(m.EffectiveSuccess), r.carried(), m.Requests, r.unseen(), pct(m.ActualSuccess), ratio(m.Amplification), pct(m.ExtraLoad)))
 	if gatewayRetried(m) {
 		p.summary = append(p.summary, fmt.Sprintf("What the upstream carried: %s tries per logical request (the client's attempts × the gateway's own tries, proxy amplification %s).",
 			ratio(m.UpstreamLoad), ratio(m.ProxyAmplification)))
@@ -335,6 +335,24 @@ func (r *Report) parts(esc func(string) string) parts {
 	p.notes = append(p.notes, r.coverage()...)
 	p.notes = append(p.notes, r.Health.Warnings(true)...)
 	return p
+}
+
+// carried is what the requests are: what the gateway carried, unless attempts read from
+// traces are among them that no gateway line matched (traces alone, or a client the
+// gateway's log does not cover): then what was sent.
+func (r *Report) carried() string {
+	if r.Layers.Spans > r.Layers.Matched {
+		return "What was sent"
+	}
+	return "What the gateway carried"
+}
+
+// unseen says how many of the requests no gateway line saw, where some were not.
+func (r *Report) unseen() string {
+	if n := r.Layers.Spans - r.Layers.Matched; n > 0 {
+		return fmt.Sprintf(" (%d read from traces that no gateway line matched)", n)
+	}
+	return ""
 }
 
 // notJudgedLine is how the text formats say a finding the log could not judge.

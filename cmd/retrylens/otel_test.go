@@ -61,6 +61,19 @@ func TestTraces(t *testing.T) {
 	if linking["request_id"] != 7 || linking["heuristic"] != 1 {
 		t.Errorf("linking %v, want 7 by request id and 1 by client, method and URI", linking)
 	}
+	// traces alone: their 15 attempts are the spans, no gateway line matched any, and what
+	// they count is what clients sent, not what a gateway carried
+	out, stderr, code = retrylens(t, nil, "report", "--db", db, "--format", "json")
+	var layers struct {
+		Layers struct{ Spans, Matched int } `json:"layers"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &layers) != nil || layers.Layers.Spans != 15 || layers.Layers.Matched != 0 {
+		t.Errorf("layers of traces alone: %+v, exit %d: %s; want 15 spans, 0 matched", layers.Layers, code, stderr)
+	}
+	if out, _, _ = retrylens(t, nil, "report", "--db", db, "--format", "table"); !strings.Contains(out, "What was sent: 15 requests (15 read from traces that no gateway line matched)") ||
+		strings.Contains(out, "gateway carried") {
+		t.Errorf("traces alone read as what a gateway carried:\n%s", out)
+	}
 	// the same spans as Jaeger's JSON (one document over many lines, traces in its order)
 	dbj := filepath.Join(t.TempDir(), "t.duckdb")
 	if _, stderr, code := retrylens(t, nil, "ingest", "--db", dbj, filepath.Join("..", "..", "testdata", "otel", "jaeger.json")); code != 0 {
