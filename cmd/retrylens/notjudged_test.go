@@ -178,3 +178,43 @@ func stuckReport(t *testing.T, args ...string) {
 		t.Errorf("%v: findings %+v; want attempt_number_mismatch on 1 request, 2 attempts", args, r.Findings)
 	}
 }
+
+// budget_denied follows the AWS SDKs' own rule: they retry 500, 502, 503 and 504 and a 4xx
+// only for a throttling or transient code. Three S3 GETs of clients that state a cap of 3,
+// each answered once and never retried, worked by hand:
+//
+//	e  429 without a code: not retried by the SDK's rule, failed without a retry; whether
+//	   its code was one it retries, the log cannot tell: not judged, 1 attempt
+//	f  503: retried by the rule, stopped below the cap: budget_denied
+//	g  429 SlowDown: a throttle, retried by the rule: budget_denied
+func TestBudgetDeniedByTheSDKsRule(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for i, call := range []struct{ id, status, code string }{{"e", "429", "-"}, {"f", "503", "-"}, {"g", "429", "SlowDown"}} {
+		fmt.Fprintf(&b, `10.0.0.1 - - [29/Nov/2026:14:00:%02d +0000] "GET /bucket/k HTTP/1.1" %s 2 "-" "Boto3/1.34" rt=0.010 urt="0.010" us="%[2]s" ra="-" rr="-" rid="-" ik="-" retry_after="-" msec=%d.000 amz="attempt=1; max=3" inv="call-%s" sc="-" ec="%s" op="-" ram="-"`+"\n",
+			i, call.status, 1795960800+i, call.id, call.code)
+	}
+	log := filepath.Join(t.TempDir(), "s3.log")
+	if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--log-format", "retry-sdk-full", log)
+	var r struct {
+		Layers struct {
+			Fates map[string]int64 `json:"fates"`
+		} `json:"layers"`
+		NotJudged []struct {
+			Kind, Unit string
+			Count      int64
+		} `json:"not_judged"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if f := r.Layers.Fates; f["budget_denied"] != 2 || f["failed_without_retry"] != 1 {
+		t.Errorf("fates %v; want 2 budget_denied (f, g), 1 failed_without_retry (e)", f)
+	}
+	if len(r.NotJudged) != 1 || r.NotJudged[0].Kind != "budget_denied" || r.NotJudged[0].Count != 1 || r.NotJudged[0].Unit != "attempts" {
+		t.Errorf("not judged %+v; want budget_denied, 1 attempt (e)", r.NotJudged)
+	}
+}
