@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -34,6 +35,9 @@ type Nginx struct {
 	Dir     string
 	TextLog string // access log in the "retry" format
 	JSONLog string // access log in JSONFormat
+	// AlsoLogs are the access logs of NginxOptions.AlsoFormats, in order: the same
+	// requests, written as other log_formats write them.
+	AlsoLogs []string
 }
 
 var confTmpl = template.Must(template.New("nginx.conf").Parse(`daemon off;
@@ -50,6 +54,9 @@ http {
     scgi_temp_path {{.Dir}}/tmp/scgi;
     log_format retry '{{.Retry}}';
     log_format retry_json escape=json '{{.JSON}}';
+    {{- range $i, $f := .Also}}
+    log_format also{{$i}} '{{$f}}';
+    {{- end}}
     limit_req_zone $binary_remote_addr zone=lab:1m rate=10r/s;
     upstream backend {
         {{- if .Random}}
@@ -64,6 +71,9 @@ http {
         listen {{.Addr}}{{if .GRPC}} http2{{end}};
         access_log {{.TextLog}} retry;
         access_log {{.JSONLog}} retry_json;
+        {{- range $i, $l := .AlsoLogs}}
+        access_log {{$l}} also{{$i}};
+        {{- end}}
         location / {
             {{- if .GRPC}}
             grpc_pass grpc://backend;
@@ -121,6 +131,9 @@ type NginxOptions struct {
 	// Random takes the upstreams at random (an address listed twice is twice as likely)
 	// rather than in turn, whose cycle a client's own cycle of attempts can keep in step.
 	Random bool
+	// AlsoFormats are more log_formats nginx writes each request in, each to its own
+	// access log (Nginx.AlsoLogs).
+	AlsoFormats []string
 }
 
 // StartNginxWith starts nginx in dir as o says, and waits until it accepts connections.
@@ -146,6 +159,9 @@ func StartNginxWith(dir string, o NginxOptions) (*Nginx, error) {
 		TextLog: filepath.Join(dir, "access.log"),
 		JSONLog: filepath.Join(dir, "access.json"),
 	}
+	for i := range o.AlsoFormats {
+		n.AlsoLogs = append(n.AlsoLogs, filepath.Join(dir, fmt.Sprintf("also%d.log", i)))
+	}
 	var conf bytes.Buffer
 	format := parse.Retry
 	if o.Format != "" {
@@ -156,7 +172,7 @@ func StartNginxWith(dir string, o NginxOptions) (*Nginx, error) {
 	}
 	err = confTmpl.Execute(&conf, map[string]any{
 		"Dir": dir, "Addr": addr, "Upstreams": o.Upstreams, "NextUpstream": o.NextUpstream, "TextLog": n.TextLog, "JSONLog": n.JSONLog, "GRPC": o.GRPC, "Random": o.Random,
-		"Retry": format, "JSON": JSONFormat,
+		"Retry": format, "JSON": JSONFormat, "Also": o.AlsoFormats, "AlsoLogs": n.AlsoLogs,
 	})
 	if err != nil {
 		return nil, err

@@ -16,8 +16,11 @@ import (
 // attempts as the services do when they fail (Fail: 500), throttle (Throttle: DynamoDB's 400
 // ThrottlingException, S3's 503 SlowDown, OpenAI's 429 with retry-after-ms) or are slow
 // (Slow: a write that takes SlowFor, longer than the clients' timeout: performed, answered
-// late).
+// late), and S3's answers are cut by a rate limit in front of it (Limit: 429 with the
+// limiter's own body, no S3 error code: the AWS SDKs do not retry it).
 type SDKPhases struct {
+	LimitFrom, LimitTo       time.Duration
+	Limit                    float64
 	FailFrom, FailTo         time.Duration
 	Fail                     float64
 	ThrottleFrom, ThrottleTo time.Duration
@@ -89,15 +92,6 @@ func (u *SDKUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := u.phases
 	in := func(from, to time.Duration) bool { return since >= from && since < to }
 	x := draw(call, r.Header.Get("Amz-Sdk-Request")+r.Header.Get("X-Stainless-Retry-Count"), r.URL.Path)
-	kind := "ok"
-	switch {
-	case in(p.FailFrom, p.FailTo) && x < p.Fail:
-		kind = "fail"
-	case in(p.ThrottleFrom, p.ThrottleTo) && x < p.Throttle:
-		kind = "throttle"
-	case in(p.SlowFrom, p.SlowTo) && x < p.Slow:
-		kind = "slow"
-	}
 	var service, op string
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/v1/"):
@@ -106,6 +100,20 @@ func (u *SDKUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		service, op = "dynamodb", target[strings.LastIndexByte(target, '.')+1:]
 	default:
 		service, op = "s3", r.Method
+	}
+	kind := "ok"
+	switch {
+	case service == "s3" && in(p.LimitFrom, p.LimitTo) && x < p.Limit:
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, "<html><head><title>429 Too Many Requests</title></head><body>rate limited</body></html>\n")
+		return
+	case in(p.FailFrom, p.FailTo) && x < p.Fail:
+		kind = "fail"
+	case in(p.ThrottleFrom, p.ThrottleTo) && x < p.Throttle:
+		kind = "throttle"
+	case in(p.SlowFrom, p.SlowTo) && x < p.Slow:
+		kind = "slow"
 	}
 	write := op == "PutItem" || (service == "s3" && op == "PUT") || op == "POST /v1/chat/completions"
 	if kind == "slow" && write { // only writes are slow: performed, answered late

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,17 +30,23 @@ type sdkAttempt struct {
 }
 
 // TestRealSDKs runs real SDKs nobody here wrote, aws-sdk-go-v2 and botocore (Debian's
-// python3-boto3, its default retry mode; DynamoDB and S3) and openai-go (a Stainless
-// client), through real nginx (the retry-sdk-full format) and Caddy to an
-// upstream that answers as those services do, failing (500), throttling (DynamoDB's 400
-// ThrottlingException, S3's 503 SlowDown, OpenAI's 429 with retry-after-ms) and slow (a
-// write answered after the clients' timeout). Each gateway's report is compared with the
-// clients' own record of every attempt and the upstream's count of writes: attempts and
-// retries, every AWS call linked by its invocation id, 429 loops (S3 throttling with 503:
-// --throttle-status 429,503, as docs/formats.md says), no non-retryable retry and nothing
-// over the cap the SDK states (the SDKs retry only what their own lists allow, within
-// their caps), premature retries as the record has them, and duplicate writes within 10 %
-// of the upstream's.
+// python3-boto3, in its default retry mode and in adaptive mode; DynamoDB and S3), and
+// openai-go and the openai npm client (Stainless clients), through real nginx and Caddy to
+// an upstream that answers as those services do, failing (500), throttling (DynamoDB's 400
+// ThrottlingException, S3's 503 SlowDown, OpenAI's 429 with retry-after-ms), slow (a write
+// answered after the clients' timeout), and, for S3, cut by a rate limit in front of it
+// (429 without an S3 code: the AWS SDKs do not retry it). nginx writes each request twice:
+// in the retry-sdk-full format, with the error code and the operation, and in retry-sdk,
+// the line most people have, without them. Each report is compared with the clients' own
+// record of every attempt and the upstream's count of writes: attempts and retries, every
+// AWS call linked by its invocation id, 429 loops (S3 throttling with 503:
+// --throttle-status 429,503, as docs/formats.md says; DynamoDB's 400s where the code is
+// logged), no non-retryable retry and nothing over the cap the SDK states (the SDKs retry
+// only what their own lists allow, within their caps), the calls denied a retry below
+// their cap by the SDKs' own rule, retried writes, premature retries as the record has
+// them, and duplicate writes within 10 % of the upstream's. Where the line lacks the code
+// or the operation, no finding is claimed: the report counts what it could not judge, and
+// that count is the record's too.
 func TestRealSDKs(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -50,6 +57,7 @@ func TestRealSDKs(t *testing.T) {
 	}
 	const run = 14 * time.Second
 	up, err := lab.StartSDKUpstream(lab.SDKPhases{
+		LimitFrom: 12 * time.Second, LimitTo: 15 * time.Second, Limit: 0.5, // the clients start a second or two after it
 		FailFrom: 2 * time.Second, FailTo: 5 * time.Second, Fail: 0.3,
 		ThrottleFrom: 5 * time.Second, ThrottleTo: 9 * time.Second, Throttle: 0.5,
 		SlowFrom: 9 * time.Second, SlowTo: 12 * time.Second, Slow: 0.4, SlowFor: 1500 * time.Millisecond,
@@ -59,7 +67,8 @@ func TestRealSDKs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer up.Close()
-	n, err := lab.StartNginxWith(filepath.Join(dir, "nginx"), lab.NginxOptions{Upstreams: []string{up.Addr}, Format: parse.RetrySDKFull})
+	n, err := lab.StartNginxWith(filepath.Join(dir, "nginx"), lab.NginxOptions{Upstreams: []string{up.Addr}, Format: parse.RetrySDKFull,
+		AlsoFormats: []string{parse.RetrySDK}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,21 +82,40 @@ func TestRealSDKs(t *testing.T) {
 	}
 	defer c.Stop()
 	gateways := []struct {
-		name, url, log, format string
-		stop                   func() error
+		name, url string
+		stop      func() error
 	}{
-		{"nginx", n.URL(), n.TextLog, "retry-sdk-full", n.Stop},
-		{"caddy", c.URL(), c.Log, "caddy", c.Stop},
+		{"nginx", n.URL(), n.Stop},
+		{"caddy", c.URL(), c.Stop},
+	}
+	// the logs each gateway's clients are judged by; full: the line has the error code and
+	// the operation
+	logs := []struct {
+		name, gateway, log, format string
+		full                       bool
+	}{
+		{"nginx", "nginx", n.TextLog, "retry-sdk-full", true},
+		{"nginx-retry-sdk", "nginx", n.AlsoLogs[0], "retry-sdk", false},
+		{"caddy", "caddy", c.Log, "caddy", true},
 	}
 	sdks := []string{"aws", "openai"}
 	python := botocorePython()
 	switch {
 	case python != "":
-		sdks = append(sdks, "botocore")
+		sdks = append(sdks, "botocore", "botocore-adaptive")
 	case os.Getenv("CI") != "":
 		t.Fatal("no python3 with boto3 (apt-get install python3-boto3)")
 	default:
 		t.Log("no python3 with boto3: botocore sits out (apt-get install python3-boto3)")
+	}
+	modules, err := openaiNode(t)
+	switch {
+	case err == nil:
+		sdks = append(sdks, "openai-node")
+	case os.Getenv("CI") != "":
+		t.Fatalf("the openai npm client: %v (apt-get install npm)", err)
+	default:
+		t.Logf("the openai npm client sits out: %v", err)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*len(sdks))
@@ -99,8 +127,16 @@ func TestRealSDKs(t *testing.T) {
 				// out in the failing phase, and the SDK stops retrying below its cap
 				cmd := exec.Command(client, "-base", g.url, "-sdk", sdk, "-name", g.name+"-"+sdk, "-for", run.String(),
 					"-workers", "3", "-timeout", "1s", "-quota", "60", "-out", out)
-				if sdk == "botocore" {
-					cmd = exec.Command(python, filepath.Join("..", "..", "lab", "sdk", "botocore_client.py"), "--base", g.url,
+				switch sdk {
+				case "botocore", "botocore-adaptive":
+					mode := "legacy"
+					if sdk == "botocore-adaptive" {
+						mode = "adaptive"
+					}
+					cmd = exec.Command(python, filepath.Join("..", "..", "lab", "sdk", "botocore_client.py"), "--base", g.url, "--mode", mode,
+						"--name", g.name+"-"+sdk, "--for", fmt.Sprint(run.Seconds()), "--workers", "3", "--timeout", "1", "--out", out)
+				case "openai-node":
+					cmd = exec.Command("node", filepath.Join("..", "..", "lab", "sdk", "openai_client.cjs"), "--modules", modules, "--base", g.url,
 						"--name", g.name+"-"+sdk, "--for", fmt.Sprint(run.Seconds()), "--workers", "3", "--timeout", "1", "--out", out)
 				}
 				if out, err := cmd.CombinedOutput(); err != nil {
@@ -117,19 +153,21 @@ func TestRealSDKs(t *testing.T) {
 	time.Sleep(2 * time.Second) // the slow writes the clients gave up on finish upstream
 	writes := up.Writes()
 	for _, g := range gateways {
-		t.Run(g.name, func(t *testing.T) {
-			if err := g.stop(); err != nil { // flushes the log
-				t.Fatal(err)
-			}
+		if err := g.stop(); err != nil { // flushes the logs
+			t.Fatal(err)
+		}
+	}
+	for _, l := range logs {
+		t.Run(l.name, func(t *testing.T) {
 			var record []sdkAttempt
 			for _, sdk := range sdks {
-				record = append(record, readSDKRecord(t, filepath.Join(dir, g.name+"-"+sdk+".jsonl"))...)
+				record = append(record, readSDKRecord(t, filepath.Join(dir, l.gateway+"-"+sdk+".jsonl"))...)
 			}
-			want := sdkTruth(record, writes)
-			stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--log-format", g.format,
-				"--throttle-status", "429,503", g.log)
+			want := sdkTruth(record, writes, l.full)
+			stdout, stderr, code := retrylens(t, nil, "report", "--format", "json", "--log-format", l.format,
+				"--throttle-status", "429,503", l.log)
 			var r labReport
-			var link struct {
+			var more struct {
 				Linking struct {
 					InvocationID int64 `json:"invocation_id"`
 				} `json:"linking"`
@@ -138,35 +176,57 @@ func TestRealSDKs(t *testing.T) {
 						BudgetDenied int64 `json:"budget_denied"`
 					} `json:"fates"`
 				} `json:"layers"`
+				NotJudged []struct {
+					Kind  string
+					Count int64
+				} `json:"not_judged"`
 			}
-			if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || json.Unmarshal([]byte(stdout), &link) != nil {
+			if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || json.Unmarshal([]byte(stdout), &more) != nil {
 				t.Fatalf("report: exit %d: %s", code, stderr)
+			}
+			notJudged := map[string]int64{}
+			for _, n := range more.NotJudged {
+				notJudged[n.Kind] = n.Count
 			}
 			nonRetryable, _ := r.finding("non_retryable_retry")
 			overCap, _ := r.finding("over_cap")
 			dup, _ := r.finding("possible_duplicate_write")
+			risk, _ := r.finding("duplicate_write_risk")
 			got := sdkFigures{
 				Attempts: r.Summary.FirstAttempts + r.Summary.Retries, Retries: r.Summary.Retries,
 				Recovered: r.Summary.Recovered, Exhausted: r.Summary.Exhausted,
-				AWSCalls: link.Linking.InvocationID, Premature: r.Loops429.PrematureRetries,
-				NonRetryable: nonRetryable, OverCap: overCap, Denied: link.Layers.Fates.BudgetDenied,
+				AWSCalls: more.Linking.InvocationID, NonRetryable: nonRetryable, OverCap: overCap, Denied: more.Layers.Fates.BudgetDenied,
+				UncodedAttempts: notJudged["budget_denied"], NonRetryableNotJudged: notJudged["non_retryable_retry"],
+				WritesNotJudged: notJudged["duplicate_write_risk"],
+			}
+			if l.full { // a line without retry-after-ms cannot tell a premature retry (docs/metrics.md)
+				got.Premature = r.Loops429.PrematureRetries
+			} else {
+				want.Premature = 0
 			}
 			if got != want.sdkFigures {
 				t.Errorf("report against the SDKs' own record:\n got  %+v\n want %+v", got, want.sdkFigures)
 			}
-			if !within(dup, want.DoubleWrites) {
-				t.Errorf("possible_duplicate_write %d, the upstream performed %d calls' writes twice or more", dup, want.DoubleWrites)
-			}
 			// The OpenAI calls send no key: the heuristic links them, and two calls of one
-			// client that fail at the same moment can trade retries, which moves a loop
-			// (one in twenty in some runs) but no attempt, recovery or exhaustion.
+			// client that fail at the same moment can trade retries, which moves a loop or a
+			// retried call (one in twenty in some runs) but no attempt, recovery or exhaustion.
 			if !within(r.Loops429.Loops, want.Loops) {
 				t.Errorf("%d 429 loops, the record has %d", r.Loops429.Loops, want.Loops)
 			}
-			if want.Retries == 0 || want.Loops == 0 || want.DoubleWrites == 0 || want.Denied == 0 {
+			if !within(risk, want.RetriedWrites) {
+				t.Errorf("duplicate_write_risk %d, the record has %d retried writes the line can tell", risk, want.RetriedWrites)
+			}
+			// writes the line cannot tell from reads are in no finding, counted as not judged
+			if !within(dup+notJudged["possible_duplicate_write"], want.DoubleWrites) || (!l.full && dup > want.DoubleWrites) {
+				t.Errorf("possible_duplicate_write %d (and %d not judged), the upstream performed %d calls' writes twice or more",
+					dup, notJudged["possible_duplicate_write"], want.DoubleWrites)
+			}
+			if want.Retries == 0 || want.Loops == 0 || want.DoubleWrites == 0 || want.UncodedAttempts == 0 || (l.full && want.Denied == 0) ||
+				(!l.full && (want.NonRetryableNotJudged == 0 || want.WritesNotJudged == 0)) {
 				t.Errorf("the run tests too little: %+v", want)
 			}
-			t.Logf("%s: %+v, %d loops (retrylens %d), %d double writes (retrylens %d)", g.name, got, want.Loops, r.Loops429.Loops, want.DoubleWrites, dup)
+			t.Logf("%s: %+v, %d loops (retrylens %d), %d retried writes (retrylens %d), %d double writes (retrylens %d, %d not judged)", l.name, got,
+				want.Loops, r.Loops429.Loops, want.RetriedWrites, risk, want.DoubleWrites, dup, notJudged["possible_duplicate_write"])
 		})
 	}
 }
@@ -175,16 +235,32 @@ func TestRealSDKs(t *testing.T) {
 type sdkFigures struct {
 	Attempts, Retries, Recovered, Exhausted, AWSCalls, Premature, NonRetryable, OverCap int64
 	Denied                                                                              int64 // the fates' budget-denied
+	// What a line without the error code and the operation cannot judge (docs/metrics.md,
+	// "What the log cannot tell"): AWS attempts answered a 4xx below their cap without its
+	// code (budget_denied's), AWS calls retried after a 400 or 403 without its code
+	// (non_retryable_retry's), and DynamoDB calls retried, their POSTs naming no operation
+	// (duplicate_write_risk's).
+	UncodedAttempts, NonRetryableNotJudged, WritesNotJudged int64
 }
 
 type sdkWant struct {
 	sdkFigures
-	Loops, DoubleWrites int64
+	Loops, DoubleWrites, RetriedWrites int64
 }
 
 // sdkCaps are the attempts the AWS SDKs allow a call by default, which they state in
-// amz-sdk-request (max=): aws-sdk-go-v2's standard retryer 3, botocore's legacy mode 5.
-var sdkCaps = map[string]int{"aws-sdk-go-v2": 3, "botocore": 5}
+// amz-sdk-request (max=): aws-sdk-go-v2's standard retryer 3, botocore's legacy mode 5
+// (DynamoDB's 10: botocore's _retry.json), its adaptive mode 3.
+var sdkCaps = map[string]int{"aws-sdk-go-v2": 3, "botocore": 5, "botocore-adaptive": 3}
+
+// sdkCap is the cap a call's SDK states for its operation (sdkCaps).
+func sdkCap(a sdkAttempt) (int, bool) {
+	cap, ok := sdkCaps[a.SDK]
+	if a.SDK == "botocore" && (a.Op == "GetItem" || a.Op == "PutItem") {
+		cap = 10
+	}
+	return cap, ok
+}
 
 // within reports whether got is want within 10 % (or 1).
 func within(got, want int64) bool {
@@ -192,26 +268,43 @@ func within(got, want int64) bool {
 	return max(d, -d) <= max(1, want/10)
 }
 
-// sdkTruth is what the SDKs' record and the upstream's writes say: every attempt, the
-// retries (n ≥ 1), the calls recovered (first attempt not 2xx, a later one 2xx) and
-// exhausted (retried, never 2xx), the AWS calls (each has an invocation id), the calls with two or more
-// throttled attempts in a row (400 from DynamoDB, which answers 400 only to throttle here;
-// 503 from S3; 429 from OpenAI), the retries sent before the previous answer's
-// retry-after-ms had passed, and the calls whose write the upstream performed twice or
-// more. Nothing is non-retryable or over a cap: the SDKs
-// decide those by their own rules.
-func sdkTruth(record []sdkAttempt, writes map[string]int) sdkWant {
+// sdkTruth is what the SDKs' record and the upstream's writes say, of a line that logs the
+// error code and the operation (full) or not: every attempt, the retries (n ≥ 1), the
+// calls recovered (first attempt not 2xx, a later one 2xx) and exhausted (retried, never
+// 2xx), the AWS calls (each has an invocation id), the calls with two or more throttled
+// attempts in a row (503 from S3, 429 from OpenAI and S3's rate limit, and DynamoDB's 400,
+// which it answers only to throttle here, where its code is logged), the retries sent
+// before the previous answer's retry-after-ms had passed, the AWS calls that stopped below
+// the cap they state on an answer their SDK retries by its documented rule (500, 502, 503, 504, a
+// timeout, and a 4xx only for a throttling or transient code: DynamoDB's 400 where the
+// code is logged, never S3's 429 without one), the retried calls whose POST writes
+// without a key (chat completions, and PutItem where the operation is logged), and the
+// calls whose write the upstream performed twice or more. Nothing is non-retryable or
+// over a cap: the SDKs decide those by their own rules.
+func sdkTruth(record []sdkAttempt, writes map[string]int, full bool) sdkWant {
 	var w sdkWant
 	calls := map[string][]sdkAttempt{}
 	for _, a := range record {
 		calls[a.Call] = append(calls[a.Call], a)
 	}
+	throttled := func(status int) bool { return status == 503 || status == 429 || (full && status == 400) }
+	retried := func(status int) bool { // by the AWS SDKs' rule
+		return status == 0 || status == 500 || status == 502 || status == 503 || status == 504 || (full && status == 400)
+	}
+	// the AWS SDKs state their cap on every attempt, but botocore on its first, before its
+	// retry handler has run: below a cap a line does not state, nothing is judged
+	stated := func(a sdkAttempt) bool {
+		_, aws := sdkCaps[a.SDK]
+		return aws && (a.N > 0 || !strings.HasPrefix(a.SDK, "botocore"))
+	}
 	for id, as := range calls {
 		sort.Slice(as, func(i, j int) bool { return as[i].N < as[j].N })
-		if as[0].SDK == "aws-sdk-go-v2" || as[0].SDK == "botocore" {
+		cap, aws := sdkCap(as[0])
+		if aws {
 			w.AWSCalls++
 		}
-		run, loop, ok := 0, false, false
+		dynamo := as[0].Op == "GetItem" || as[0].Op == "PutItem"
+		run, loop, ok, afterCode := 0, false, false, false
 		for i, a := range as {
 			if a.Status >= 200 && a.Status < 300 {
 				if i > 0 && !ok {
@@ -223,15 +316,23 @@ func sdkTruth(record []sdkAttempt, writes map[string]int) sdkWant {
 			if a.N > 0 {
 				w.Retries++
 			}
-			if a.Status == 400 || a.Status == 503 || a.Status == 429 {
+			if throttled(a.Status) {
 				if run++; run >= 2 {
 					loop = true
 				}
 			} else {
 				run = 0
 			}
-			if i > 0 && as[i-1].RetryAfterMs > 0 && a.Sent < as[i-1].End+int64(as[i-1].RetryAfterMs)*int64(time.Millisecond) {
+			// a retry within the gateway's clock (a millisecond) of its wait waited: Node's
+			// timers fire up to a millisecond early on a finer clock
+			if i > 0 && as[i-1].RetryAfterMs > 0 && a.Sent < as[i-1].End+int64(as[i-1].RetryAfterMs-1)*int64(time.Millisecond) {
 				w.Premature++
+			}
+			if stated(a) && a.N+1 < cap && (a.Status == 429 || (!full && (a.Status == 400 || a.Status == 403))) {
+				w.UncodedAttempts++
+			}
+			if aws && i > 0 && !full && (as[i-1].Status == 400 || as[i-1].Status == 403) {
+				afterCode = true
 			}
 		}
 		if loop {
@@ -240,8 +341,19 @@ func sdkTruth(record []sdkAttempt, writes map[string]int) sdkWant {
 		if !ok && len(as) > 1 {
 			w.Exhausted++
 		}
-		if cap := sdkCaps[as[0].SDK]; !ok && cap > 0 && len(as) < cap {
+		if last := as[len(as)-1]; stated(last) && !ok && len(as) < cap && retried(last.Status) {
 			w.Denied++
+		}
+		if afterCode {
+			w.NonRetryableNotJudged++
+		}
+		if len(as) > 1 {
+			switch {
+			case aws && dynamo && !full:
+				w.WritesNotJudged++
+			case as[0].Op == "chat" || (aws && as[0].Op == "PutItem"):
+				w.RetriedWrites++
+			}
 		}
 		// the upstream counts an AWS call's writes by its invocation id, the others' by the
 		// call's name
@@ -254,6 +366,35 @@ func sdkTruth(record []sdkAttempt, writes map[string]int) sdkWant {
 		}
 	}
 	return w
+}
+
+// openaiNode installs the openai npm package, once per machine, in the user's cache: the
+// major version the lab's client (lab/sdk/openai_client.cjs) is written for, which runs on
+// Debian's Node.js. It returns its node_modules directory.
+func openaiNode(t *testing.T) (string, error) {
+	t.Helper()
+	for _, bin := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return "", err
+		}
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "retrylens-lab", "openai-node-5")
+	modules := filepath.Join(dir, "node_modules")
+	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err == nil {
+		return modules, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	cmd := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel", "error", "openai@5")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("npm install openai@5: %v\n%s", err, out)
+	}
+	return modules, nil
 }
 
 // botocorePython is a python3 that imports boto3, Debian's first; "" when none does.

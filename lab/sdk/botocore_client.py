@@ -29,6 +29,9 @@ def main():
     lock = threading.Lock()
     state = threading.local()
     ops = ["GetItem", "PutItem", "GetObject", "PutObject"]
+    # the record names the SDK by its retry mode: each mode has its own cap (legacy 5,
+    # standard and adaptive 3)
+    sdk = "botocore" if a.mode == "legacy" else "botocore-" + a.mode
 
     def before_send(request, **kwargs):
         h = request.headers
@@ -41,7 +44,7 @@ def main():
             k, _, v = part.strip().partition("=")
             if k == "attempt":
                 n = int(v) - 1
-        state.attempt = {"sdk": "botocore", "call": inv, "op": state.op, "n": n,
+        state.attempt = {"sdk": sdk, "call": inv, "op": state.op, "n": n,
                          "sent": time.time_ns(), "status": 0, "invocation": inv}
 
     def response_received(response_dict=None, exception=None, **kwargs):
