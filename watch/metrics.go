@@ -28,6 +28,7 @@ type snapshot struct {
 	loops     query.Loops429           // the counts only
 	hedging   query.Hedging            // the counts only
 	findings  map[string]int64
+	notJudged map[string]int64 // query.NotJudged's counts, by kind
 	gaps      []int64      // per bucket of query.GapEdges, every attempt number
 	gapSum    float64      // ms
 	window    judge.Window // the last closed window (no attempt data when it had no request)
@@ -46,7 +47,7 @@ const otherEndpoint = "other"
 // series of their own in the order they are first seen until MaxEndpoints have one (w.mu
 // held). A nil s is empty.
 func (w *Watcher) add(s *snapshot, pm *postmortem.Result, until time.Time) *snapshot {
-	next := &snapshot{until: until, endpoints: map[string]*judge.Counts{}, findings: map[string]int64{},
+	next := &snapshot{until: until, endpoints: map[string]*judge.Counts{}, findings: map[string]int64{}, notJudged: map[string]int64{},
 		gaps: make([]int64, len(query.GapEdges)+1), window: judge.Window{Start: until.Truncate(w.o.Width).Add(-w.o.Width)}}
 	next.window.Metrics = judge.Judged(judge.Metrics{}, nil, w.o.Figures.Query.Rules)
 	if s != nil {
@@ -56,6 +57,7 @@ func (w *Watcher) add(s *snapshot, pm *postmortem.Result, until time.Time) *snap
 			next.endpoints[k] = &c
 		}
 		maps.Copy(next.findings, s.findings)
+		maps.Copy(next.notJudged, s.notJudged)
 		copy(next.gaps, s.gaps)
 	}
 	addCounts(&next.total, pm.Summary.Counts)
@@ -80,6 +82,9 @@ func (w *Watcher) add(s *snapshot, pm *postmortem.Result, until time.Time) *snap
 	next.hedging.Wins += pm.Hedging.Wins
 	for _, f := range pm.Findings {
 		next.findings[f.Kind] += f.Count
+	}
+	for _, n := range pm.NotJudged {
+		next.notJudged[n.Kind] += n.Count
 	}
 	for _, g := range pm.Gaps {
 		for i, n := range g.Counts {
@@ -273,6 +278,10 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 		}
 		c("retrylens_findings_total", "Logical requests with a finding (docs/metrics.md), by kind; possible_duplicate_write: writes that may have gone through twice.",
 			float64(s.findings[kind]), prometheus.CounterValue, "kind", kind)
+	}
+	for _, kind := range slices.Sorted(maps.Keys(s.notJudged)) {
+		c("retrylens_not_judged_total", "What a finding could not be judged on, by kind, where the log lacks the field it needs (docs/metrics.md, \"What the log cannot tell\"): requests; attempts for budget_denied.",
+			float64(s.notJudged[kind]), prometheus.CounterValue, "kind", kind)
 	}
 	// The backoff histogram: buckets are [edge before, edge) in ms; Prometheus's le is
 	// "at most", which a gap exactly on an edge (to the ms) reads one bucket high.

@@ -409,6 +409,22 @@ func awsThrottleLog(t *testing.T) string {
 	return log
 }
 
+// awsShortLog is log (awsThrottleLog's) as retry-sdk logs its lines: without the code, the
+// operation and retry-after-ms (read as retry-sdk, the longer lines are refused:
+// TestDetect).
+func awsShortLog(t *testing.T, log string) string {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(t.TempDir(), "aws-short.log")
+	if err := os.WriteFile(short, regexp.MustCompile(` ec="[^"]*" op="[^"]*" ram="[^"]*"`).ReplaceAll(b, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return short
+}
+
 // Throttles that are not 429, told by the error code the gateway logs, and reads that
 // are POSTs, told by the operation (retry-sdk-full: x-amzn-ErrorType, X-Amz-Target). Four AWS
 // SDK calls, each its own invocation id, worked by hand:
@@ -445,17 +461,7 @@ func TestThrottleCodes(t *testing.T) {
 			Count           float64
 		} `json:"not_judged"`
 	}
-	// the same lines as retry-sdk logs them: without the code, the operation and
-	// retry-after-ms (read as retry-sdk, the longer lines are refused: TestDetect)
-	b, err := os.ReadFile(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	short := filepath.Join(t.TempDir(), "aws-short.log")
-	if err := os.WriteFile(short, regexp.MustCompile(` ec="[^"]*" op="[^"]*" ram="[^"]*"`).ReplaceAll(b, nil), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logs := map[string]string{"retry-sdk-full": log, "retry-sdk": short}
+	logs := map[string]string{"retry-sdk-full": log, "retry-sdk": awsShortLog(t, log)}
 	for _, c := range []struct {
 		format                    string
 		loops, blind, nonRetryReq float64

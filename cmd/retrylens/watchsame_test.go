@@ -50,6 +50,7 @@ func TestWatchIsTheReport(t *testing.T) {
 		{"overlapping-attempts", scenario("overlapping-attempts"), "10s"},
 		{"untagged-firsts", scenario("untagged-firsts"), "1m"},
 		{"aws-throttles", awsThrottleLog(t), "1m"}, // throttles by error code, reads that are POSTs
+		{"aws-throttles retry-sdk", awsShortLog(t, awsThrottleLog(t)), "1m"}, // what the line cannot tell: not judged
 		{"generated", gen, "1m"},
 		{"incident-hour late", scenario("incident-hour"), "1m"},
 		{"overlapping-attempts late", scenario("overlapping-attempts"), "10s"},
@@ -76,6 +77,7 @@ type liveReport struct {
 	Hedging   map[string]any   `json:"hedging"`
 	Loops     map[string]any   `json:"loops_429"`
 	Findings  []map[string]any `json:"findings"`
+	NotJudged []map[string]any `json:"not_judged"`
 	Backoff   []map[string]any `json:"backoff"`
 	Layers    struct {
 		Fates map[string]float64 `json:"fates"`
@@ -265,6 +267,10 @@ func watchIsTheReportLate(t *testing.T, log, format, window string, lateEvery in
 	for _, f := range rep.Findings {
 		findings[f["kind"].(string)] = num(f, "count")
 	}
+	notJudged := map[string]float64{}
+	for _, f := range rep.NotJudged {
+		notJudged[f["kind"].(string)] = num(f, "count")
+	}
 	// the counters of the whole range, and where the report has each
 	scalars := map[string]struct {
 		in  map[string]any
@@ -323,6 +329,8 @@ func watchIsTheReportLate(t *testing.T, log, format, window string, lateEvery in
 				same(name, value(m), num(sc.in, sc.key))
 			case "retrylens_findings_total":
 				same(name+" "+label(m, "kind"), value(m), findings[label(m, "kind")])
+			case "retrylens_not_judged_total":
+				same(name+" "+label(m, "kind"), value(m), notJudged[label(m, "kind")])
 			case "retrylens_backoff_seconds": // every retry that waited, of every attempt number
 				var n float64
 				for _, b := range rep.Backoff {
