@@ -29,9 +29,9 @@ type snapshot struct {
 	hedging   query.Hedging            // the counts only
 	findings  map[string]int64
 	notJudged map[string]int64 // query.NotJudged's counts, by kind
-	gaps      []int64      // per bucket of query.GapEdges, every attempt number
-	gapSum    float64      // ms
-	window    judge.Window // the last closed window (no attempt data when it had no request)
+	gaps      []int64          // per bucket of query.GapEdges, every attempt number
+	gapSum    float64          // ms
+	window    judge.Window     // the last closed window (no attempt data when it had no request)
 }
 
 func addCounts(t *judge.Counts, c judge.Counts) {

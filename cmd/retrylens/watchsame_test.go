@@ -49,7 +49,7 @@ func TestWatchIsTheReport(t *testing.T) {
 		{"keys-that-lie", scenario("keys-that-lie"), "1m"},
 		{"overlapping-attempts", scenario("overlapping-attempts"), "10s"},
 		{"untagged-firsts", scenario("untagged-firsts"), "1m"},
-		{"aws-throttles", awsThrottleLog(t), "1m"}, // throttles by error code, reads that are POSTs
+		{"aws-throttles", awsThrottleLog(t), "1m"},                           // throttles by error code, reads that are POSTs
 		{"aws-throttles retry-sdk", awsShortLog(t, awsThrottleLog(t)), "1m"}, // what the line cannot tell: not judged
 		{"generated", gen, "1m"},
 		{"incident-hour late", scenario("incident-hour"), "1m"},
