@@ -257,7 +257,14 @@ func TestSameTrafficTwice(t *testing.T) {
 	}
 	a, stderr, _ := retrylens(t, nil, "report", "--db", once, "--format", "json")
 	b, _, _ := retrylens(t, nil, "report", "--db", alone, "--format", "json")
-	if a != b || !strings.Contains(a, `"requests": 5`) || strings.Contains(stderr, "repeat") {
+	// but for what each database holds: ten lines read, the repeats left out, and five
+	const input = `"input": {
+    "lines": %d,
+    "rejected": 0,
+    "rejected_kept": 0,
+    "repeated_rows": 0,`
+	inOnce, inAlone := fmt.Sprintf(input, 10), fmt.Sprintf(input, 5)
+	if strings.Replace(a, inOnce, inAlone, 1) != b || !strings.Contains(a, inOnce) || !strings.Contains(a, `"requests": 5`) || strings.Contains(stderr, "repeat") {
 		t.Errorf("report after --dedupe differs from the text log's alone:\n%s\n%s%s", a, b, stderr)
 	}
 	// The report that counts the traffic twice says so, as ingest did.
