@@ -17,7 +17,8 @@ import (
 // ThrottlingException, S3's 503 SlowDown, OpenAI's 429 with retry-after-ms) or are slow
 // (Slow: a write that takes SlowFor, longer than the clients' timeout: performed, answered
 // late), and S3's answers are cut by a rate limit in front of it (Limit: 429 with the
-// limiter's own body, no S3 error code: the AWS SDKs do not retry it).
+// limiter's own body, no S3 error code: botocore 1.29 does not retry it, aws-sdk-go-v2
+// from 1.48 does).
 type SDKPhases struct {
 	LimitFrom, LimitTo       time.Duration
 	Limit                    float64

@@ -121,7 +121,7 @@ func notJudgedWhy(kind string) (log, why string) {
 	case "non_retryable_retry":
 		return aws.ErrorHeader, "an AWS SDK retried a 4xx whose error code the log lacks: it retries one only for a throttling or transient code (a throttle, most likely)"
 	case "budget_denied":
-		return aws.ErrorHeader, "answered a 4xx below their AWS SDK's cap, the error code not in the log: a request that ended on one is counted as failed without a retry, though its SDK may have been denied one (the code decides)"
+		return aws.ErrorHeader, "answered a 4xx below their AWS SDK's cap, the error code not in the log: a request that ended on one is counted as failed without a retry, though its SDK may have been denied one (the code decides, and for a 429 without one the SDK and its version)"
 	case "reused_key", "attempt_number_mismatch":
 		return "each log once (ingest --dedupe)", "rows repeat rows of another load: a key seen on two requests may be one request logged twice"
 	}

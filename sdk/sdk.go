@@ -65,7 +65,9 @@ var Families = []Family{
 		TransientCodes: []string{"RequestTimeout", "RequestTimeoutException", "TimeoutError"},
 		// smithy's retryable statuses (botocore's standard and adaptive modes, aws-sdk-go-v2),
 		// and an attempt the client abandoned (a timeout, retried as a connection error); a
-		// 4xx only for a throttling or transient code: a 429 without one is not retried
+		// 4xx only for a throttling or transient code: a 429 without one is retried by some
+		// (aws-sdk-go-v2 from 1.48, the 2026 retry behaviour) and not by others (botocore
+		// 1.29), so that without the code a stop on one is not judged
 		RetryStatuses: []int{0, 499, 500, 502, 503, 504}, CodeStatuses: []int{400, 403, 429},
 		ErrorHeader: "x-amzn-ErrorType", Operation: "X-Amz-Target",
 		Reads: `^(Get|BatchGet|TransactGet|Query|Scan|Describe|List)`},

@@ -183,8 +183,8 @@ func stuckReport(t *testing.T, args ...string) {
 // only for a throttling or transient code. Three S3 GETs of clients that state a cap of 3,
 // each answered once and never retried, worked by hand:
 //
-//	e  429 without a code: not retried by the SDK's rule, failed without a retry; whether
-//	   its code was one it retries, the log cannot tell: not judged, 1 attempt
+//	e  429 without a code: some SDKs retry one (aws-sdk-go-v2 from 1.48), others do not
+//	   (botocore 1.29): failed without a retry, and not judged, 1 attempt
 //	f  503: retried by the rule, stopped below the cap: budget_denied
 //	g  429 SlowDown: a throttle, retried by the rule: budget_denied
 func TestBudgetDeniedByTheSDKsRule(t *testing.T) {

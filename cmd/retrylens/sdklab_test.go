@@ -35,7 +35,7 @@ type sdkAttempt struct {
 // an upstream that answers as those services do, failing (500), throttling (DynamoDB's 400
 // ThrottlingException, S3's 503 SlowDown, OpenAI's 429 with retry-after-ms), slow (a write
 // answered after the clients' timeout), and, for S3, cut by a rate limit in front of it
-// (429 without an S3 code: the AWS SDKs do not retry it). nginx writes each request twice:
+// (429 without an S3 code: botocore 1.29 does not retry it, aws-sdk-go-v2 1.48 does). nginx writes each request twice:
 // in the retry-sdk-full format, with the error code and the operation, and in retry-sdk,
 // the line most people have, without them. Each report is compared with the clients' own
 // record of every attempt and the upstream's count of writes: attempts and retries, every
@@ -277,7 +277,8 @@ func within(got, want int64) bool {
 // before the previous answer's retry-after-ms had passed, the AWS calls that stopped below
 // the cap they state on an answer their SDK retries by its documented rule (500, 502, 503, 504, a
 // timeout, and a 4xx only for a throttling or transient code: DynamoDB's 400 where the
-// code is logged, never S3's 429 without one), the retried calls whose POST writes
+// code is logged; never S3's 429 without one, which some SDKs retry and others do not:
+// the line cannot judge a stop there, and the uncoded attempts count it), the retried calls whose POST writes
 // without a key (chat completions, and PutItem where the operation is logged), and the
 // calls whose write the upstream performed twice or more. Nothing is non-retryable or
 // over a cap: the SDKs decide those by their own rules.
