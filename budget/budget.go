@@ -10,6 +10,7 @@ package budget
 import (
 	"container/heap"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -182,7 +183,9 @@ func (RetryAfter) Sent(*query.Attempt)     {}
 func (RetryAfter) Answered(*query.Attempt) {}
 
 // Ratio is the budget of Finagle's RetryBudget and Linkerd's ServiceProfile: over the
-// last TTL, retries may number Ratio × first attempts plus MinPerSec × TTL.
+// last TTL, retries may number Ratio × first attempts plus MinPerSec × TTL. A retry
+// withdraws a whole one from that balance, as Finagle's token bucket and tower's Budget
+// (Linkerd's proxy) do: with a share of 0.1 it takes ten requests to earn one.
 type Ratio struct {
 	Label     string
 	Ratio     float64
@@ -206,7 +209,7 @@ func (b *Ratio) expire(now time.Time) {
 
 func (b *Ratio) Allow(a, _ *query.Attempt) bool {
 	b.expire(a.Start)
-	return float64(len(b.retries)) < b.Ratio*float64(len(b.requests))+b.MinPerSec*b.TTL.Seconds()
+	return float64(len(b.retries))+1 <= b.Ratio*float64(len(b.requests))+b.MinPerSec*b.TTL.Seconds()+1e-9
 }
 
 func (b *Ratio) Sent(a *query.Attempt) {
@@ -245,17 +248,25 @@ func (g *GRPC) Answered(a *query.Attempt) {
 }
 
 // AWS is the AWS SDKs' standard retry mode: a quota of Quota tokens; a retry costs Cost
-// (TimeoutCost after a timeout) and is refunded when it succeeds; a first attempt that
-// succeeds adds 1.
+// (TimeoutCost after a timeout, ThrottleCost after a throttle: a 429 or a throttling
+// error code; 0 takes Cost) and is refunded when it succeeds; a first attempt that
+// succeeds adds 1. Before the 2026 defaults a retry cost 5 and 10 after a timeout; with
+// them 14, and 5 after a throttle (aws-sdk-go-v2 1.48's retry package).
 type AWS struct {
-	Quota, Cost, TimeoutCost float64
-	tokens                   float64
-	started                  bool
-	paid                     map[*query.Attempt]float64
-	last                     map[string]*query.Attempt
+	Label                                  string // "" is aws-standard
+	Quota, Cost, TimeoutCost, ThrottleCost float64
+	tokens                                 float64
+	started                                bool
+	paid                                   map[*query.Attempt]float64
+	last                                   map[string]*query.Attempt
 }
 
-func (w *AWS) Name() string { return "aws-standard" }
+func (w *AWS) Name() string {
+	if w.Label != "" {
+		return w.Label
+	}
+	return "aws-standard"
+}
 func (w *AWS) init() {
 	if !w.started {
 		w.tokens, w.started = w.Quota, true
@@ -265,7 +276,10 @@ func (w *AWS) init() {
 func (w *AWS) Allow(a, prev *query.Attempt) bool {
 	w.init()
 	cost := w.Cost
-	if prev != nil && timedOut(prev) {
+	switch {
+	case prev != nil && w.ThrottleCost > 0 && (prev.Status == 429 || slices.Contains(query.ThrottleCodes, prev.ErrorCode)):
+		cost = w.ThrottleCost
+	case prev != nil && timedOut(prev):
 		cost = w.TimeoutCost
 	}
 	if w.tokens < cost {
@@ -324,13 +338,20 @@ func Defaults(maxAttempts int) []Model {
 		&GRPC{MaxTokens: 10, TokenRatio: 0.1},
 		&Envoy{Percent: 0.2, MinConcurrent: 3},
 		&AWS{Quota: 500, Cost: 5, TimeoutCost: 10},
+		aws2026(),
 		&Cap{Max: maxAttempts},
 		RetryAfter{},
 	}
 }
 
+// aws2026 is the AWS SDKs' retry quota with the 2026 defaults, the default of every SDK
+// but Java's and Kotlin's since November 2026: what they would have done to the traffic.
+func aws2026() *AWS {
+	return &AWS{Label: "aws-2026", Quota: 500, Cost: 14, TimeoutCost: 14, ThrottleCost: 5}
+}
+
 // Names are the models Params.Models gives, in its order: what --model takes.
-var Names = []string{"finagle", "linkerd2", "grpc", "envoy", "aws-standard", "cap", "retry-after"}
+var Names = []string{"finagle", "linkerd2", "grpc", "envoy", "aws-standard", "aws-2026", "cap", "retry-after"}
 
 // Params are every model's parameters; DefaultParams are the published defaults.
 type Params struct {
@@ -390,6 +411,7 @@ func (p Params) Models() []Model {
 		&GRPC{MaxTokens: p.MaxTokens, TokenRatio: p.TokenRatio},
 		&Envoy{Percent: p.EnvoyPct, MinConcurrent: p.EnvoyMin},
 		&AWS{Quota: p.AWSQuota, Cost: p.AWSCost, TimeoutCost: p.AWSTimeout},
+		aws2026(),
 		&Cap{Max: p.Attempts},
 		RetryAfter{},
 	}

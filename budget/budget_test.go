@@ -49,8 +49,9 @@ func TestModels(t *testing.T) {
 		},
 		{
 			// Ratio 0.5, no floor, 10 s: first attempts at 0, 1, 2, 3 s, retries half a second
-			// later. 0.5 s: 0 retries < 0.5 × 1: yes. 1.5 s: 1 < 1.0: no. 2.5 s: 1 < 1.5: yes.
-			// 3.5 s: 2 < 2: no. At 20 s the window has emptied: 0 < 0.5: yes.
+			// later, each withdrawing a whole one. 0.5 s: 0 + 1 ≤ 0.5 × 1: no. 1.5 s: 1 ≤ 1.0:
+			// yes. 2.5 s: 2 ≤ 1.5: no. 3.5 s: 2 ≤ 2: yes. At 20 s the window holds r5 alone:
+			// 1 ≤ 0.5: no.
 			name: "ratio with ttl", model: &Ratio{Label: "ratio", Ratio: 0.5, TTL: 10 * time.Second},
 			attempts: trace(
 				at("r1", 0, 0, 10, 502, ""), at("r1", 1, 500, 510, 200, ""),
@@ -58,7 +59,7 @@ func TestModels(t *testing.T) {
 				at("r3", 0, 2000, 2010, 502, ""), at("r3", 1, 2500, 2510, 200, ""),
 				at("r4", 0, 3000, 3010, 502, ""), at("r4", 1, 3500, 3510, 200, ""),
 				at("r5", 0, 20000, 20010, 502, ""), at("r5", 1, 20500, 20510, 200, "")),
-			allow: 3, denied: 2, lost: 2,
+			allow: 2, denied: 3, lost: 3,
 		},
 		{
 			// Tokens 4, +0.5 a success, retries while > 2. By 100 ms: x0 and y0 failed, w0
@@ -101,8 +102,8 @@ func TestModels(t *testing.T) {
 }
 
 // Windows split the figures by start time: the ratio trace in 2 s windows holds r1 and
-// r2 (two first attempts, two retries, one denied: r2's at 1.5 s) then r3 and r4 (the
-// same), then r5 alone (allowed).
+// r2 (two first attempts, two retries, one denied: r1's at 0.5 s) then r3 and r4 (the
+// same), then r5 alone (denied: alone in its 10 s, it has earned half a retry).
 func TestWindows(t *testing.T) {
 	attempts := trace(
 		at("r1", 0, 0, 10, 502, ""), at("r1", 1, 500, 510, 200, ""),
@@ -114,7 +115,7 @@ func TestWindows(t *testing.T) {
 	want := []Window{
 		{Start: ms(0), FirstAttempts: 2, Retries: 2, Allowed: 1, Denied: 1},
 		{Start: ms(2000), FirstAttempts: 2, Retries: 2, Allowed: 1, Denied: 1},
-		{Start: ms(20000), FirstAttempts: 1, Retries: 1, Allowed: 1},
+		{Start: ms(20000), FirstAttempts: 1, Retries: 1, Denied: 1},
 	}
 	if len(r.Windows) != len(want) {
 		t.Fatalf("windows %+v", r.Windows)

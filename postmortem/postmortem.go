@@ -268,12 +268,7 @@ func Alerts(ctx context.Context, db *sql.DB, o Options, failOn string, failKinds
 // Budget replays the tagged attempts of the rows qo selects through each model, with
 // per-window counts when width is not zero.
 func Budget(ctx context.Context, db *sql.DB, qo query.Options, models []budget.Model, width time.Duration) ([]budget.Result, error) {
-	set, err := query.Open(ctx, db, qo)
-	if err != nil {
-		return nil, err
-	}
-	defer set.Close()
-	attempts, err := set.Attempts(ctx)
+	attempts, err := Attempts(ctx, db, qo)
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +277,17 @@ func Budget(ctx context.Context, db *sql.DB, qo query.Options, models []budget.M
 		results = append(results, budget.Replay(attempts, m, width))
 	}
 	return results, nil
+}
+
+// Attempts are the tagged attempts of the rows qo selects, by start time: what a budget
+// replays.
+func Attempts(ctx context.Context, db *sql.DB, qo query.Options) ([]query.Attempt, error) {
+	set, err := query.Open(ctx, db, qo)
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	return set.Attempts(ctx)
 }
 
 // judgeEndpointsAt judges each endpoint row of a report of windows under a minute as

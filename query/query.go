@@ -1153,6 +1153,8 @@ type Attempt struct {
 	Start, End time.Time
 	Status     int // -1 when the line had none
 	RetryAfter string
+	Client     string // the client's address, "" when the line had none: its budget's instance
+	ErrorCode  string // the upstream's error code where logged: throttles that are not 429
 }
 
 // Attempts returns the Set's tagged rows ordered by start time, for replaying them.
@@ -1160,7 +1162,8 @@ func (s *Set) Attempts(ctx context.Context) ([]Attempt, error) {
 	if err := s.withRows(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.conn.QueryContext(ctx, "SELECT lkey, attempt, started, ts, coalesce(status, -1), coalesce(retry_after, '') FROM "+
+	rows, err := s.conn.QueryContext(ctx, "SELECT lkey, attempt, started, ts, coalesce(status, -1), coalesce(retry_after, ''), "+
+		"coalesce(remote_addr, ''), coalesce(error_code, '') FROM "+
 		s.table+" WHERE in_range AND attempt IS NOT NULL AND ts IS NOT NULL ORDER BY started, lkey, attempt")
 	if err != nil {
 		return nil, fmt.Errorf("attempts: %w", err)
@@ -1169,7 +1172,7 @@ func (s *Set) Attempts(ctx context.Context) ([]Attempt, error) {
 	var out []Attempt
 	for rows.Next() {
 		var a Attempt
-		if err := rows.Scan(&a.Key, &a.N, &a.Start, &a.End, &a.Status, &a.RetryAfter); err != nil {
+		if err := rows.Scan(&a.Key, &a.N, &a.Start, &a.End, &a.Status, &a.RetryAfter, &a.Client, &a.ErrorCode); err != nil {
 			return nil, err
 		}
 		a.Start, a.End = a.Start.UTC(), a.End.UTC()

@@ -111,3 +111,126 @@ func amplifications(r budget.Result) (recorded, after *float64) {
 	}
 	return &r.Amplification, &r.AmplificationAfter
 }
+
+// openLoop is what every piece of advice says of itself (docs/budgets.md).
+const openLoop = "The replay is open loop: the recorded answers stay as they were, though fewer retries would also have meant fewer failures. " +
+	"A setting's amplification is an upper bound of what it lets through, its lost recoveries a count the lighter load could have made up."
+
+// Advice writes the settings that meet a target (budget --target-amplification): a table
+// of each family's setting, then the configuration to paste; TSV with plain numbers, one
+// row per setting tried (the curve), the chosen ones marked; or JSON (recommendations).
+func Advice(w io.Writer, format Format, as []budget.Advice, target budget.Target) error {
+	if len(as) == 0 {
+		return nil
+	}
+	settings := func(p *budget.Point) string {
+		var kv []string
+		for _, k := range p.Setting.Knobs {
+			kv = append(kv, k.Name+" "+k.Value)
+		}
+		return strings.Join(kv, ", ")
+	}
+	switch format {
+	case FormatJSON:
+		type point struct {
+			Settings      map[string]string `json:"settings"`
+			Amplification float64           `json:"amplification"`
+			Lost          int               `json:"recovered_lost"`
+			Denied        int               `json:"retries_denied"`
+		}
+		toPoint := func(p budget.Point) point {
+			kv := map[string]string{}
+			for _, k := range p.Setting.Knobs {
+				kv[k.Name] = k.Value
+			}
+			return point{kv, p.Amplification, p.Lost, p.Denied}
+		}
+		type rec struct {
+			Model     string  `json:"model"`
+			System    string  `json:"system"`
+			Met       bool    `json:"meets_target"`
+			Instances int     `json:"instances"`
+			Floor     *string `json:"fleet_floor"`
+			Config    string  `json:"config"`
+			point
+			Curve []point `json:"curve"`
+		}
+		out := struct {
+			Target struct {
+				Amplification *float64 `json:"amplification"`
+				MaxLost       *int     `json:"max_lost"`
+			} `json:"target"`
+			Recorded struct {
+				Amplification float64 `json:"amplification"`
+				Recovered     int     `json:"recovered"`
+			} `json:"recorded"`
+			OpenLoop        string `json:"open_loop"`
+			Recommendations []rec  `json:"recommendations"`
+		}{OpenLoop: openLoop}
+		if target.Amplification > 0 {
+			out.Target.Amplification = &target.Amplification
+		}
+		if target.MaxLost >= 0 {
+			out.Target.MaxLost = &target.MaxLost
+		}
+		out.Recorded.Amplification, out.Recorded.Recovered = as[0].Amplification, as[0].Recovered
+		for _, a := range as {
+			r := rec{Model: a.Family.Name, System: a.Family.System, Met: a.Met, Instances: a.Instances, Config: a.Family.Config(a.Best.Setting), point: toPoint(*a.Best)}
+			if a.Floor != "" {
+				r.Floor = &a.Floor
+			}
+			for _, p := range a.Curve {
+				r.Curve = append(r.Curve, toPoint(p))
+			}
+			out.Recommendations = append(out.Recommendations, r)
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	case FormatTSV:
+		var b strings.Builder
+		b.WriteString("model\tchosen\tsettings\tamplification\trecovered lost\tretries denied\tinstances\n")
+		for _, a := range as {
+			for i := range a.Curve {
+				p := &a.Curve[i]
+				chosen := settings(p) == settings(a.Best)
+				fmt.Fprintf(&b, "%s\t%v\t%s\t%s\t%d\t%d\t%d\n", a.Family.Name, chosen, settings(p),
+					strconv.FormatFloat(p.Amplification, 'f', -1, 64), p.Lost, p.Denied, a.Instances)
+			}
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	var want []string
+	if target.Amplification > 0 {
+		want = append(want, fmt.Sprintf("amplification at most %.2fx", target.Amplification))
+	}
+	if target.MaxLost >= 0 {
+		want = append(want, fmt.Sprintf("at most %d recovered requests lost", target.MaxLost))
+	}
+	fmt.Fprintf(w, "target: %s; recorded: amplification %.2fx, %d requests recovered by a retry.\n%s\n\n",
+		strings.Join(want, ", "), as[0].Amplification, as[0].Recovered, openLoop)
+	header := []string{"budget", "setting", "amplification", "recovered lost", "retries denied", "instances"}
+	var rows [][]string
+	for _, a := range as {
+		s := settings(a.Best)
+		if !a.Met {
+			s = "none meets it; the lowest: " + s
+		}
+		rows = append(rows, []string{a.Family.Name, s, ratio(&a.Best.Amplification), strconv.Itoa(a.Best.Lost),
+			strconv.Itoa(a.Best.Denied), strconv.Itoa(a.Instances)})
+	}
+	if err := NumberRows(w, header, rows, 2); err != nil {
+		return err
+	}
+	for _, a := range as {
+		fmt.Fprintf(w, "\n%s:\n", a.Family.System)
+		for _, l := range strings.Split(a.Family.Config(a.Best.Setting), "\n") {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+		if a.Floor != "" {
+			fmt.Fprintf(w, "  (%s)\n", a.Floor)
+		}
+	}
+	return nil
+}

@@ -794,7 +794,7 @@ func TestBudgetOnTheSample(t *testing.T) {
 		Recovered                int
 		Lost                     int `json:"lost_recoveries"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &rs); err != nil || len(rs) != 7 {
+	if err := json.Unmarshal([]byte(stdout), &rs); err != nil || len(rs) != 8 {
 		t.Fatalf("%v: %s", err, stdout)
 	}
 	byModel := map[string]int{}
@@ -815,6 +815,12 @@ func TestBudgetOnTheSample(t *testing.T) {
 	// 42 allowed; 18 − 5 = 13 recoveries lost.
 	if g := rs[byModel["grpc"]]; g.Allowed != 5 || g.Denied != 37 || g.Lost != 13 {
 		t.Errorf("grpc: %+v", g)
+	}
+	// The AWS SDKs' 2026 defaults: 500 tokens, 14 a retry after a 502, refunded when it
+	// succeeds: the 24 retries that fail keep 336, under 500 (the sample's retries are a
+	// few seconds apart: never a dozen in flight at once). All 42 go.
+	if a := rs[byModel["aws-2026"]]; a.Allowed != 42 || a.Denied != 0 || a.Lost != 0 {
+		t.Errorf("aws-2026: %+v", a)
 	}
 }
 
