@@ -6,10 +6,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -425,4 +427,91 @@ func readSDKRecord(t *testing.T, path string) []sdkAttempt {
 		out = append(out, a)
 	}
 	return out
+}
+
+// The advice holds on a real client: aws-sdk-go-v2 (1.48: the 2026 retry defaults, a
+// retry 14 tokens) calls an upstream that fails two calls in five (500) through nginx,
+// first with a retry quota too large to run out (no budget), then with the quota
+// `budget --target-amplification 1.15 --family aws-2026` advises on the first run's log.
+// The second run's attempts per first attempt, from the client's own record, are at most
+// the target (and within sampling noise of the replay's prediction for that quota), and
+// the share of calls recovered by a retry falls by no more than the advice said it would.
+// The upstream's failures do not depend on load, so the open-loop replay is exact but for
+// the draw.
+func TestBudgetAdviceHolds(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	client := filepath.Join(dir, "sdkclient")
+	if out, err := exec.Command("go", "-C", filepath.Join("..", "..", "lab", "sdk"), "build", "-o", client, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build the SDK client: %v\n%s", err, out)
+	}
+	const target = 1.15
+	run := func(name string, quota int) (record []sdkAttempt, log string) {
+		t.Helper()
+		up, err := lab.StartSDKUpstream(lab.SDKPhases{FailFrom: 0, FailTo: time.Hour, Fail: 0.4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer up.Close()
+		n, err := lab.StartNginxWith(filepath.Join(dir, name), lab.NginxOptions{Upstreams: []string{up.Addr}, Format: parse.RetrySDKFull})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, name+".jsonl")
+		cmd := exec.Command(client, "-base", n.URL(), "-sdk", "aws", "-name", name, "-for", "6s", "-workers", "3", "-timeout", "1s",
+			"-quota", fmt.Sprint(quota), "-out", out)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, b)
+		}
+		if err := n.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		return readSDKRecord(t, out), n.TextLog
+	}
+	// attempts per first attempt, and the share of calls a retry recovered, in a record
+	figures := func(record []sdkAttempt) (amp, recovered float64, calls int) {
+		byCall := map[string][]sdkAttempt{}
+		for _, a := range record {
+			byCall[a.Call] = append(byCall[a.Call], a)
+		}
+		var rec int
+		for _, as := range byCall {
+			sort.Slice(as, func(i, j int) bool { return as[i].N < as[j].N })
+			if as[0].Status != 200 && as[len(as)-1].Status == 200 {
+				rec++
+			}
+		}
+		return float64(len(record)) / float64(len(byCall)), float64(rec) / float64(len(byCall)), len(byCall)
+	}
+	free, log := run("free", 1_000_000)
+	amp1, rec1, calls1 := figures(free)
+	stdout, stderr, code := retrylens(t, nil, "budget", "--target-amplification", fmt.Sprint(target), "--family", "aws-2026",
+		"--format", "json", "--log-format", "retry-sdk-full", log)
+	var advice struct {
+		Recommendations []struct {
+			Met           bool              `json:"meets_target"`
+			Settings      map[string]string `json:"settings"`
+			Amplification float64           `json:"amplification"`
+			Lost          int               `json:"recovered_lost"`
+			Instances     int               `json:"instances"`
+		} `json:"recommendations"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &advice) != nil || len(advice.Recommendations) != 1 {
+		t.Fatalf("budget: exit %d: %s%s", code, stderr, stdout)
+	}
+	a := advice.Recommendations[0]
+	quota, err := strconv.Atoi(a.Settings["retry quota (tokens)"])
+	if !a.Met || err != nil || a.Instances != 1 || amp1 <= target {
+		t.Fatalf("advice %+v on a run of %.3fx: want a quota that meets %.2fx, for the one client", a, amp1, target)
+	}
+	budgeted, _ := run("budgeted", quota)
+	amp2, rec2, calls2 := figures(budgeted)
+	t.Logf("no budget: %d calls, %.3fx, %.1f%% recovered; advice: quota %d, %.3fx, %d of its calls' recoveries lost; with it: %d calls, %.3fx, %.1f%% recovered",
+		calls1, amp1, 100*rec1, quota, a.Amplification, a.Lost, calls2, amp2, 100*rec2)
+	if amp2 > target || math.Abs(amp2-a.Amplification) > 0.03 {
+		t.Errorf("with the advised quota %d: %.3fx, want at most %.2fx and near the replay's %.3fx", quota, amp2, target, a.Amplification)
+	}
+	if lostShare := rec1 - rec2; lostShare > float64(a.Lost)/float64(calls1)+0.03 {
+		t.Errorf("recovered share fell by %.3f, the advice said %.3f", lostShare, float64(a.Lost)/float64(calls1))
+	}
 }
