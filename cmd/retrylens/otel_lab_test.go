@@ -7,7 +7,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,5 +184,70 @@ func TestTracedClient(t *testing.T) {
 		"recovered_by_client": recovered, "exhausted": exhausted, "budget_denied": 0, "failed_without_retry": notRetried}
 	if l := lastLayers; l.Spans != attempts || l.Matched != matched || !maps.Equal(l.Fates, wantFates) {
 		t.Errorf("layers: %d spans, %d matched, fates %v; want %d, %d, %v", l.Spans, l.Matched, l.Fates, attempts, matched, wantFates)
+	}
+}
+
+// The advice holds on grpc-go's retryThrottling: the traced client (4 attempts on
+// UNAVAILABLE) calls a server that fails each attempt with probability 0.4, drawn from
+// the call and the attempt's number (the same draw in every run), first without
+// throttling, then with the retryThrottling `budget --target-amplification 1.2 --family
+// grpc` advises on the first run's traces. The second run's attempts per call, counted by
+// the server, are at most the target and the replay's prediction (within 0.01: a retry the
+// client throttles is not sent, so the draws after it are not met), and the calls it
+// lost are the recoveries the advice said it would lose (within 1 %).
+func TestGRPCThrottlingAdviceHolds(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	client := filepath.Join(dir, "otelclient")
+	if out, err := exec.Command("go", "-C", filepath.Join("..", "..", "lab", "otel"), "build", "-o", client, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build the traced client: %v\n%s", err, out)
+	}
+	const calls, target = 600, 1.2
+	run := func(name string, throttle ...string) (traces string, attempts, ok int) {
+		t.Helper()
+		traces = filepath.Join(dir, name+".json")
+		args := append([]string{"-calls", fmt.Sprint(calls), "-fail-rate", "0.4", "-out", traces}, throttle...)
+		out, err := exec.Command(client, args...).Output()
+		if err != nil {
+			t.Fatalf("otelclient %v: %v", args, err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var c struct {
+				Attempts int
+				Code     string
+			}
+			if err := json.Unmarshal([]byte(l), &c); err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			attempts += c.Attempts
+			if c.Code == "OK" {
+				ok++
+			}
+		}
+		return traces, attempts, ok
+	}
+	traces, attempts1, ok1 := run("free")
+	stdout, stderr, code := retrylens(t, nil, "budget", "--target-amplification", fmt.Sprint(target), "--family", "grpc", "--format", "json", traces)
+	var advice struct {
+		Recommendations []struct {
+			Met           bool              `json:"meets_target"`
+			Settings      map[string]string `json:"settings"`
+			Amplification float64           `json:"amplification"`
+			Lost          int               `json:"recovered_lost"`
+		} `json:"recommendations"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &advice) != nil || len(advice.Recommendations) != 1 || !advice.Recommendations[0].Met {
+		t.Fatalf("budget: exit %d: %s%s", code, stderr, stdout)
+	}
+	a := advice.Recommendations[0]
+	_, attempts2, ok2 := run("throttled", "-throttle", a.Settings["maxTokens"]+","+a.Settings["tokenRatio"])
+	amp1, amp2 := float64(attempts1)/calls, float64(attempts2)/calls
+	t.Logf("no throttling: %.3fx, %d calls OK; advice: maxTokens %s, tokenRatio %s, %.3fx, %d recoveries lost; with it: %.3fx, %d OK",
+		amp1, ok1, a.Settings["maxTokens"], a.Settings["tokenRatio"], a.Amplification, a.Lost, amp2, ok2)
+	if amp1 <= target || amp2 > target || math.Abs(amp2-a.Amplification) > 0.01 {
+		t.Errorf("with the advised throttling %.3fx (without %.3fx), want at most %.2fx and the replay's %.3fx", amp2, amp1, target, a.Amplification)
+	}
+	if lost := ok1 - ok2; math.Abs(float64(lost-a.Lost)) > calls/100 {
+		t.Errorf("%d calls lost their recovery, the advice said %d", lost, a.Lost)
 	}
 }

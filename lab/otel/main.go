@@ -5,9 +5,12 @@
 // Collector's file exporter does. The server is grpc-go's health service, failing each
 // call's first attempts with UNAVAILABLE as the call asks; it counts the attempts it
 // answered per call, which with the client's final status per call is the truth it
-// prints as JSON lines.
+// prints as JSON lines. With -fail-rate the server fails each attempt with that
+// probability instead, drawn from the call and the attempt's number (the same draw in
+// every run), and -throttle gives the client gRPC's retryThrottling.
 //
 //	otelclient -calls 60 -out traces.json > truth.jsonl
+//	otelclient -calls 600 -fail-rate 0.4 -throttle 10,0.1 -out traces.json > truth.jsonl
 //	otelclient -listen 127.0.0.1:9001 -target 127.0.0.1:8080 …   # through a gateway
 package main
 
@@ -16,12 +19,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,11 +58,20 @@ type Call struct {
 	Code     string `json:"code"`
 }
 
-// health fails a call's attempts before its "fail:N" (the Check request's service).
+// health fails a call's attempts before its "fail:N" (the Check request's service), or,
+// with a failRate, each attempt with that probability.
 type health struct {
 	grpc_health_v1.UnimplementedHealthServer
 	mu       sync.Mutex
 	attempts map[string]int
+	failRate float64
+}
+
+// draw is a share in [0, 1) drawn from a call and an attempt's number.
+func draw(call string, n int) float64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%d", call, n)
+	return float64(h.Sum64()%10000) / 10000
 }
 
 func (h *health) Check(ctx context.Context, req *grpc_health_v1.HealthCheckRequest) (*grpc_health_v1.HealthCheckResponse, error) {
@@ -70,6 +84,12 @@ func (h *health) Check(ctx context.Context, req *grpc_health_v1.HealthCheckReque
 	h.attempts[call]++
 	n := h.attempts[call]
 	h.mu.Unlock()
+	if h.failRate > 0 {
+		if draw(call, n) < h.failRate {
+			return nil, status.Error(codes.Unavailable, "overloaded")
+		}
+		return &grpc_health_v1.HealthCheckResponse{Status: grpc_health_v1.HealthCheckResponse_SERVING}, nil
+	}
 	var fail int
 	fmt.Sscanf(req.GetService(), "fail:%d", &fail)
 	if n <= fail {
@@ -83,13 +103,15 @@ func main() {
 	out := flag.String("out", "traces.json", "where the receiver writes the OTLP JSON")
 	listen := flag.String("listen", "127.0.0.1:0", "the server's address")
 	target := flag.String("target", "", "the address the client calls, a gateway in front of the server (default: the server)")
+	failRate := flag.Float64("fail-rate", 0, "fail each attempt with this probability instead (UNAVAILABLE)")
+	throttle := flag.String("throttle", "", "the client's retryThrottling: maxTokens,tokenRatio (default: none)")
 	flag.Parse()
-	if err := run(*calls, *out, *listen, *target); err != nil {
+	if err := run(*calls, *out, *listen, *target, *failRate, *throttle); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(calls int, out, listen, target string) error {
+func run(calls int, out, listen, target string, failRate float64, throttle string) error {
 	f, err := os.Create(out)
 	if err != nil {
 		return err
@@ -108,7 +130,7 @@ func run(calls int, out, listen, target string) error {
 	if target == "" {
 		target = lis.Addr().String()
 	}
-	h := &health{attempts: map[string]int{}}
+	h := &health{attempts: map[string]int{}, failRate: failRate}
 	srv := grpc.NewServer()
 	grpc_health_v1.RegisterHealthServer(srv, h)
 	go srv.Serve(lis)
@@ -124,8 +146,14 @@ func run(calls int, out, listen, target string) error {
 		return err
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	throttling := ""
+	if throttle != "" {
+		tokens, ratio, _ := strings.Cut(throttle, ",")
+		throttling = fmt.Sprintf(`,"retryThrottling":{"maxTokens":%s,"tokenRatio":%s}`, tokens, ratio)
+	}
 	retry := fmt.Sprintf(`{"methodConfig":[{"name":[{"service":"grpc.health.v1.Health"}],"retryPolicy":{
-		"maxAttempts":%d,"initialBackoff":"0.01s","maxBackoff":"0.05s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}`, maxAttempts)
+		"maxAttempts":%d,"initialBackoff":"0.01s","maxBackoff":"0.05s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]%s}`,
+		maxAttempts, throttling)
 	cc, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultServiceConfig(retry),
