@@ -99,3 +99,32 @@ func TestReportJSONSample(t *testing.T) {
 		t.Errorf("%s's JSON sample is not what the command prints: go test ./cmd/retrylens -run 'TestReportJSONSample|TestReferenceDoc' -update", path)
 	}
 }
+
+// docs/budgets.md's worked example is what the command prints: its table, row by row,
+// and the configuration it quotes.
+func TestBudgetsDocExample(t *testing.T) {
+	t.Parallel()
+	const cmd = "$ retrylens budget --target-amplification 1.3 --instances 1 testdata/incident-hour/access.log\n"
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "budgets.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, cmd)
+	if i < 0 {
+		t.Fatalf("docs/budgets.md shows no %q", cmd)
+	}
+	i += len(cmd)
+	example := doc[i : i+strings.Index(doc[i:], "```")]
+	args := strings.Fields(strings.TrimPrefix(strings.TrimSpace(cmd), "$ retrylens "))
+	args[len(args)-1] = filepath.Join("..", "..", args[len(args)-1])
+	out, stderr, code := retrylens(t, nil, append(args, "--format", "table")...)
+	if code != 0 {
+		t.Fatalf("budget: exit %d: %s", code, stderr)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(example), "\n") {
+		if l != "…" && !strings.Contains(out, l) {
+			t.Errorf("docs/budgets.md's example has %q, the command does not print it:\n%s", l, out)
+		}
+	}
+}
