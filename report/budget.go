@@ -1,9 +1,12 @@
 package report
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -131,6 +134,8 @@ func Advice(w io.Writer, format Format, as []budget.Advice, target budget.Target
 		return strings.Join(kv, ", ")
 	}
 	switch format {
+	case FormatHTML:
+		return adviceHTML(w, as, target, settings)
 	case FormatJSON:
 		type point struct {
 			Settings      map[string]string `json:"settings"`
@@ -201,15 +206,8 @@ func Advice(w io.Writer, format Format, as []budget.Advice, target budget.Target
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	var want []string
-	if target.Amplification > 0 {
-		want = append(want, fmt.Sprintf("amplification at most %.2fx", target.Amplification))
-	}
-	if target.MaxLost >= 0 {
-		want = append(want, fmt.Sprintf("at most %d recovered requests lost", target.MaxLost))
-	}
 	fmt.Fprintf(w, "target: %s; recorded: amplification %.2fx, %d requests recovered by a retry.\n%s\n\n",
-		strings.Join(want, ", "), as[0].Amplification, as[0].Recovered, openLoop)
+		targetText(target), as[0].Amplification, as[0].Recovered, openLoop)
 	header := []string{"budget", "setting", "amplification", "recovered lost", "retries denied", "instances"}
 	var rows [][]string
 	for _, a := range as {
@@ -233,4 +231,75 @@ func Advice(w io.Writer, format Format, as []budget.Advice, target budget.Target
 		}
 	}
 	return nil
+}
+
+//go:embed advice.tmpl
+var adviceSrc string
+
+var adviceTmpl = template.Must(template.New("advice").Parse(adviceSrc))
+
+// adviceHTML writes the advice as one self-contained page: the table, then per family the
+// curve (recovered requests lost against amplification, a point per setting, the chosen
+// one marked, the target a line) beside the configuration to paste.
+func adviceHTML(w io.Writer, as []budget.Advice, target budget.Target, settings func(*budget.Point) string) error {
+	type tick struct {
+		X, Y  float64
+		Label string
+	}
+	type point struct {
+		X, Y   float64
+		Chosen bool
+		Title  string
+	}
+	type family struct {
+		Name, System, Setting, Config, Floor string
+		Met                                  bool
+		Amplification                        float64
+		Lost, Denied, Instances              int
+		XTicks, YTicks                       []tick
+		TargetX                              float64
+		Points                               []point
+	}
+	view := struct {
+		Target, OpenLoop string
+		Recorded         float64
+		Recovered        int
+		Families         []family
+	}{Target: targetText(target), OpenLoop: openLoop, Recorded: as[0].Amplification, Recovered: as[0].Recovered}
+	// every family on the same axes: 1x to the recorded amplification, 0 to every recovery
+	xMax, yMax := max(as[0].Amplification, target.Amplification, 1.05), max(float64(as[0].Recovered), 1)
+	x := func(a float64) float64 { return 50 + 340*(a-1)/(xMax-1) }
+	y := func(n float64) float64 { return 220 - 210*n/yMax }
+	for _, a := range as {
+		f := family{Name: a.Family.Name, System: a.Family.System, Setting: settings(a.Best), Config: a.Family.Config(a.Best.Setting),
+			Floor: a.Floor, Met: a.Met, Amplification: a.Best.Amplification, Lost: a.Best.Lost, Denied: a.Best.Denied, Instances: a.Instances}
+		for i := 0; i <= 4; i++ {
+			av := 1 + (xMax-1)*float64(i)/4
+			f.XTicks = append(f.XTicks, tick{X: x(av), Label: fmt.Sprintf("%.2fx", av)})
+			nv := yMax * float64(i) / 4
+			f.YTicks = append(f.YTicks, tick{Y: y(nv), Label: strconv.FormatFloat(math.Round(nv), 'f', -1, 64)})
+		}
+		if target.Amplification > 0 {
+			f.TargetX = x(target.Amplification)
+		}
+		for i := range a.Curve {
+			p := &a.Curve[i]
+			f.Points = append(f.Points, point{X: x(p.Amplification), Y: y(float64(p.Lost)), Chosen: settings(p) == settings(a.Best),
+				Title: fmt.Sprintf("%s: %.3fx, %d lost, %d denied", settings(p), p.Amplification, p.Lost, p.Denied)})
+		}
+		view.Families = append(view.Families, f)
+	}
+	return adviceTmpl.Execute(w, view)
+}
+
+// targetText is the target as the outputs say it.
+func targetText(target budget.Target) string {
+	var want []string
+	if target.Amplification > 0 {
+		want = append(want, fmt.Sprintf("amplification at most %.2fx", target.Amplification))
+	}
+	if target.MaxLost >= 0 {
+		want = append(want, fmt.Sprintf("at most %d recovered requests lost", target.MaxLost))
+	}
+	return strings.Join(want, ", ")
 }

@@ -113,7 +113,19 @@ func TestBudgetAdvice(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
 	}
+	// the page: the curve of each family, a point per setting, the chosen one marked
+	page := filepath.Join(t.TempDir(), "advice.html")
+	if _, stderr, code := retrylens(t, nil, "budget", "--target-amplification", "1.2", "--family", "finagle,grpc", "-o", page, "--log-format", "retry", log); code != 0 {
+		t.Fatalf("-o advice.html: exit %d: %s", code, stderr)
+	}
+	b, _ := os.ReadFile(page)
+	html := string(b)
+	if strings.Count(html, "<circle") != 24+30 || strings.Count(html, `class="chosen"`) != 2 || !strings.Contains(html, "Content-Security-Policy") ||
+		!strings.Contains(html, "percentCanRetry = 0.01") {
+		t.Errorf("the page has %d points (want 24 + 30), %d chosen (want 2):\n%.2000s", strings.Count(html, "<circle"), strings.Count(html, `class="chosen"`), html)
+	}
 	for _, args := range [][]string{
+		{"--compare", "--format", "html"},
 		{"--target-amplification", "0.5"}, {"--target-amplification", "1.2", "--compare"}, {"--instances", "3"},
 		{"--target-amplification", "1.2", "--family", "nope"}, {"--max-lost", "-2"},
 	} {

@@ -49,7 +49,7 @@ func (e *env) budgetCmd() *cobra.Command {
 	f.StringVar(&o.model, "model", "finagle", "the budget: "+strings.Join(budget.Names, ", "))
 	f.BoolVar(&o.compare, "compare", false, "run every model")
 	f.StringVarP(&o.output, "output", "o", "", outputHelp)
-	f.StringVarP(&o.format, "format", "f", "", "table, tsv or json (default: table on a terminal, tsv in a pipe)")
+	f.StringVarP(&o.format, "format", "f", "", "table, tsv or json, and html with --target-amplification or --max-lost (default: table on a terminal, tsv in a pipe)")
 	p := &o.Params
 	f.Float64Var(&p.Ratio, "ratio", p.Ratio, "finagle/linkerd2: retries per request")
 	f.Float64Var(&p.MinPerSec, "min-per-sec", p.MinPerSec, "finagle/linkerd2: retries per second allowed beyond the ratio")
@@ -126,7 +126,11 @@ func (o *budgetOptions) Validate() error {
 }
 
 func (e *env) runBudget(ctx context.Context, o *budgetOptions, files []string) error {
-	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, o.output == "" && terminal(e.stdout)), report.FormatTable, report.FormatTSV, report.FormatJSON)
+	formats := []report.Format{report.FormatTable, report.FormatTSV, report.FormatJSON}
+	if o.advising() {
+		formats = append(formats, report.FormatHTML) // the curve
+	}
+	format, err := report.ParseFormat(report.OutputFormat(o.format, o.output, o.output == "" && terminal(e.stdout)), formats...)
 	if err != nil {
 		return usagef("--format: %v", err)
 	}
