@@ -94,7 +94,7 @@ const DefaultMaxAttempts = 3
 // logical request (attempt numbers from maxAttempts on are over it).
 func (s *Set) Findings(ctx context.Context, maxAttempts int) ([]Finding, error) {
 	all, err := s.allFindings(ctx, maxAttempts)
-	return slices.DeleteFunc(all, func(f Finding) bool { return strings.HasPrefix(f.Kind, unjudgedPrefix) }), err
+	return slices.DeleteFunc(slices.Clone(all), func(f Finding) bool { return strings.HasPrefix(f.Kind, unjudgedPrefix) }), err
 }
 
 // allFindings are the findings and, their kinds marked unjudged:, those the log lacks a

@@ -31,11 +31,7 @@ import (
 func TestTracedClient(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	client := filepath.Join(dir, "otelclient")
-	build := exec.Command("go", "-C", filepath.Join("..", "..", "lab", "otel"), "build", "-o", client, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the traced client (lab/otel, its own module): %v\n%s", err, out)
-	}
+	client := labClient(t, dir, "otel")
 	// through nginx as a gRPC gateway, logging the attempt header, the call's status (in
 	// the headers of a trailers-only answer, else the trailers) and the trace context
 	up, err := lab.FreeAddr()
@@ -198,10 +194,7 @@ func TestTracedClient(t *testing.T) {
 func TestGRPCThrottlingAdviceHolds(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	client := filepath.Join(dir, "otelclient")
-	if out, err := exec.Command("go", "-C", filepath.Join("..", "..", "lab", "otel"), "build", "-o", client, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build the traced client: %v\n%s", err, out)
-	}
+	client := labClient(t, dir, "otel")
 	const calls, target = 600, 1.2
 	run := func(name string, throttle ...string) (traces string, attempts, ok int) {
 		t.Helper()
@@ -250,4 +243,15 @@ func TestGRPCThrottlingAdviceHolds(t *testing.T) {
 	if lost := ok1 - ok2; math.Abs(float64(lost-a.Lost)) > calls/100 {
 		t.Errorf("%d calls lost their recovery, the advice said %d", lost, a.Lost)
 	}
+}
+
+// labClient builds the lab's client in lab/<module> (a module of its own, so that the
+// clients' SDKs stay out of retrylens's go.mod) into dir, and returns its path.
+func labClient(t *testing.T, dir, module string) string {
+	t.Helper()
+	client := filepath.Join(dir, module+"client")
+	if out, err := exec.Command("go", "-C", filepath.Join("..", "..", "lab", module), "build", "-o", client, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build the lab's client (lab/%s, its own module): %v\n%s", module, err, out)
+	}
+	return client
 }

@@ -52,11 +52,7 @@ type sdkAttempt struct {
 func TestRealSDKs(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	client := filepath.Join(dir, "sdkclient")
-	build := exec.Command("go", "-C", filepath.Join("..", "..", "lab", "sdk"), "build", "-o", client, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the SDK client (lab/sdk, its own module): %v\n%s", err, out)
-	}
+	client := labClient(t, dir, "sdk")
 	const run = 14 * time.Second
 	up, err := lab.StartSDKUpstream(lab.SDKPhases{
 		LimitFrom: 12 * time.Second, LimitTo: 15 * time.Second, Limit: 0.5, // the clients start a second or two after it
@@ -441,10 +437,7 @@ func readSDKRecord(t *testing.T, path string) []sdkAttempt {
 func TestBudgetAdviceHolds(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	client := filepath.Join(dir, "sdkclient")
-	if out, err := exec.Command("go", "-C", filepath.Join("..", "..", "lab", "sdk"), "build", "-o", client, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build the SDK client: %v\n%s", err, out)
-	}
+	client := labClient(t, dir, "sdk")
 	const target = 1.15
 	run := func(name string, quota int) (record []sdkAttempt, log string) {
 		t.Helper()
