@@ -64,8 +64,7 @@ func intList(ns []int) string {
 // deadline (docs/metrics.md, "Layers"). Only the AWS SDKs state a cap, so their rule
 // decides: a status they retry whatever the code, or a throttling or transient code (a
 // 429 without one is retried by some SDKs and versions, not by others: uncodedSQL counts
-// those as not judged). Plain SQL that DuckDB and
-// ClickHouse read alike: a NULL is no.
+// those as not judged). Plain SQL that DuckDB and ClickHouse read alike: a NULL is no.
 func belowCapSQL(p string) string {
 	return fmt.Sprintf("(%[1]smax_attempts > %[1]sattempt + 1 AND (%[1]sstatus IN (%[2]s) OR %[1]serror_code IN (%[3]s)))",
 		p, intList(aws.RetryStatuses), quotedList(retriedCodes()))

@@ -138,9 +138,6 @@ WITH k AS MATERIALIZED (
     LEFT JOIN {{.Table}}_alias a ON a.request_id = CASE WHEN l.skind = 'request_id' THEN l.request_id END
     WHERE l.has_skey AND (a.skey IS NOT NULL OR l.skey IN (SELECT h FROM {{.Table}}_retried))
 ),
--- per key: a reused key, or attempt numbers
--- that repeat. With fewer than two first attempts, the lines other than the first have
--- numbers of 1 and up, so a number repeats exactly when two lines log it.
 -- the lines of each key, in the order they started, with whether each follows a
 -- retryable failure of the one before as a retry does (stuck, above)
 f0 AS (
@@ -156,6 +153,9 @@ stuck AS (
     HAVING count(*) >= 2 AND count(*) FILTER (logged_attempt >= 1) = 0 AND count(DISTINCT target) = 1
        AND bool_and(after_failure IS NULL OR (after_failure AND gap >= -1 AND gap <= {{.MaxGap}}))
 ),
+-- per key: a reused key, or attempt numbers
+-- that repeat. With fewer than two first attempts, the lines other than the first have
+-- numbers of 1 and up, so a number repeats exactly when two lines log it.
 g AS (
     SELECT skey AS h,
         count(*) FILTER (logged_attempt IS NULL OR logged_attempt = 0) >= 2 AND skey NOT IN (SELECT h FROM stuck) AS reused,
