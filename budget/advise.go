@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/retrylens/retrylens/query"
@@ -21,6 +23,20 @@ import (
 // request stays with the instance of its first attempt in the log. It returns the sum and
 // the number of instances.
 func Fleet(attempts []query.Attempt, newModel func() Model, instances int) (Result, int) {
+	f := newFleet(attempts, instances)
+	return f.replay(newModel), f.n
+}
+
+// fleet is the attempts split into instances, each with its requests numbered: split once,
+// replayed through every setting.
+type fleet struct {
+	parts [][]query.Attempt
+	ids   [][]int32
+	keys  []int
+	n     int
+}
+
+func newFleet(attempts []query.Attempt, instances int) *fleet {
 	of := map[string]string{} // a request's instance
 	parts := map[string][]query.Attempt{}
 	var order []string
@@ -40,9 +56,22 @@ func Fleet(attempts []query.Attempt, newModel func() Model, instances int) (Resu
 		}
 		parts[in] = append(parts[in], a)
 	}
-	var sum Result
+	f := &fleet{n: len(order)}
+	if instances > 0 {
+		f.n = instances
+	}
 	for _, in := range order {
-		r := Replay(parts[in], newModel(), 0)
+		ids, n := keyIDs(parts[in])
+		f.parts, f.ids, f.keys = append(f.parts, parts[in]), append(f.ids, ids), append(f.keys, n)
+	}
+	return f
+}
+
+// replay replays every instance through a model of its own and adds the results up.
+func (f *fleet) replay(newModel func() Model) Result {
+	var sum Result
+	for i, part := range f.parts {
+		r := replay(part, f.ids[i], f.keys[i], newModel(), 0)
 		sum.Model = r.Model
 		sum.FirstAttempts += r.FirstAttempts
 		sum.Retries += r.Retries
@@ -55,11 +84,7 @@ func Fleet(attempts []query.Attempt, newModel func() Model, instances int) (Resu
 		sum.Amplification = float64(sum.FirstAttempts+sum.Retries) / float64(sum.FirstAttempts)
 		sum.AmplificationAfter = float64(sum.FirstAttempts+sum.Allowed) / float64(sum.FirstAttempts)
 	}
-	n := len(order)
-	if instances > 0 {
-		n = instances
-	}
-	return sum, n
+	return sum
 }
 
 // Knob is one setting of a family, in the system's own name and unit.
@@ -248,17 +273,37 @@ func (t Target) meets(p Point) bool {
 // an upper bound of what it lets through, and on a count of recoveries it would have lost
 // that the lighter load could have made up.
 func Advise(attempts []query.Attempt, families []Family, target Target, instances int) []Advice {
+	fleets := map[int]*fleet{} // by instances: the split is the same for every setting
 	var out []Advice
 	for _, f := range families {
 		a := Advice{Family: f}
-		for _, s := range f.Settings {
-			n := instances
-			if !f.PerClient {
-				n = 1
-			}
-			r, in := Fleet(attempts, s.New, n)
-			a.Instances, a.Amplification, a.Recovered = in, r.Amplification, r.Recovered
-			a.Curve = append(a.Curve, Point{Setting: s, Amplification: r.AmplificationAfter, Lost: r.LostRecoveries, Denied: r.Denied})
+		n := instances
+		if !f.PerClient {
+			n = 1
+		}
+		if fleets[n] == nil {
+			fleets[n] = newFleet(attempts, n)
+		}
+		fl := fleets[n]
+		// the settings replay at once, a core each: the attempts are only read
+		results := make([]Result, len(f.Settings))
+		var wg sync.WaitGroup
+		work := make(chan int)
+		for range runtime.GOMAXPROCS(0) {
+			wg.Go(func() {
+				for i := range work {
+					results[i] = fl.replay(f.Settings[i].New)
+				}
+			})
+		}
+		for i := range f.Settings {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
+		for i, r := range results {
+			a.Instances, a.Amplification, a.Recovered = fl.n, r.Amplification, r.Recovered
+			a.Curve = append(a.Curve, Point{Setting: f.Settings[i], Amplification: r.AmplificationAfter, Lost: r.LostRecoveries, Denied: r.Denied})
 		}
 		var meets []Point
 		for _, p := range a.Curve {

@@ -11,7 +11,6 @@ import (
 	"container/heap"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"time"
 
@@ -64,6 +63,28 @@ func (p pending) peek() *query.Attempt { return p[0] }
 // Replay runs the attempts (ordered by start, as query.Set.Attempts returns them)
 // through m; a positive width also splits the figures by windows of start time.
 func Replay(attempts []query.Attempt, m Model, width time.Duration) Result {
+	ids, n := keyIDs(attempts)
+	return replay(attempts, ids, n, m, width)
+}
+
+// keyIDs numbers the attempts' logical requests (0 to n−1), so that a replay keeps its
+// state in a slice: Advise replays the same attempts through a hundred settings.
+func keyIDs(attempts []query.Attempt) ([]int32, int) {
+	ids := make([]int32, len(attempts))
+	of := make(map[string]int32, len(attempts)/2)
+	for i := range attempts {
+		id, ok := of[attempts[i].Key]
+		if !ok {
+			id = int32(len(of))
+			of[attempts[i].Key] = id
+		}
+		ids[i] = id
+	}
+	return ids, len(of)
+}
+
+// replay is Replay with the attempts' request numbers (keyIDs).
+func replay(attempts []query.Attempt, ids []int32, nKeys int, m Model, width time.Duration) Result {
 	r := Result{Model: m.Name()}
 	window := func(t time.Time) *Window {
 		if width <= 0 {
@@ -83,18 +104,14 @@ func Replay(attempts []query.Attempt, m Model, width time.Duration) Result {
 		anyOK      bool // recorded
 		anyOKAfter bool // in the replay
 	}
-	byKey := map[string]*state{}
+	states := make([]state, nKeys)
 	var inflight pending
 	for i := range attempts {
 		a := &attempts[i]
 		for inflight.Len() > 0 && !inflight.peek().End.After(a.Start) {
 			m.Answered(heap.Pop(&inflight).(*query.Attempt))
 		}
-		st := byKey[a.Key]
-		if st == nil {
-			st = &state{}
-			byKey[a.Key] = st
-		}
+		st := &states[ids[i]]
 		w := window(a.Start)
 		if a.N == 0 {
 			r.FirstAttempts++
@@ -127,13 +144,8 @@ func Replay(attempts []query.Attempt, m Model, width time.Duration) Result {
 	for inflight.Len() > 0 {
 		m.Answered(heap.Pop(&inflight).(*query.Attempt))
 	}
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		st := byKey[k]
+	for i := range states {
+		st := &states[i]
 		if st.seenFirst && !st.firstOK && st.anyOK {
 			r.Recovered++
 			if !st.anyOKAfter {
