@@ -266,7 +266,9 @@ func (t Target) meets(p Point) bool {
 }
 
 // Advise replays every setting of each family on the attempts, per instance (Fleet; the
-// Gateway API's as one gateway), and picks the one that meets the target.
+// Gateway API's as one gateway), and picks, of those that meet the target, the one losing
+// the fewest recoveries, or, when the target is only the recoveries one accepts to lose,
+// the one with the lowest amplification.
 //
 // The replay is open loop: the recorded answers stay as they were, though fewer retries
 // would also have meant fewer failures under overload. A setting is therefore judged on
@@ -318,12 +320,23 @@ func Advise(attempts []query.Attempt, families []Family, target Target, instance
 			best := slices.MinFunc(ps, less)
 			return &best
 		}
-		if a.Best = pick(meets, func(x, y Point) int {
+		// with an amplification to meet, the fewest recoveries lost (then retries denied);
+		// with only the recoveries one accepts to lose, the lowest amplification
+		best := func(x, y Point) int {
 			if x.Lost != y.Lost {
 				return x.Lost - y.Lost
 			}
 			return x.Denied - y.Denied
-		}); a.Best != nil {
+		}
+		if target.Amplification <= 0 {
+			best = func(x, y Point) int {
+				if c := cmpFloat(x.Amplification, y.Amplification); c != 0 {
+					return c
+				}
+				return x.Lost - y.Lost
+			}
+		}
+		if a.Best = pick(meets, best); a.Best != nil {
 			a.Met = true
 		} else {
 			a.Best = pick(a.Curve, func(x, y Point) int {

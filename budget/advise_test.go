@@ -51,7 +51,9 @@ func TestFleetFloorsPerInstance(t *testing.T) {
 // three floors (0, 0.1, 1 a second over 10 s, no share), on fleetTrace: 1.0x losing 6,
 // 1.5x losing 3, 2.0x losing 0. At most 1.5x: the 0.1 floor, 0.3 a second across 3
 // clients. At most 1.2x: only no floor. At most 1.0x with at most 2 lost: none; the lowest
-// is no floor.
+// is no floor. With only the recoveries to lose, the lowest amplification that keeps to
+// them: none lost, the 1 floor (2.0x); at most 3 lost, the 0.1 floor (1.5x), not the 1
+// floor that loses fewer.
 func TestAdvise(t *testing.T) {
 	var settings []Setting
 	for _, f := range []float64{0, 0.1, 1} {
@@ -70,6 +72,7 @@ func TestAdvise(t *testing.T) {
 		{Target{1.5, -1}, "0.1", true, 3, "0.1 retries a second per instance, is 0.3 across 3 instances"},
 		{Target{1.2, -1}, "0", true, 6, ""},
 		{Target{0, 0}, "1", true, 0, "1 retries a second per instance, is 3 across 3 instances"},
+		{Target{0, 3}, "0.1", true, 3, "0.1 retries a second per instance, is 0.3 across 3 instances"},
 		{Target{1.0, 2}, "0", false, 6, ""},
 	} {
 		a := Advise(fleetTrace(), []Family{fam}, c.target, 0)[0]
