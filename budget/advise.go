@@ -321,7 +321,14 @@ func Advise(attempts []query.Attempt, families []Family, target Target, instance
 			return &best
 		}
 		// with an amplification to meet, the fewest recoveries lost (then retries denied);
-		// with only the recoveries one accepts to lose, the lowest amplification
+		// with only the recoveries one accepts to lose, or when nothing meets the target,
+		// the lowest amplification
+		lowest := func(x, y Point) int {
+			if c := cmpFloat(x.Amplification, y.Amplification); c != 0 {
+				return c
+			}
+			return x.Lost - y.Lost
+		}
 		best := func(x, y Point) int {
 			if x.Lost != y.Lost {
 				return x.Lost - y.Lost
@@ -329,22 +336,12 @@ func Advise(attempts []query.Attempt, families []Family, target Target, instance
 			return x.Denied - y.Denied
 		}
 		if target.Amplification <= 0 {
-			best = func(x, y Point) int {
-				if c := cmpFloat(x.Amplification, y.Amplification); c != 0 {
-					return c
-				}
-				return x.Lost - y.Lost
-			}
+			best = lowest
 		}
 		if a.Best = pick(meets, best); a.Best != nil {
 			a.Met = true
 		} else {
-			a.Best = pick(a.Curve, func(x, y Point) int {
-				if c := cmpFloat(x.Amplification, y.Amplification); c != 0 {
-					return c
-				}
-				return x.Lost - y.Lost
-			})
+			a.Best = pick(a.Curve, lowest)
 		}
 		if a.Best != nil && a.Best.Setting.floor > 0 {
 			a.Floor = fmt.Sprintf("its floor, %s %s per instance, is %s across %d instances", num(a.Best.Setting.floor),
