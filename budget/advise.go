@@ -34,16 +34,23 @@ type fleet struct {
 	ids   [][]int32
 	keys  []int
 	n     int
+	// unnamed are the logical requests whose lines name no client (the log has no
+	// client address): by client, they make one instance, which the log cannot tell
+	unnamed int
 }
 
 func newFleet(attempts []query.Attempt, instances int) *fleet {
 	of := map[string]string{} // a request's instance
 	parts := map[string][]query.Attempt{}
 	var order []string
+	var unnamed int
 	for _, a := range attempts {
 		in, ok := of[a.Key]
 		if !ok {
 			in = a.Client
+			if in == "" && instances == 0 {
+				unnamed++
+			}
 			if instances > 0 {
 				h := fnv.New32a()
 				h.Write([]byte(a.Key))
@@ -56,7 +63,7 @@ func newFleet(attempts []query.Attempt, instances int) *fleet {
 		}
 		parts[in] = append(parts[in], a)
 	}
-	f := &fleet{n: len(order)}
+	f := &fleet{n: len(order), unnamed: unnamed}
 	if instances > 0 {
 		f.n = instances
 	}
@@ -252,6 +259,9 @@ type Advice struct {
 	// Floor says what the best setting's per-instance floor adds up to across the
 	// instances ("" when it has none)
 	Floor string
+	// Unnamed are the logical requests whose lines name no client, replayed as one
+	// instance: how many instances sent them the log cannot tell (--instances can)
+	Unnamed int
 }
 
 // Target is what a setting must meet: an amplification at most Amplification (0: any),
@@ -303,6 +313,7 @@ func Advise(attempts []query.Attempt, families []Family, target Target, instance
 		}
 		close(work)
 		wg.Wait()
+		a.Unnamed = fl.unnamed
 		for i, r := range results {
 			a.Instances, a.Amplification, a.Recovered = fl.n, r.Amplification, r.Recovered
 			a.Curve = append(a.Curve, Point{Setting: f.Settings[i], Amplification: r.AmplificationAfter, Lost: r.LostRecoveries, Denied: r.Denied})

@@ -40,6 +40,18 @@ func TestFleetFloorsPerInstance(t *testing.T) {
 	if one.Allowed != 1 || one.LostRecoveries != 5 {
 		t.Errorf("one budget: %+v; want 1 allowed, 5 lost", one)
 	}
+	// a log that names no client: its 6 requests are one instance, and said to be unnamed
+	anon := fleetTrace()
+	for i := range anon {
+		anon[i].Client = ""
+	}
+	fam := Family{Name: "floor", PerClient: true, Settings: []Setting{{New: floor}}, Config: func(Setting) string { return "" }}
+	if a := Advise(anon, []Family{fam}, Target{2, -1}, 0)[0]; a.Instances != 1 || a.Unnamed != 6 || a.Best.Lost != 5 {
+		t.Errorf("no client named: %d instances, %d unnamed, %d lost; want 1, 6, 5", a.Instances, a.Unnamed, a.Best.Lost)
+	}
+	if a := Advise(fleetTrace(), []Family{fam}, Target{2, -1}, 0)[0]; a.Unnamed != 0 {
+		t.Errorf("every client named: %d unnamed", a.Unnamed)
+	}
 	// spread over six instances by request, each has one request: every retry goes
 	if r, n := Fleet(fleetTrace(), floor, 64); n != 64 || r.Allowed+r.Denied != 6 {
 		t.Errorf("--instances 64: %d instances, %+v", n, r)

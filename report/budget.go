@@ -155,6 +155,7 @@ func Advice(w io.Writer, format Format, as []budget.Advice, target budget.Target
 			System    string  `json:"system"`
 			Met       bool    `json:"meets_target"`
 			Instances int     `json:"instances"`
+			Unnamed   int     `json:"unnamed_requests"`
 			Floor     *string `json:"fleet_floor"`
 			Config    string  `json:"config"`
 			point
@@ -180,7 +181,7 @@ func Advice(w io.Writer, format Format, as []budget.Advice, target budget.Target
 		}
 		out.Recorded.Amplification, out.Recorded.Recovered = as[0].Amplification, as[0].Recovered
 		for _, a := range as {
-			r := rec{Model: a.Family.Name, System: a.Family.System, Met: a.Met, Instances: a.Instances, Config: a.Family.Config(a.Best.Setting), point: toPoint(*a.Best)}
+			r := rec{Model: a.Family.Name, System: a.Family.System, Met: a.Met, Instances: a.Instances, Unnamed: a.Unnamed, Config: a.Family.Config(a.Best.Setting), point: toPoint(*a.Best)}
 			if a.Floor != "" {
 				r.Floor = &a.Floor
 			}
@@ -206,8 +207,12 @@ func Advice(w io.Writer, format Format, as []budget.Advice, target budget.Target
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	fmt.Fprintf(w, "target: %s; recorded: amplification %.2fx, %d requests recovered by a retry.\n%s\n\n",
+	fmt.Fprintf(w, "target: %s; recorded: amplification %.2fx, %d requests recovered by a retry.\n%s\n",
 		targetText(target), as[0].Amplification, as[0].Recovered, openLoop)
+	if note := unnamedNote(as); note != "" {
+		fmt.Fprintln(w, note)
+	}
+	fmt.Fprintln(w)
 	header := []string{"budget", "setting", "amplification", "recovered lost", "retries denied", "instances"}
 	var rows [][]string
 	for _, a := range as {
@@ -261,11 +266,11 @@ func adviceHTML(w io.Writer, as []budget.Advice, target budget.Target, settings 
 		Points                               []point
 	}
 	view := struct {
-		Target, OpenLoop string
-		Recorded         float64
-		Recovered        int
-		Families         []family
-	}{Target: targetText(target), OpenLoop: openLoop, Recorded: as[0].Amplification, Recovered: as[0].Recovered}
+		Target, OpenLoop, Unnamed string
+		Recorded                  float64
+		Recovered                 int
+		Families                  []family
+	}{Target: targetText(target), OpenLoop: openLoop, Unnamed: unnamedNote(as), Recorded: as[0].Amplification, Recovered: as[0].Recovered}
 	// every family on the same axes: 1x to the recorded amplification, 0 to every recovery
 	xMax, yMax := max(as[0].Amplification, target.Amplification, 1.05), max(float64(as[0].Recovered), 1)
 	x := func(a float64) float64 { return 50 + 340*(a-1)/(xMax-1) }
@@ -302,4 +307,15 @@ func targetText(target budget.Target) string {
 		want = append(want, fmt.Sprintf("at most %d recovered requests lost", target.MaxLost))
 	}
 	return strings.Join(want, ", ")
+}
+
+// unnamedNote says, where some requests name no client, that they were replayed as one
+// instance; "" when every request names one.
+func unnamedNote(as []budget.Advice) string {
+	for _, a := range as {
+		if a.Unnamed > 0 {
+			return fmt.Sprintf("%d logical requests name no client (the log has no client address): replayed as one instance, as many as sent them the log cannot tell; --instances N sets the fleet.", a.Unnamed)
+		}
+	}
+	return ""
 }

@@ -478,21 +478,7 @@ func TestBudgetAdviceHolds(t *testing.T) {
 	}
 	free, log := run("free", 1_000_000)
 	amp1, rec1, calls1 := figures(free)
-	stdout, stderr, code := retrylens(t, nil, "budget", "--target-amplification", fmt.Sprint(target), "--family", "aws-2026",
-		"--format", "json", "--log-format", "retry-sdk-full", log)
-	var advice struct {
-		Recommendations []struct {
-			Met           bool              `json:"meets_target"`
-			Settings      map[string]string `json:"settings"`
-			Amplification float64           `json:"amplification"`
-			Lost          int               `json:"recovered_lost"`
-			Instances     int               `json:"instances"`
-		} `json:"recommendations"`
-	}
-	if code != 0 || json.Unmarshal([]byte(stdout), &advice) != nil || len(advice.Recommendations) != 1 {
-		t.Fatalf("budget: exit %d: %s%s", code, stderr, stdout)
-	}
-	a := advice.Recommendations[0]
+	a := adviceOn(t, "--target-amplification", fmt.Sprint(target), "--family", "aws-2026", "--log-format", "retry-sdk-full", log)
 	quota, err := strconv.Atoi(a.Settings["retry quota (tokens)"])
 	if !a.Met || err != nil || a.Instances != 1 || amp1 <= target {
 		t.Fatalf("advice %+v on a run of %.3fx: want a quota that meets %.2fx, for the one client", a, amp1, target)
@@ -507,4 +493,26 @@ func TestBudgetAdviceHolds(t *testing.T) {
 	if lostShare := rec1 - rec2; lostShare > float64(a.Lost)/float64(calls1)+0.03 {
 		t.Errorf("recovered share fell by %.3f, the advice said %.3f", lostShare, float64(a.Lost)/float64(calls1))
 	}
+}
+
+// advice is the one recommendation of `budget … --format json` for one family.
+type advice struct {
+	Met           bool              `json:"meets_target"`
+	Settings      map[string]string `json:"settings"`
+	Amplification float64           `json:"amplification"`
+	Lost          int               `json:"recovered_lost"`
+	Instances     int               `json:"instances"`
+}
+
+// adviceOn asks budget for one family's advice (args name it, the target and the log).
+func adviceOn(t *testing.T, args ...string) advice {
+	t.Helper()
+	stdout, stderr, code := retrylens(t, nil, append([]string{"budget", "--format", "json"}, args...)...)
+	var out struct {
+		Recommendations []advice `json:"recommendations"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil || len(out.Recommendations) != 1 {
+		t.Fatalf("budget %v: exit %d: %s%s", args, code, stderr, stdout)
+	}
+	return out.Recommendations[0]
 }
