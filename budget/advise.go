@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retrylens/retrylens/query"
+	"github.com/retrylens/retrylens/sdk"
 )
 
 // Fleet replays the attempts through one model per instance and adds the results up: a
@@ -117,6 +118,10 @@ type Family struct {
 	PerClient bool
 	Settings  []Setting
 	Config    func(Setting) string
+	// ByCode says that a retry's cost depends on the error code of the answer before it
+	// (a throttle's is less): retries after an answer whose code the log lacks are
+	// costed as transient, and counted (Advice.Uncoded)
+	ByCode bool
 }
 
 func knob(s Setting, name string) string {
@@ -213,7 +218,7 @@ var Families = []Family{
 	{Name: "aws", System: "AWS SDKs' retry quota, before the 2026 defaults (a retry 5 tokens, after a timeout 10)", PerClient: true,
 		Settings: awsSettings("aws-standard", 5, 10, 5), Config: awsConfig},
 	{Name: "aws-2026", System: "AWS SDKs' retry quota with the 2026 defaults (a retry 14 tokens, after a throttle 5)", PerClient: true,
-		Settings: awsSettings("aws-2026", 14, 14, 5), Config: awsConfig},
+		Settings: awsSettings("aws-2026", 14, 14, 5), Config: awsConfig, ByCode: true},
 	{Name: "gateway-api", System: "Gateway API retry budget (GEP-3388, XBackendTrafficPolicy), per gateway replica",
 		Settings: ratioSettings("gateway-api", [3]string{"budget.percent", "minRetryRate.count (per 1s)", "budget.interval"}, true),
 		Config: func(s Setting) string {
@@ -262,6 +267,27 @@ type Advice struct {
 	// Unnamed are the logical requests whose lines name no client, replayed as one
 	// instance: how many instances sent them the log cannot tell (--instances can)
 	Unnamed int
+	// Uncoded are the retries, for a family that costs them by the code (ByCode), that
+	// follow a 4xx whose code the log lacks: costed as transient, though a throttle
+	// costs less (the field to log: x-amzn-ErrorType)
+	Uncoded int
+}
+
+// uncodedRetries counts the retries that follow a 4xx whose error code the log lacks
+// (sdk.AWS's CodeStatuses but 429, which the model costs as a throttle): whether it was
+// a throttle, the log cannot tell.
+func uncodedRetries(attempts []query.Attempt) int {
+	codeStatuses := sdk.AWS().CodeStatuses
+	last := map[string]*query.Attempt{}
+	var n int
+	for i := range attempts {
+		a := &attempts[i]
+		if p := last[a.Key]; a.N > 0 && p != nil && p.ErrorCode == "" && p.Status != 429 && slices.Contains(codeStatuses, p.Status) {
+			n++
+		}
+		last[a.Key] = a
+	}
+	return n
 }
 
 // Target is what a setting must meet: an amplification at most Amplification (0: any),
@@ -286,6 +312,7 @@ func (t Target) meets(p Point) bool {
 // that the lighter load could have made up.
 func Advise(attempts []query.Attempt, families []Family, target Target, instances int) []Advice {
 	fleets := map[int]*fleet{} // by instances: the split is the same for every setting
+	uncoded := -1
 	var out []Advice
 	for _, f := range families {
 		a := Advice{Family: f}
@@ -314,6 +341,12 @@ func Advise(attempts []query.Attempt, families []Family, target Target, instance
 		close(work)
 		wg.Wait()
 		a.Unnamed = fl.unnamed
+		if f.ByCode {
+			if uncoded < 0 {
+				uncoded = uncodedRetries(attempts)
+			}
+			a.Uncoded = uncoded
+		}
 		for i, r := range results {
 			a.Instances, a.Amplification, a.Recovered = fl.n, r.Amplification, r.Recovered
 			a.Curve = append(a.Curve, Point{Setting: f.Settings[i], Amplification: r.AmplificationAfter, Lost: r.LostRecoveries, Denied: r.Denied})

@@ -52,6 +52,23 @@ func TestFleetFloorsPerInstance(t *testing.T) {
 	if a := Advise(fleetTrace(), []Family{fam}, Target{2, -1}, 0)[0]; a.Unnamed != 0 {
 		t.Errorf("every client named: %d unnamed", a.Unnamed)
 	}
+	// retries after a 400 without its code: how much the 2026 AWS quota charges them the
+	// log cannot tell. fleetTrace's first attempts made 400s, A1's with a throttling
+	// code: 5 retries follow an uncoded 400, for aws-2026 only
+	coded := fleetTrace()
+	for i := range coded {
+		if coded[i].N == 0 {
+			coded[i].Status = 400
+			if coded[i].Key == "A1" {
+				coded[i].ErrorCode = "ThrottlingException"
+			}
+		}
+	}
+	for _, a := range Advise(coded, Families, Target{2, -1}, 0) {
+		if want := map[bool]int{true: 5}[a.Family.Name == "aws-2026"]; a.Uncoded != want {
+			t.Errorf("%s: %d uncoded retries, want %d", a.Family.Name, a.Uncoded, want)
+		}
+	}
 	// spread over six instances by request, each has one request: every retry goes
 	if r, n := Fleet(fleetTrace(), floor, 64); n != 64 || r.Allowed+r.Denied != 6 {
 		t.Errorf("--instances 64: %d instances, %+v", n, r)

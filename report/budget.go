@@ -156,6 +156,7 @@ func Advice(w io.Writer, format Format, as []budget.Advice, target budget.Target
 			Met       bool    `json:"meets_target"`
 			Instances int     `json:"instances"`
 			Unnamed   int     `json:"unnamed_requests"`
+			Uncoded   int     `json:"uncoded_retries"`
 			Floor     *string `json:"fleet_floor"`
 			Config    string  `json:"config"`
 			point
@@ -181,7 +182,7 @@ func Advice(w io.Writer, format Format, as []budget.Advice, target budget.Target
 		}
 		out.Recorded.Amplification, out.Recorded.Recovered = as[0].Amplification, as[0].Recovered
 		for _, a := range as {
-			r := rec{Model: a.Family.Name, System: a.Family.System, Met: a.Met, Instances: a.Instances, Unnamed: a.Unnamed, Config: a.Family.Config(a.Best.Setting), point: toPoint(*a.Best)}
+			r := rec{Model: a.Family.Name, System: a.Family.System, Met: a.Met, Instances: a.Instances, Unnamed: a.Unnamed, Uncoded: a.Uncoded, Config: a.Family.Config(a.Best.Setting), point: toPoint(*a.Best)}
 			if a.Floor != "" {
 				r.Floor = &a.Floor
 			}
@@ -234,6 +235,9 @@ func Advice(w io.Writer, format Format, as []budget.Advice, target budget.Target
 		if a.Floor != "" {
 			fmt.Fprintf(w, "  (%s)\n", a.Floor)
 		}
+		if note := uncodedIf(a); note != "" {
+			fmt.Fprintf(w, "  (%s)\n", note)
+		}
 	}
 	return nil
 }
@@ -257,13 +261,13 @@ func adviceHTML(w io.Writer, as []budget.Advice, target budget.Target, settings 
 		Title  string
 	}
 	type family struct {
-		Name, System, Setting, Config, Floor string
-		Met                                  bool
-		Amplification                        float64
-		Lost, Denied, Instances              int
-		XTicks, YTicks                       []tick
-		TargetX                              float64
-		Points                               []point
+		Name, System, Setting, Config, Floor, Uncoded string
+		Met                                           bool
+		Amplification                                 float64
+		Lost, Denied, Instances                       int
+		XTicks, YTicks                                []tick
+		TargetX                                       float64
+		Points                                        []point
 	}
 	view := struct {
 		Target, OpenLoop, Unnamed string
@@ -277,7 +281,7 @@ func adviceHTML(w io.Writer, as []budget.Advice, target budget.Target, settings 
 	y := func(n float64) float64 { return 220 - 210*n/yMax }
 	for _, a := range as {
 		f := family{Name: a.Family.Name, System: a.Family.System, Setting: settings(a.Best), Config: a.Family.Config(a.Best.Setting),
-			Floor: a.Floor, Met: a.Met, Amplification: a.Best.Amplification, Lost: a.Best.Lost, Denied: a.Best.Denied, Instances: a.Instances}
+			Floor: a.Floor, Met: a.Met, Uncoded: uncodedIf(a), Amplification: a.Best.Amplification, Lost: a.Best.Lost, Denied: a.Best.Denied, Instances: a.Instances}
 		for i := 0; i <= 4; i++ {
 			av := 1 + (xMax-1)*float64(i)/4
 			f.XTicks = append(f.XTicks, tick{X: x(av), Label: fmt.Sprintf("%.2fx", av)})
@@ -318,4 +322,16 @@ func unnamedNote(as []budget.Advice) string {
 		}
 	}
 	return ""
+}
+
+// uncodedNote says how many retries a family costed without the code that sets their cost.
+func uncodedNote(a budget.Advice) string {
+	return fmt.Sprintf("not judged: %d retries follow a 4xx whose error code the log lacks, costed as transient; a throttle costs less, so the quota may let more through; log x-amzn-ErrorType", a.Uncoded)
+}
+
+func uncodedIf(a budget.Advice) string {
+	if a.Uncoded == 0 {
+		return ""
+	}
+	return uncodedNote(a)
 }
