@@ -98,10 +98,13 @@ func materialize(ctx context.Context, cl *Cluster, o query.Options, every bool) 
 
 // The limits of materialize: DuckDB's, above a DuckDB file's cache build (the Set's
 // temporary tables are evicted less readily than a file's: 192 MB ran out merging the
-// counts of 100K routes per minute), and the Go heap's soft limit.
+// counts of 100K routes per minute), the Go heap's soft limit, and how many of the rows to
+// link stage one links at a time (query.Options.PartRows: a part's tables fit the limit
+// whatever the whole).
 const (
 	workMemory = "256MB"
 	workHeap   = 192 << 20
+	workPart   = 300_000
 )
 
 // answerWithin asks query.Answer of db, a database of materialize's, within workMemory;

@@ -48,7 +48,7 @@ most max_gap seconds after it ended; its attempt number counts the repeats.
 CREATE TEMP TABLE {{.Table}}_p AS SELECT $1::VARCHAR AS route, $2::VARCHAR AS method
 {{end}}
 
-{{define "prepare_rows"}}
+{{define "prepare_lines"}}
 {{- if .Layers}}
 -- Layers (docs/metrics.md): a gateway's line that logged the client span an attempt read
 -- from traces was sent in (traceparent) is that attempt, seen again. It leaves the rows;
@@ -97,6 +97,11 @@ WHERE r.ts >= {{.Before}} AND r.ts < {{.After}}
 {{- if .Where}}
   AND ({{.Where}})
 {{- end}};
+{{end}}
+
+{{- /* The keys that tagged retries carry, and the X-Request-Ids that take another key
+(prepare_rows below); the parts' pass (prepare_parts) builds them over every row. */}}
+{{define "prepare_keys"}}
 -- Keys the client sent are checked before they link (docs/metrics.md, "Keys that lie"),
 -- on the lines of the keys that tagged retries carry (_retried). _fix holds the lines
 -- whose key or attempt number that changes, a few in a clean log:
@@ -130,6 +135,15 @@ FROM {{.Table}}_lines
 WHERE request_id IS NOT NULL AND skind <> 'request_id' AND skey IN (SELECT h FROM {{.Table}}_retried)
 GROUP BY request_id
 HAVING count(DISTINCT skey) = 1;
+{{end}}
+
+{{define "prepare_rows"}}
+{{- template "prepare_lines" .}}
+{{- template "prepare_keys" .}}
+{{- template "prepare_fix" .}}
+{{end}}
+
+{{define "prepare_fix"}}
 CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_fix AS
 WITH k AS MATERIALIZED (
     SELECT l.file_id, l.line, l.logged_attempt, l.started, l.ts, l.status, hash(l.method, l.uri) AS target,
@@ -197,7 +211,15 @@ FROM {{.Table}}_lines l LEFT JOIN {{.Table}}_fix f ON f.file_id = l.file_id AND 
 -- millisecond puts one line in a thousand on a whole second, and nginx logs the lines of
 -- one event loop pass at one millisecond. Rows without a load in the registry (a
 -- cluster's, read into a working database) by their own load's rows in the context.
+{{- if .Coarse}}
+CREATE TEMP VIEW {{.Table}}_coarse AS SELECT file_id FROM {{.Coarse}}
+{{- else}}
 CREATE TEMP {{if .Cached}}VIEW{{else}}TABLE{{end}} {{.Table}}_coarse AS
+{{template "coarse_loads" .}}
+{{- end}}
+{{end}}
+
+{{define "coarse_loads"}}
 SELECT file_id FROM files
 WHERE path NOT IN (SELECT path FROM files
                    WHERE epoch_us(first_ts) % 1000000 <> 0 OR epoch_us(last_ts) % 1000000 <> 0)
@@ -206,6 +228,51 @@ SELECT file_id FROM {{.Table}}_lines
 WHERE file_id NOT IN (SELECT file_id FROM files)
 GROUP BY file_id
 HAVING bool_and(epoch_us(ts) % 1000000 = 0)
+{{end}}
+
+{{- /* Linking in parts (query/parts.go): every row of the Set is given a part, from
+its link key alone, so that each part links on its own to what linking all at once gives.
+A row's link key is its strong key, or the key its X-Request-Id takes (_alias), else
+what the heuristic links it by (hk). Part 0 takes what could link across keys: the keys
+that may be reused (two first attempts: their lines then link by client, user agent,
+method and URI, hence with the heuristic's lines of those, which join them there) and
+the keys that carry an X-Request-Id beside another retried key (no alias then, which
+only the two together can tell). The rest go to 1 + a hash of the key modulo
+{{.Parts}}. _src holds the rows with their part, in the order of the parts. */}}
+{{define "prepare_parts"}}
+CREATE TEMP TABLE {{.Table}}_coarse AS
+{{template "coarse_loads" .}};
+CREATE TEMP TABLE {{.Table}}_part AS
+WITH e AS (
+    SELECT l.file_id, l.line, l.logged_attempt, l.has_skey, l.skind, l.request_id, l.skey,
+        coalesce(a.skey, l.skey) AS lk, hash(l.remote_addr, l.user_agent, l.method, l.uri) AS hk
+    FROM {{.Table}}_lines l
+    LEFT JOIN {{.Table}}_alias a ON a.request_id = CASE WHEN l.skind = 'request_id' THEN l.request_id END
+),
+shared AS (
+    SELECT request_id FROM e
+    WHERE request_id IS NOT NULL AND skind <> 'request_id' AND skey IN (SELECT h FROM {{.Table}}_retried)
+    GROUP BY request_id HAVING count(DISTINCT skey) > 1
+),
+odd AS (
+    SELECT lk AS h FROM e WHERE has_skey AND coalesce(logged_attempt, 0) = 0 GROUP BY lk HAVING count(*) >= 2
+    UNION
+    SELECT skey FROM e WHERE skind <> 'request_id' AND request_id IN (SELECT request_id FROM shared)
+),
+oddhk AS (SELECT DISTINCT hk FROM e WHERE lk IN (SELECT h FROM odd))
+SELECT file_id, line,
+    CASE WHEN has_skey AND lk IN (SELECT h FROM odd) THEN 0
+         WHEN has_skey THEN 1 + hash(lk) % {{.Parts}}
+         WHEN hk IN (SELECT hk FROM oddhk) THEN 0
+         ELSE 1 + hash(hk) % {{.Parts}} END AS part
+FROM e;
+CREATE TEMP TABLE {{.Table}}_src AS
+SELECT r.*, p.part
+FROM {{or .From "requests"}} r JOIN {{.Table}}_part p ON p.file_id = r.file_id AND p.line = r.line
+ORDER BY p.part;
+DROP TABLE {{.Table}}_part;
+DROP TABLE {{.Table}}_alias;
+DROP TABLE {{.Table}}_retried
 {{end}}
 
 {{define "prepare_hrows"}}

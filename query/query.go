@@ -91,6 +91,10 @@ type Options struct {
 	// must bring the rows and counts as Counted says, and the Set builds its tables again
 	// from them. Needs Counted and Fill.
 	Cut bool
+	// PartRows, when above 0, links the rows in parts of about that many (parts.go) when
+	// the Set is of every row with the default linking: the same tables, with stage one's
+	// memory that of a part. A cluster's loader sets it.
+	PartRows int
 }
 
 // Context returns the time a Set of o reads around its range (see rangeContext): zero
@@ -148,6 +152,8 @@ type Set struct {
 	table    string
 	cached   bool // the count tables are views of the stored cache (see Refresh)
 	counted  bool // Options.Counted
+	partRows int  // Options.PartRows
+	parts    int  // how many parts build linked the rows in (parts.go), 0 for at once
 	lit      prepareLiterals
 	throttle string // Options.Throttle as an SQL list of integers
 
@@ -256,7 +262,7 @@ func newSet(conn setConn, table string, o Options) (s *Set, route, method any) {
 		HasRoute:  o.Route != "",
 		HasMethod: o.Method != "",
 	}
-	s.counted = o.Counted
+	s.counted, s.partRows = o.Counted, o.PartRows
 	return s, route, method
 }
 
@@ -294,7 +300,14 @@ func (s *Set) withRows(ctx context.Context) error {
 func (s *Set) build(ctx context.Context, route, method any) error {
 	if !s.cached {
 		steps := slices.Concat(linkSteps, buildSteps(func(CountTable) bool { return true }))
-		if err := prepare(ctx, s.conn, s.table, "TEMP TABLE", s.lit, []any{route, method}, steps); err != nil {
+		parts, err := s.inParts(ctx)
+		if err == nil && parts > 0 {
+			s.parts = parts
+			err = s.buildInParts(ctx, route, method, parts, steps)
+		} else if err == nil {
+			err = prepare(ctx, s.conn, s.table, "TEMP TABLE", s.lit, []any{route, method}, steps)
+		}
+		if err != nil {
 			return err
 		}
 		return s.addCounted(ctx, minuteGrain)
@@ -517,6 +530,8 @@ type prepareLiterals struct {
 	Where                       string // one more condition on the rows (cache.go's update)
 	From                        string // the table of rows to read instead of requests (cache.go's update)
 	Layers                      bool   // the rows hold traces and gateway lines: the lines of the spans' attempts are joined into them (prepareGrain sets it)
+	Coarse                      string // the table of loads timed to the second, when built before (parts.go)
+	Parts                       int    // how many parts prepare_parts makes (parts.go)
 }
 
 // wholeMinute reports whether t is a whole minute (or open): a range bound the cache's
