@@ -253,7 +253,7 @@ func (c *store) checkStored(ctx context.Context) (lines []string, differ bool, e
 	if len(stored) == 0 {
 		return other, false, nil
 	}
-	qo := query.Options{MaxGap: query.DefaultMaxGap, PartRows: workPart}
+	qo := query.Options{MaxGap: query.DefaultMaxGap, PartRows: partRows()}
 	db, done, _, err := materialize(ctx, c.cl, qo, false)
 	if err != nil {
 		return nil, false, err

@@ -100,12 +100,22 @@ func materialize(ctx context.Context, cl *Cluster, o query.Options, every bool) 
 // temporary tables are evicted less readily than a file's: 192 MB ran out merging the
 // counts of 100K routes per minute), the Go heap's soft limit, and how many of the rows to
 // link stage one links at a time (query.Options.PartRows: a part's tables fit the limit
-// whatever the whole).
+// whatever the whole: each part costs its statements again, so parts are large; 10M
+// generated lines bring 1.27M rows to link, two parts).
 const (
 	workMemory = "256MB"
 	workHeap   = 192 << 20
-	workPart   = 300_000
+	workPart   = 1_000_000
 )
+
+// partRows is workPart, or $RETRYLENS_PART_ROWS when set (the tests link small logs in
+// many parts so).
+func partRows() int {
+	if n, err := strconv.Atoi(os.Getenv("RETRYLENS_PART_ROWS")); err == nil && n > 0 {
+		return n
+	}
+	return workPart
+}
 
 // answerWithin asks query.Answer of db, a database of materialize's, within workMemory;
 // when that runs out (a heavier log than measured), it calls again, which undoes what the

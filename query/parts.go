@@ -53,8 +53,13 @@ func (s *Set) buildInParts(ctx context.Context, route, method any, parts int, st
 	tables := append(slices.Clone(CountTables), CountTable{Name: "chain"})
 	for p := 0; p <= parts; p++ {
 		name := fmt.Sprintf("%s_p%d", s.table, p)
-		part.From = fmt.Sprintf("(SELECT * EXCLUDE (part) FROM %s_src WHERE part = %d)", s.table, p)
-		if err := prepare(ctx, s.conn, name, "TEMP TABLE", part, []any{route, method}, steps); err != nil {
+		part.Whole, part.Part, part.From = s.table, p, ""
+		err := prepare(ctx, s.conn, name, "TEMP TABLE", part, nil, []string{"prepare_part"})
+		if err == nil {
+			part.From = name + "_src"
+			err = prepare(ctx, s.conn, name, "TEMP TABLE", part, []any{route, method}, steps)
+		}
+		if err != nil {
 			return fmt.Errorf("part %d of %d: %w", p, parts, err)
 		}
 		var qs []string
@@ -76,7 +81,7 @@ func (s *Set) buildInParts(ctx context.Context, route, method any, parts int, st
 			return err
 		}
 	}
-	qs := []string{"DROP TABLE " + s.table + "_src"}
+	qs := []string{"DROP TABLE " + s.table + "_part"}
 	for _, t := range tables {
 		if len(t.Keys) == 0 {
 			continue

@@ -238,7 +238,7 @@ that may be reused (two first attempts: their lines then link by client, user ag
 method and URI, hence with the heuristic's lines of those, which join them there) and
 the keys that carry an X-Request-Id beside another retried key (no alias then, which
 only the two together can tell). The rest go to 1 + a hash of the key modulo
-{{.Parts}}. _src holds the rows with their part, in the order of the parts. */}}
+{{.Parts}}: _part holds each row's (prepare_part reads a part's rows by it). */}}
 {{define "prepare_parts"}}
 CREATE TEMP TABLE {{.Table}}_coarse AS
 {{template "coarse_loads" .}};
@@ -266,13 +266,14 @@ SELECT file_id, line,
          WHEN hk IN (SELECT hk FROM oddhk) THEN 0
          ELSE 1 + hash(hk) % {{.Parts}} END AS part
 FROM e;
-CREATE TEMP TABLE {{.Table}}_src AS
-SELECT r.*, p.part
-FROM {{or .From "requests"}} r JOIN {{.Table}}_part p ON p.file_id = r.file_id AND p.line = r.line
-ORDER BY p.part;
-DROP TABLE {{.Table}}_part;
 DROP TABLE {{.Table}}_alias;
 DROP TABLE {{.Table}}_retried
+{{end}}
+
+{{define "prepare_part"}}
+CREATE TEMP TABLE {{.Table}}_src AS
+SELECT r.* FROM {{or .From "requests"}} r
+SEMI JOIN (SELECT file_id, line FROM {{.Whole}}_part WHERE part = {{.Part}}) p ON p.file_id = r.file_id AND p.line = r.line
 {{end}}
 
 {{define "prepare_hrows"}}

@@ -306,6 +306,13 @@ func (s *Set) build(ctx context.Context, route, method any) error {
 			err = s.buildInParts(ctx, route, method, parts, steps)
 		} else if err == nil {
 			err = prepare(ctx, s.conn, s.table, "TEMP TABLE", s.lit, []any{route, method}, steps)
+			if err == nil && s.lit.Before == openSince && s.lit.After == openUntil {
+				// Of every row, the attempts table holds every row prepare_multi
+				// flagged: its cancelled rows are the attempts table's, and the
+				// windows' working table goes (a tenth of a column per row of 10M).
+				err = execAll(ctx, s.conn, "CREATE OR REPLACE TEMP VIEW "+s.table+"_cancelled AS SELECT file_id, line FROM "+s.table+"_attempts WHERE cancelled",
+					"DROP TABLE "+s.table+"_multi")
+			}
 		}
 		if err != nil {
 			return err
@@ -531,7 +538,8 @@ type prepareLiterals struct {
 	From                        string // the table of rows to read instead of requests (cache.go's update)
 	Layers                      bool   // the rows hold traces and gateway lines: the lines of the spans' attempts are joined into them (prepareGrain sets it)
 	Coarse                      string // the table of loads timed to the second, when built before (parts.go)
-	Parts                       int    // how many parts prepare_parts makes (parts.go)
+	Parts, Part                 int    // how many parts prepare_parts makes, and the one prepare_part reads (parts.go)
+	Whole                       string // the Set whose parts prepare_part reads
 }
 
 // wholeMinute reports whether t is a whole minute (or open): a range bound the cache's
