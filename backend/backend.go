@@ -67,6 +67,9 @@ type Options struct {
 	Wait time.Duration
 	// Waiting, when set, is called once when the open starts waiting, with why.
 	Waiting func(err error)
+	// Getenv, when set, is the environment a store reads its measurement knobs from (a
+	// cluster's RETRYLENS_PART_ROWS and RETRYLENS_COUNT_ROWS: docs/scale.md).
+	Getenv func(string) string
 }
 
 // Events are called during an ingest, for what a command shows while it runs.

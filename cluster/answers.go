@@ -99,7 +99,7 @@ func (c *store) storeAnswers(ctx context.Context, again bool) (time.Duration, er
 			return 0, err
 		}
 	}
-	qo := query.Options{MaxGap: query.DefaultMaxGap, PartRows: partRows()}
+	qo := query.Options{MaxGap: query.DefaultMaxGap, PartRows: partRows(c.cl)}
 	db, done, _, err := materialize(ctx, c.cl, qo, false)
 	if err != nil {
 		return 0, err

@@ -48,6 +48,11 @@ type Cluster struct {
 	Wait    time.Duration
 	Waiting func(err error)
 
+	// PartRows and CountRows cut the loader's work (read.go: partRows, countSlices): how
+	// many rows to link a part links, and about how many rows a query of the shards'
+	// counts covers; 0 for the defaults. They change how the work is cut, never a figure.
+	PartRows, CountRows int
+
 	upTo     []uint64   // each shard's weight plus those before it: where a row goes (shardOf)
 	me       *loaderRef // while this process loads (lock.go)
 	fileLock string     // the file lock held while a file loads

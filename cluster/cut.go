@@ -178,7 +178,7 @@ func cutInto(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options, cols
 		}
 		sel, fix := storedColumns(cols[t.Name])
 		q := sel + " FROM " + cl.Table(table) + " WHERE " + between("`"+t.By+"`", usOf(from, math.MinInt64), usOf(to, math.MaxInt64))
-		jobs = append(jobs, copyJob{"read the stored " + table, table, q, nil, fix, new(int64), new(time.Duration)})
+		jobs = append(jobs, copyJob{"read the stored " + table, table, q, nil, fix, new(int64), new(time.Duration), nil})
 	}
 	start := time.Now()
 	err = copyAll(ctx, cl, db, jobs)
@@ -253,7 +253,7 @@ func (c *store) checkStored(ctx context.Context) (lines []string, differ bool, e
 	if len(stored) == 0 {
 		return other, false, nil
 	}
-	qo := query.Options{MaxGap: query.DefaultMaxGap, PartRows: partRows()}
+	qo := query.Options{MaxGap: query.DefaultMaxGap, PartRows: partRows(c.cl)}
 	db, done, _, err := materialize(ctx, c.cl, qo, false)
 	if err != nil {
 		return nil, false, err

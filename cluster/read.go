@@ -108,11 +108,10 @@ const (
 	workPart   = 1_000_000
 )
 
-// partRows is workPart, or $RETRYLENS_PART_ROWS when set (the tests link small logs in
-// many parts so).
-func partRows() int {
-	if n, err := strconv.Atoi(os.Getenv("RETRYLENS_PART_ROWS")); err == nil && n > 0 {
-		return n
+// partRows is how many rows to link a part of the loader's links: cl.PartRows, else workPart.
+func partRows(cl *Cluster) int {
+	if cl.PartRows > 0 {
+		return cl.PartRows
 	}
 	return workPart
 }
@@ -276,8 +275,15 @@ func fill(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options, every, 
 			" WHERE " + where + " GROUP BY " + strings.Join(group, ", ")
 	}
 	notLinked := window + " AND NOT " + linked
-	timeQuery := counts("time", "intDiv(assumeNotNull(ts_us), 1000000)", inRange, notLinked)
-	groupsQuery := counts("groups", "intDiv(assumeNotNull(ts_us), 60000000) * 60", "", notLinked+" AND "+inRange)
+	slices, err := countSlices(ctx, cl, window, args)
+	if err != nil {
+		return fail(err)
+	}
+	var timeQueries, groupsQueries []string
+	for _, slice := range slices {
+		timeQueries = append(timeQueries, counts("time", "intDiv(assumeNotNull(ts_us), 1000000)", inRange, notLinked+slice))
+		groupsQueries = append(groupsQueries, counts("groups", "intDiv(assumeNotNull(ts_us), 60000000) * 60", "", notLinked+" AND "+inRange+slice))
+	}
 	nAt := len(query.CountTableNamed("time").Keys) + 1 // rows, after the keys and in_range
 	withLinked := append(append([]any{}, args...), linkedArgs...)
 
@@ -307,16 +313,16 @@ func fill(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options, every, 
 				}
 			}
 			return row
-		}, &tr.Rows, &tr.RowsTime},
-		{"count the rows on the shards", "counted_time", timeQuery, withLinked, func(v []any) []any {
+		}, &tr.Rows, &tr.RowsTime, nil},
+		{"count the rows on the shards", "counted_time", timeQueries[0], withLinked, func(v []any) []any {
 			v[0] = time.Unix(v[0].(int64), 0).UTC()
 			counted += v[nAt].(int64)
 			return v
-		}, new(int64), &tr.CountsTime},
-		{"count the rows on the shards", "counted_groups", groupsQuery, withLinked, func(v []any) []any {
+		}, new(int64), &tr.CountsTime, timeQueries[1:]},
+		{"count the rows on the shards", "counted_groups", groupsQueries[0], withLinked, func(v []any) []any {
 			v[0] = time.Unix(v[0].(int64), 0).UTC()
 			return v
-		}, new(int64), new(time.Duration)},
+		}, new(int64), new(time.Duration), groupsQueries[1:]},
 	}
 	if span {
 		j, err := spanJob(ctx, cl, db, o)
@@ -333,6 +339,41 @@ func fill(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options, every, 
 	return tr, nil
 }
 
+// countSlices returns the conditions (each after " AND ", or one empty) that cut the rows
+// of window into slices of whole minutes of about countSlice rows each (Cluster.CountRows
+// if set), by their time: the shards' counts come back as one block a query whatever
+// max_block_size (18.16 sends an aggregation's result whole), which the driver decodes in
+// Go, so a query a slice keeps that to a slice's (20M generated lines counted at once:
+// 4.5M rows of groups in one block, 705 MB of Go heap). Each slice asks the keys of
+// retried requests again.
+func countSlices(ctx context.Context, cl *Cluster, window string, args []any) ([]string, error) {
+	var n uint64
+	var lo, hi int64
+	err := cl.Conn.QueryRow(ctx, "SELECT count(), toInt64(min(ts_us)), toInt64(max(ts_us)) FROM "+cl.Table("requests")+" WHERE "+window, args...).Scan(&n, &lo, &hi)
+	if err != nil {
+		return nil, fmt.Errorf("count the rows: %w", err)
+	}
+	per := uint64(countSlice)
+	if cl.CountRows > 0 {
+		per = uint64(cl.CountRows)
+	}
+	k := int64((n + per - 1) / per)
+	first, last := lo/60e6, hi/60e6 // minutes
+	if k <= 1 || last <= first {
+		return []string{""}, nil
+	}
+	k = min(k, last-first+1)
+	var out []string
+	for i := range k {
+		from, to := first+(last-first+1)*i/k, first+(last-first+1)*(i+1)/k
+		out = append(out, " AND "+between("ts_us", from*60e6, to*60e6))
+	}
+	return out, nil
+}
+
+// countSlice is about how many rows a query of the shards' counts covers (countSlices).
+const countSlice = 2_000_000
+
 // spanJob creates counted_span in db and returns the job that reads the first and last
 // time of o's range into it.
 func spanJob(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options) (copyJob, error) {
@@ -348,7 +389,7 @@ func spanJob(ctx context.Context, cl *Cluster, db *sql.DB, o query.Options) (cop
 			}
 		}
 		return v
-	}, new(int64), new(time.Duration)}, nil
+	}, new(int64), new(time.Duration), nil}, nil
 }
 
 // execEach runs the statements on db, one by one.
@@ -362,13 +403,15 @@ func execEach(ctx context.Context, db *sql.DB, qs ...string) error {
 }
 
 // copyJob is a query whose rows copyAll appends to a table of DuckDB's, each as fix
-// returns it; it counts them into n and times itself into took.
+// returns it, then those of the queries in more (with the same arguments); it counts them
+// into n and times itself into took.
 type copyJob struct {
 	what, table, q string
 	args           []any
 	fix            func([]any) []any
 	n              *int64
 	took           *time.Duration
+	more           []string
 }
 
 // copyAll runs the jobs at once, each on a connection of its own: the shards compute one
@@ -381,7 +424,13 @@ func copyAll(ctx context.Context, cl *Cluster, db *sql.DB, jobs []copyJob) error
 			start := time.Now()
 			conn, err := db.Conn(ctx)
 			if err == nil {
-				*j.n, err = copyRows(ctx, cl, conn, j.table, j.q, j.args, j.fix)
+				for _, q := range append([]string{j.q}, j.more...) {
+					var n int64
+					n, err = copyRows(ctx, cl, conn, j.table, q, j.args, j.fix)
+					if *j.n += n; err != nil {
+						break
+					}
+				}
 				conn.Close()
 			}
 			*j.took = time.Since(start)
@@ -399,7 +448,9 @@ func copyAll(ctx context.Context, cl *Cluster, db *sql.DB, jobs []copyJob) error
 func copyRows(ctx context.Context, cl *Cluster, conn *sql.Conn, table, q string, args []any, fix func([]any) []any) (int64, error) {
 	// In each server's system.query_log (as current releases do by default): what each
 	// shard sent for a report is measured there (docs/scale.md).
-	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1}))
+	// The driver decodes blocks two ahead of the appender: rows come 16K a block (an
+	// aggregation's result comes whole: countSlices).
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1, "max_block_size": 16384}))
 	rows, err := cl.Conn.Query(ctx, q, args...)
 	if err != nil {
 		return 0, err

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/retrylens/retrylens/backend"
 	"github.com/retrylens/retrylens/ingest"
@@ -35,6 +36,11 @@ func openCluster(ctx context.Context, location string, o backend.Options) (backe
 		return nil, err
 	}
 	cl.Wait, cl.Waiting = o.Wait, o.Waiting
+	if o.Getenv != nil {
+		// measurement and test knobs: how the loader cuts its work (read.go)
+		cl.PartRows, _ = strconv.Atoi(o.Getenv("RETRYLENS_PART_ROWS"))
+		cl.CountRows, _ = strconv.Atoi(o.Getenv("RETRYLENS_COUNT_ROWS"))
+	}
 	c := &store{cl: cl, url: RedactURL(location), trace: o.Trace, write: o.Mode != backend.ReadOnly}
 	if o.Mode != backend.Create {
 		if n, err := cl.Loads(ctx); err != nil || n == 0 {

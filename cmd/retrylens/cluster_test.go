@@ -32,8 +32,9 @@ func sameOnCluster(t *testing.T, files []string, load []string, commands func(du
 	url := testmain.ClusterURL(t)
 	duck := filepath.Join(t.TempDir(), "same.duckdb")
 	for _, db := range []string{duck, url} {
-		// The cluster's loader links the rows in parts of 50 (a part of 300,000 in use).
-		env := map[string]string{"RETRYLENS_PART_ROWS": "50"}
+		// The cluster's loader links the rows in parts of 50 and counts the shards' rows in
+		// slices of 50 (in use: parts of a million rows, slices of two million).
+		env := map[string]string{"RETRYLENS_PART_ROWS": "50", "RETRYLENS_COUNT_ROWS": "50"}
 		if _, stderr, code := retrylensEnv(t, env, nil, append(append([]string{"ingest", "--quiet", "--db", db}, load...), files...)...); code != 0 {
 			t.Fatalf("ingest into %s: exit %d: %s", db, code, stderr)
 		}

@@ -44,7 +44,7 @@ type env struct {
 
 // store opens a store (e.open), waiting --wait for a file another process holds.
 func (e *env) store(ctx context.Context, location string, o backend.Options) (backend.Store, error) {
-	o.Wait = e.wait
+	o.Wait, o.Getenv = e.wait, e.getenv
 	o.Waiting = func(err error) {
 		fmt.Fprintf(e.stderr, "retrylens: waiting up to %s: %v\n", e.wait, err)
 	}
