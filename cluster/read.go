@@ -372,7 +372,7 @@ func countSlices(ctx context.Context, cl *Cluster, window string, args []any) ([
 }
 
 // countSlice is about how many rows a query of the shards' counts covers (countSlices).
-const countSlice = 2_000_000
+const countSlice = 4_000_000
 
 // spanJob creates counted_span in db and returns the job that reads the first and last
 // time of o's range into it.
