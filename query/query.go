@@ -93,7 +93,9 @@ type Options struct {
 	Cut bool
 	// PartRows, when above 0, links the rows in parts of about that many (parts.go) when
 	// the Set is of every row with the default linking: the same tables, with stage one's
-	// memory that of a part. A cluster's loader sets it.
+	// memory that of a part. Such a Set keeps its count tables but not its rows linked:
+	// it answers what stored answers ask (Answer), not windows under a minute, Attempts or
+	// EachAttempt. A cluster's loader sets it.
 	PartRows int
 }
 
@@ -308,8 +310,9 @@ func (s *Set) build(ctx context.Context, route, method any) error {
 			err = prepare(ctx, s.conn, s.table, "TEMP TABLE", s.lit, []any{route, method}, steps)
 			if err == nil && s.lit.Before == openSince && s.lit.After == openUntil {
 				// Of every row, the attempts table holds every row prepare_multi
-				// flagged: its cancelled rows are the attempts table's, and the
-				// windows' working table goes (a tenth of a column per row of 10M).
+				// flagged: the cancelled rows are read from it, and the windows'
+				// working table, as many rows as it, goes (it left the 10M cluster
+				// loader's Set no room under 256 MB to add the counts up).
 				err = execAll(ctx, s.conn, "CREATE OR REPLACE TEMP VIEW "+s.table+"_cancelled AS SELECT file_id, line FROM "+s.table+"_attempts WHERE cancelled",
 					"DROP TABLE "+s.table+"_multi")
 			}
