@@ -31,17 +31,17 @@ func sameOnCluster(t *testing.T, files []string, load []string, commands func(du
 	t.Helper()
 	url := testmain.ClusterURL(t)
 	duck := filepath.Join(t.TempDir(), "same.duckdb")
+	// The cluster links the rows in parts of 50 and counts the shards' rows in slices of 50,
+	// at ingest and in reports that read the shards (in use: a million, four million).
+	env := map[string]string{"RETRYLENS_PART_ROWS": "50", "RETRYLENS_COUNT_ROWS": "50"}
 	for _, db := range []string{duck, url} {
-		// The cluster's loader links the rows in parts of 50 and counts the shards' rows in
-		// slices of 50 (in use: parts of a million rows, slices of two million).
-		env := map[string]string{"RETRYLENS_PART_ROWS": "50", "RETRYLENS_COUNT_ROWS": "50"}
 		if _, stderr, code := retrylensEnv(t, env, nil, append(append([]string{"ingest", "--quiet", "--db", db}, load...), files...)...); code != 0 {
 			t.Fatalf("ingest into %s: exit %d: %s", db, code, stderr)
 		}
 	}
 	for _, args := range commands(duck) {
 		want, wantErr, wantCode := retrylens(t, nil, append(args, "--db", duck)...)
-		got, gotErr, gotCode := retrylens(t, nil, append(args, "--db", url)...)
+		got, gotErr, gotCode := retrylensEnv(t, env, nil, append(args, "--db", url)...)
 		if wantCode != gotCode || want != got || wantErr != gotErr {
 			t.Errorf("%s: DuckDB exit %d, cluster exit %d;\n%s", strings.Join(args, " "), wantCode, gotCode, firstDiff(want+wantErr, got+gotErr, "DuckDB", "cluster"))
 		} else if len(want) < 20 {
