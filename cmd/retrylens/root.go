@@ -107,6 +107,12 @@ func commandName(root *cobra.Command, args []string) string {
 	return ""
 }
 
+// cobra keeps template functions in one package-wide map: registered once here,
+// never per command tree, which the tests build from parallel goroutines.
+func init() {
+	cobra.AddTemplateFunc("buildVersion", func() string { return version(duckdbVersion()) })
+}
+
 func (e *env) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "retrylens",
@@ -117,7 +123,6 @@ func (e *env) rootCmd() *cobra.Command {
 		SilenceErrors: true,
 		Version:       release,
 	}
-	cobra.AddTemplateFunc("buildVersion", func() string { return version(duckdbVersion()) })
 	root.SetVersionTemplate("retrylens {{buildVersion}}\n")
 	root.PersistentFlags().DurationVar(&e.wait, "wait", 30*time.Second,
 		"how long to wait for a database file another process holds (a 'retrylens watch' batch, an ingest), or on a cluster for a log another loader is loading; 0 fails at once")
