@@ -20,17 +20,19 @@ import (
 // many parts: the samples (reused keys, keys sent from the second attempt on, stuck
 // headers, hedges, untagged first attempts, a client's cap) and a generated log with
 // keyless lines for the heuristic, each cut into 2 and 10 parts and into a part a row
-// (the generated log into 50: each part costs some 40 statements).
+// (the generated log into 50: each part costs some 40 statements). -short keeps three
+// parts of the two hours and of the keys built to cross parts.
 func TestLinkedInParts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	generated := 4000 // keyless lines for the heuristic; the crossing keys have some too
+	logs := []string{"keys-that-lie/access.log", "overlapping-attempts/access.log", "overlapping-attempts/one-millisecond.log",
+		"stopped-below-cap/access.log", "untagged-firsts/access.log"}
 	if testing.Short() {
-		generated = 0
+		generated, logs = 0, nil // the two hours and the keys built to cross parts
 	}
 	dbs := map[string]*sql.DB{"incident and quiet hours, generated": loadSamples(t, generated)}
-	for _, log := range []string{"keys-that-lie/access.log", "overlapping-attempts/access.log", "overlapping-attempts/one-millisecond.log",
-		"stopped-below-cap/access.log", "untagged-firsts/access.log"} {
+	for _, log := range logs {
 		db, err := ingest.Open(ctx, "")
 		if err != nil {
 			t.Fatal(err)
@@ -116,10 +118,11 @@ func linkedAlike(t *testing.T, db *sql.DB) {
 		if n < most {
 			most = n // a part a row
 		}
+		ks := []int{2, 10, most}
 		if testing.Short() {
-			most = 3
+			ks = []int{3}
 		}
-		for _, k := range []int{2, 10, most} {
+		for _, k := range ks {
 			got := linkedIn(t, db, (n+k-1)/k)
 			if got.parts < min(k, n)/2 {
 				t.Errorf("%d rows a part: linked in %d parts, want about %d", (n+k-1)/k, got.parts, min(k, n))
