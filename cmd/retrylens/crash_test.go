@@ -338,6 +338,7 @@ func assertOnce(t *testing.T, db string, n int64) {
 
 // A report while an ingest holds the database gets one clear line naming the holder.
 func TestDatabaseBusy(t *testing.T) {
+	testmain.Long(t, "a load held in a process of its own")
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "busy.duckdb")
 	// The load waits in its transaction, holding the file, until it is killed.

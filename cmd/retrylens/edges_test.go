@@ -160,6 +160,7 @@ func TestLongValuesCut(t *testing.T) {
 // The table fits the terminal's width ($COLUMNS here), leaving out columns in the
 // documented order and saying which; --wide keeps them all.
 func TestTableFitsWidth(t *testing.T) {
+	testmain.Long(t, "three reports through a shell, each in a process of its own")
 	t.Parallel()
 	log, _ := filepath.Abs(scenario("incident-hour"))
 	widestTableLine := func(out string) int {

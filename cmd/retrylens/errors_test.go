@@ -60,6 +60,7 @@ func TestPlainErrors(t *testing.T) {
 // failed write, as it meets a full disk) is said once in plain words; the same ingest
 // run again with room loads every line once.
 func TestDiskFull(t *testing.T) {
+	testmain.Long(t, "a 60,000-line load in a process of its own under a file size limit")
 	t.Parallel()
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")

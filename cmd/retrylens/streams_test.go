@@ -95,6 +95,7 @@ func TestStreams(t *testing.T) {
 
 // A FIFO is read once: ingest neither hangs after its writer closes nor loads nothing.
 func TestFIFO(t *testing.T) {
+	testmain.Long(t, "two loads from FIFOs, each in a process of its own")
 	t.Parallel()
 	src, err := os.ReadFile(scenario("incident-hour"))
 	if err != nil {
@@ -303,6 +304,7 @@ func TestSameTrafficTwiceLarge(t *testing.T) {
 // database do; a read-write open would fail on it), and query changes nothing unless
 // --write.
 func TestReadOnlyCommands(t *testing.T) {
+	testmain.Long(t, "eight commands, each in a process of its own, beside a real file lock")
 	t.Parallel()
 	db := ingested(t, "incident-hour")
 	f, err := os.Open(db)
