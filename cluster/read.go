@@ -86,8 +86,8 @@ func materialize(ctx context.Context, cl *Cluster, o query.Options, every bool) 
 		os.RemoveAll(dir)
 		return nil, nil, traffic{}, err
 	}
-	heap := debug.SetMemoryLimit(workHeap)
-	done := func() { db.Close(); os.RemoveAll(dir); debug.SetMemoryLimit(heap) }
+	release := holdHeap()
+	done := func() { db.Close(); os.RemoveAll(dir); release() }
 	tr, err := fill(ctx, cl, db, o, every, true)
 	if err != nil {
 		done()
@@ -107,6 +107,32 @@ const (
 	workHeap   = 192 << 20
 	workPart   = 1_000_000
 )
+
+// heapHeld counts the open databases of materialize: the Go heap's soft limit is the
+// process's, so the first sets it and the last gives the one before back (a test binary
+// opens several at once, which, each restoring what it found, left the limit set).
+var heapHeld struct {
+	sync.Mutex
+	n    int
+	prev int64
+}
+
+// holdHeap holds the Go heap to workHeap until the function it returns is called.
+func holdHeap() func() {
+	heapHeld.Lock()
+	defer heapHeld.Unlock()
+	if heapHeld.n == 0 {
+		heapHeld.prev = debug.SetMemoryLimit(workHeap)
+	}
+	heapHeld.n++
+	return sync.OnceFunc(func() {
+		heapHeld.Lock()
+		defer heapHeld.Unlock()
+		if heapHeld.n--; heapHeld.n == 0 {
+			debug.SetMemoryLimit(heapHeld.prev)
+		}
+	})
+}
 
 // partRows is how many rows to link a part of the loader's links: cl.PartRows, else workPart.
 func partRows(cl *Cluster) int {
