@@ -156,26 +156,13 @@ func linkedIn(t *testing.T, db *sql.DB, partRows int) linked {
 	defer s.Close()
 	l := linked{parts: s.parts, tables: map[string][]string{}, answers: map[string]string{}}
 	for _, name := range cachedTables() {
-		rows, err := s.conn.QueryContext(ctx, "SELECT * FROM "+s.table+"_"+name+" ORDER BY ALL")
+		_, rows, err := run(s.conn.QueryContext(ctx, "SELECT * FROM "+s.table+"_"+name+" ORDER BY ALL"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
+		for _, vals := range rows {
 			l.tables[name] = append(l.tables[name], fmt.Sprint(vals...))
 		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
 	}
 	answers, err := s.answerDefaults(ctx, true)
 	if err != nil {
