@@ -94,6 +94,6 @@ func (s *Set) buildInParts(ctx context.Context, route, method any, parts int, st
 		qs = append(qs, "CREATE TEMP TABLE "+s.table+"_"+t.Name+" AS SELECT "+strings.Join(t.Keys, ", ")+", "+strings.Join(sums, ", ")+
 			" FROM "+all+" GROUP BY ALL", "DROP TABLE "+all)
 	}
-	qs = append(qs, "CREATE TEMP VIEW "+s.table+"_cancelled AS SELECT file_id, line FROM "+s.table+"_attempts WHERE cancelled")
+	qs = append(qs, s.cancelledFromAttempts())
 	return execAll(ctx, s.conn, qs...)
 }

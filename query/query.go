@@ -299,6 +299,12 @@ func (s *Set) withRows(ctx context.Context) error {
 
 // build runs stage one: it links the rows, then builds the count tables, or, when the
 // Set reads the cache, names the cache's tables as its own.
+// cancelledFromAttempts makes the Set's cancelled rows a view of its attempts table,
+// which holds every row the overlap windows flagged when the Set is of every row.
+func (s *Set) cancelledFromAttempts() string {
+	return "CREATE OR REPLACE TEMP VIEW " + s.table + "_cancelled AS SELECT file_id, line FROM " + s.table + "_attempts WHERE cancelled"
+}
+
 func (s *Set) build(ctx context.Context, route, method any) error {
 	if !s.cached {
 		steps := slices.Concat(linkSteps, buildSteps(func(CountTable) bool { return true }))
@@ -313,8 +319,7 @@ func (s *Set) build(ctx context.Context, route, method any) error {
 				// flagged: the cancelled rows are read from it, and the windows'
 				// working table, as many rows as it, goes (it left the 10M cluster
 				// loader's Set no room under 256 MB to add the counts up).
-				err = execAll(ctx, s.conn, "CREATE OR REPLACE TEMP VIEW "+s.table+"_cancelled AS SELECT file_id, line FROM "+s.table+"_attempts WHERE cancelled",
-					"DROP TABLE "+s.table+"_multi")
+				err = execAll(ctx, s.conn, s.cancelledFromAttempts(), "DROP TABLE "+s.table+"_multi")
 			}
 		}
 		if err != nil {
